@@ -1,0 +1,120 @@
+"""An agent's effective policy, compiled once for fast decisions.
+
+``build_agent_policy`` merges the agent's level (from the config) with its
+per-agent sub-constraint overrides and normalises its allowed and denied lists,
+so ``decide`` only does set look-ups. Rebuild it when the agent, its
+permissions or the config change.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from trust_app.policy.action_types import ActionPatternSet
+from trust_app.policy.levels import (
+    DEFAULT_LEVELS,
+    AccessLevelPolicy,
+    FileSystemScope,
+    LevelName,
+    SubConstraintOverrides,
+)
+from trust_app.policy.names import name_key, name_skeleton
+from trust_app.policy.network import HostRule, parse_host_rule
+from trust_app.policy.paths import PathResolver
+
+
+class AccessLevelUnknownError(ValueError):
+    """The agent names an access level the config does not define."""
+
+
+class AgentWorkspaceInvalidError(ValueError):
+    """The agent's workspace or project root is not an absolute path."""
+
+
+@dataclass(frozen=True, slots=True)
+class AgentPolicy:
+    """Everything ``decide`` needs about one agent, precomputed."""
+
+    name: str
+    level: str
+    constraints: AccessLevelPolicy
+    workspace: str | None
+    scope_roots: tuple[str, ...]
+    allowed_keys: frozenset[str]
+    denied_keys: frozenset[str]
+    denied_skeletons: frozenset[str]
+    categories: frozenset[str]
+    approval_patterns: ActionPatternSet
+    host_rules: tuple[HostRule, ...]
+    allowed_commands: frozenset[str]
+    path_resolver: PathResolver | None = None
+
+    @property
+    def is_custom(self) -> bool:
+        """True for the custom level, which grants only what is listed."""
+        return self.level == LevelName.CUSTOM
+
+
+def _absolute(path: str | None, what: str) -> str | None:
+    if path is None:
+        return None
+    if not path.startswith("/") or "\x00" in path:
+        raise AgentWorkspaceInvalidError(f"{what} {path!r} must be an absolute path")
+    return posixpath.normpath(path)
+
+
+def _scope_roots(
+    constraints: AccessLevelPolicy, workspace: str | None, project_root: str | None
+) -> tuple[str, ...]:
+    if constraints.file_system is FileSystemScope.FULL:
+        return ("/",)
+    if constraints.file_system is FileSystemScope.PROJECT_DIRECTORY:
+        root = project_root or workspace
+        return (root,) if root else ()
+    if constraints.file_system is FileSystemScope.WORKSPACE_ONLY:
+        return (workspace,) if workspace else ()
+    return ()
+
+
+def build_agent_policy(
+    *,
+    name: str,
+    level: str,
+    levels: Mapping[str, AccessLevelPolicy] = DEFAULT_LEVELS,
+    allowed: Iterable[str] = (),
+    denied: Iterable[str] = (),
+    overrides: SubConstraintOverrides | None = None,
+    workspace: str | None = None,
+    project_root: str | None = None,
+    path_resolver: PathResolver | None = None,
+) -> AgentPolicy:
+    """Compile an agent's level, lists and overrides into an ``AgentPolicy``.
+
+    ``levels`` comes from ``SynthOrgConfig.access_levels()``; ``path_resolver``
+    (``os.path.realpath`` in production) makes path checks follow symlinks.
+    """
+    if level not in levels:
+        raise AccessLevelUnknownError(
+            f"unknown access level {level!r}; allowed: {', '.join(levels)}"
+        )
+    constraints = levels[level].merged(overrides)
+    workspace_path = _absolute(workspace, "workspace")
+    project_path = _absolute(project_root, "project root")
+    denied_names = tuple(denied)
+    return AgentPolicy(
+        name=name,
+        level=level,
+        constraints=constraints,
+        workspace=workspace_path,
+        scope_roots=_scope_roots(constraints, workspace_path, project_path),
+        allowed_keys=frozenset(name_key(n) for n in allowed),
+        denied_keys=frozenset(name_key(n) for n in denied_names),
+        denied_skeletons=frozenset(name_skeleton(n) for n in denied_names),
+        categories=frozenset(c.value for c in constraints.categories),
+        approval_patterns=ActionPatternSet.of(constraints.requires_approval),
+        host_rules=tuple(parse_host_rule(h) for h in constraints.allowed_hosts),
+        allowed_commands=frozenset(constraints.allowed_commands),
+        path_resolver=path_resolver,
+    )

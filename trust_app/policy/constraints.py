@@ -1,0 +1,202 @@
+"""Sub-constraints: what a granted tool may still not do at the agent's level.
+
+``static_violation`` checks the tool itself (deployment, git access,
+code-execution isolation, terminal access, network mode, file-system scope);
+``argument_violation`` checks the call's arguments whose roles the tool
+contract declares (paths, URLs, hosts, commands). Each returns None or the
+rule and a reason the agent can act on, and appends its steps to the trace.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping
+from typing import Final
+
+from trust_app.policy.agent import AgentPolicy
+from trust_app.policy.categories import NETWORK_CATEGORIES, SafetyClass, ToolCategory
+from trust_app.policy.decision import Rule
+from trust_app.policy.levels import (
+    GIT_ACTIONS,
+    ISOLATION_RANK,
+    CodeExecution,
+    FileSystemScope,
+    GitAccess,
+    NetworkMode,
+    TerminalAccess,
+)
+from trust_app.policy.network import (
+    Endpoint,
+    NetworkTargetError,
+    is_local_or_private,
+    parse_host_port,
+    parse_url,
+)
+from trust_app.policy.paths import check_path_characters, check_path_scope
+from trust_app.policy.tool_view import ToolView
+
+Violation = tuple[Rule, str]
+
+_SHELL_METACHARACTERS: Final = frozenset(";&|`$<>(){}*?!#\n\r")
+_ASK_ADMIN: Final = "ask an admin to change this agent's permissions if the task needs it"
+
+
+def _uses_network(tool: ToolView) -> bool:
+    return tool.category in NETWORK_CATEGORIES or tool.safety_class == SafetyClass.NETWORK
+
+
+def static_violation(agent: AgentPolicy, tool: ToolView, trace: list[str]) -> Violation | None:
+    """The first sub-constraint the tool breaks whatever its arguments, if any."""
+    c = agent.constraints
+    level = agent.level
+    if tool.category == ToolCategory.DEPLOYMENT or tool.action_domain == "deploy":
+        if not c.deployment:
+            return Rule.DEPLOYMENT, f"deployment is not permitted at level {level}; {_ASK_ADMIN}"
+        trace.append("deployment: permitted")
+    if tool.category == ToolCategory.VERSION_CONTROL or tool.action_domain == "vcs":
+        if c.git is not GitAccess.FULL and tool.action_type not in GIT_ACTIONS[c.git]:
+            allowed = ", ".join(sorted(GIT_ACTIONS[c.git])) or "nothing"
+            return Rule.GIT_ACCESS, (
+                f"git access {c.git.value} does not permit {tool.action_type} "
+                f"(it permits {allowed}); {_ASK_ADMIN}"
+            )
+        trace.append(f"git access {c.git.value}: {tool.action_type} permitted")
+    if tool.category == ToolCategory.CODE_EXECUTION:
+        if c.code_execution is CodeExecution.NONE:
+            return Rule.CODE_EXECUTION, f"code execution is not permitted at level {level}"
+        rank = ISOLATION_RANK.get(tool.isolation or "", 0)
+        if rank < ISOLATION_RANK[c.code_execution.value]:
+            return Rule.CODE_EXECUTION, (
+                f"code must run {c.code_execution.value} but this tool's sandbox isolation is "
+                f"{tool.isolation or 'unknown'}; use a tool that runs in a container"
+            )
+        trace.append(f"code execution: {tool.isolation} meets {c.code_execution.value}")
+    if tool.category == ToolCategory.TERMINAL or tool.command_arguments:
+        if c.terminal is TerminalAccess.NONE:
+            return Rule.TERMINAL_ACCESS, f"terminal access is not permitted at level {level}"
+        if c.terminal is TerminalAccess.RESTRICTED_COMMANDS and not tool.command_arguments:
+            return Rule.TERMINAL_ACCESS, (
+                "terminal access is restricted to listed commands, but this tool declares no "
+                "command argument to check"
+            )
+        trace.append(f"terminal access: {c.terminal.value}")
+    if _uses_network(tool):
+        if c.network is NetworkMode.NONE:
+            return Rule.NETWORK_MODE, f"network access is not permitted at level {level}"
+        if c.network is NetworkMode.ALLOWLIST_ONLY and not (
+            tool.url_arguments or tool.host_arguments
+        ):
+            return Rule.NETWORK_MODE, (
+                "network access is limited to an allowlist, but this tool declares no URL or "
+                "host argument to check against it"
+            )
+        trace.append(f"network mode: {c.network.value}")
+    if tool.path_arguments or tool.category == ToolCategory.FILE_SYSTEM:
+        if c.file_system is FileSystemScope.NONE:
+            return Rule.FILE_SYSTEM_SCOPE, f"file-system access is not permitted at level {level}"
+        if not agent.scope_roots:
+            return Rule.FILE_SYSTEM_SCOPE, (
+                f"file-system scope {c.file_system.value} needs a workspace, and this agent has "
+                "none configured"
+            )
+        trace.append(f"file-system scope: {c.file_system.value}")
+    return None
+
+
+def _values(value: object) -> list[object]:
+    return list(value) if isinstance(value, list | tuple) else [value]
+
+
+def _path_violation(agent: AgentPolicy, argument: str, value: object) -> str | None:
+    problem = check_path_characters(value)
+    if problem is None and agent.constraints.file_system is not FileSystemScope.FULL:
+        assert isinstance(value, str)
+        problem = check_path_scope(
+            value,
+            base=agent.workspace or agent.scope_roots[0],
+            roots=agent.scope_roots,
+            resolver=agent.path_resolver,
+        )
+        if problem is not None:
+            scope = agent.constraints.file_system.value
+            problem = f"{problem} (file-system scope {scope}); use a path inside the workspace"
+    return None if problem is None else f"argument {argument!r}: {problem}"
+
+
+def _endpoint_violation(agent: AgentPolicy, endpoint: Endpoint) -> str | None:
+    c = agent.constraints
+    if c.network is NetworkMode.NONE:
+        return f"network access is not permitted at level {agent.level}"
+    listed = any(rule.matches(endpoint) for rule in agent.host_rules)
+    if c.network is NetworkMode.ALLOWLIST_ONLY and not listed:
+        hosts = ", ".join(r.display() for r in agent.host_rules) or "none"
+        return f"{endpoint.display()} is not on the network allowlist (allowed: {hosts})"
+    if c.block_private_addresses and not listed and is_local_or_private(endpoint):
+        return f"{endpoint.display()} is a local or private address and is not allowlisted"
+    return None
+
+
+def _network_violation(agent: AgentPolicy, argument: str, value: object, url: bool) -> str | None:
+    if not isinstance(value, str):
+        return f"argument {argument!r}: must be a string"
+    try:
+        endpoint = parse_url(value) if url else parse_host_port(value)
+    except NetworkTargetError as exc:
+        return f"argument {argument!r}: {exc}"
+    problem = _endpoint_violation(agent, endpoint)
+    return None if problem is None else f"argument {argument!r}: {problem}"
+
+
+def _command_violation(agent: AgentPolicy, argument: str, value: object) -> str | None:
+    if agent.constraints.terminal is TerminalAccess.FULL:
+        return None
+    if isinstance(value, str):
+        if any(ch in _SHELL_METACHARACTERS for ch in value):
+            return (
+                f"argument {argument!r}: shell operators are not allowed under restricted "
+                "terminal access; run one command at a time"
+            )
+        try:
+            argv: list[object] = list(shlex.split(value))
+        except ValueError as exc:
+            return f"argument {argument!r}: cannot be parsed as a command ({exc})"
+    elif isinstance(value, list | tuple):
+        argv = list(value)
+    else:
+        return f"argument {argument!r}: must be a command string or a list of strings"
+    program = argv[0] if argv else ""
+    if not isinstance(program, str) or program not in agent.allowed_commands:
+        allowed = ", ".join(sorted(agent.allowed_commands)) or "none"
+        return (
+            f"argument {argument!r}: command {program!r} is not allowed under restricted "
+            f"terminal access (allowed: {allowed})"
+        )
+    return None
+
+
+def argument_violation(
+    agent: AgentPolicy, tool: ToolView, arguments: Mapping[str, object], trace: list[str]
+) -> Violation | None:
+    """The first argument that would take the call past a sub-constraint, if any."""
+    for name in tool.path_arguments:
+        if name in arguments:
+            for value in _values(arguments[name]):
+                problem = _path_violation(agent, name, value)
+                if problem:
+                    return Rule.FILE_SYSTEM_SCOPE, problem
+            trace.append(f"argument {name!r}: path inside scope")
+    for names, is_url in ((tool.url_arguments, True), (tool.host_arguments, False)):
+        for name in names:
+            if name in arguments:
+                for value in _values(arguments[name]):
+                    problem = _network_violation(agent, name, value, is_url)
+                    if problem:
+                        return Rule.NETWORK_MODE, problem
+                trace.append(f"argument {name!r}: network target permitted")
+    for name in tool.command_arguments:
+        if name in arguments:
+            problem = _command_violation(agent, name, arguments[name])
+            if problem:
+                return Rule.TERMINAL_ACCESS, problem
+            trace.append(f"argument {name!r}: command permitted")
+    return None
