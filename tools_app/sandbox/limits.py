@@ -1,0 +1,82 @@
+"""rlimits and the code that runs in the child between fork and exec.
+
+The child joins its call's cgroup first (root may still write there), then
+sets its rlimits (root may still raise hard limits), then drops to the
+sandbox user. Only async-signal-tolerant calls (os.*, resource.*) run here.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+from collections.abc import Callable
+
+from tools_app.sandbox.identity import SandboxIdentity
+from tools_app.sandbox.protocol import Limits
+
+# rlimits bound virtual address space, which runs ahead of resident memory;
+# when a cgroup enforces the real (resident) ceiling, give the address space
+# this much room so the precise OOM report wins for ordinary memory bombs.
+ADDRESS_SPACE_HEADROOM_WITH_CGROUP = 2
+
+
+def rlimits_for(
+    limits: Limits, *, cgroup_enforces_memory: bool, nproc: int | None = None
+) -> list[tuple[int, tuple[int, int]]]:
+    """The (resource, (soft, hard)) pairs for ``limits``.
+
+    ``nproc`` overrides the process ceiling (a worker that cannot switch user
+    counts its own processes too).
+    """
+    address_space = limits.memory_bytes * (
+        ADDRESS_SPACE_HEADROOM_WITH_CGROUP if cgroup_enforces_memory else 1
+    )
+    processes = nproc if nproc is not None else limits.max_processes
+    return [
+        (resource.RLIMIT_AS, (address_space, address_space)),
+        # Soft limit sends SIGXCPU, the hard one a second later SIGKILL.
+        (resource.RLIMIT_CPU, (limits.cpu_seconds, limits.cpu_seconds + 1)),
+        (resource.RLIMIT_FSIZE, (limits.file_size_bytes, limits.file_size_bytes)),
+        (resource.RLIMIT_NOFILE, (limits.open_files, limits.open_files)),
+        (resource.RLIMIT_CORE, (0, 0)),
+        (resource.RLIMIT_NPROC, (processes, processes)),
+    ]
+
+
+def count_user_processes(uid: int) -> int:
+    """How many processes ``uid`` owns now (read from /proc)."""
+    count = 0
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                if entry.stat().st_uid == uid:
+                    count += 1
+            except OSError:
+                continue
+    return count
+
+
+def make_preexec(
+    rlimits: list[tuple[int, tuple[int, int]]],
+    identity: SandboxIdentity,
+    cgroup_procs_files: tuple[str, ...],
+) -> Callable[[], None]:
+    """Build the function the child runs just before ``exec``."""
+
+    def preexec() -> None:
+        pid = str(os.getpid()).encode()
+        for path in cgroup_procs_files:
+            fd = os.open(path, os.O_WRONLY)
+            try:
+                os.write(fd, pid)
+            finally:
+                os.close(fd)
+        for which, pair in rlimits:
+            resource.setrlimit(which, pair)
+        if identity.switch:
+            os.setgroups([])
+            os.setresgid(identity.gid, identity.gid, identity.gid)
+            os.setresuid(identity.uid, identity.uid, identity.uid)
+        os.umask(0o022)
+
+    return preexec

@@ -1,0 +1,143 @@
+"""SubprocessSandbox: a plain child process with a clean environment and limits.
+
+Isolation here is process-level: clean environment, restricted PATH, working
+directory inside the workspace, rlimits, an unprivileged user, a cgroup where
+the machine has one, and a kill that reaches every process the call made. It
+does not hide the filesystem or the network; categories that need that run
+on the namespace or docker backend.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+from tools_app.sandbox.cgroups import CgroupSupport, detect_cgroup_support
+from tools_app.sandbox.env import build_sandbox_env
+from tools_app.sandbox.errors import SandboxError
+from tools_app.sandbox.identity import DEFAULT_SANDBOX_USER, resolve_identity
+from tools_app.sandbox.paths import (
+    DEFAULT_SANDBOX_PATH,
+    SAFE_PATH_PREFIXES,
+    resolve_cwd,
+    resolve_workspace,
+    restrict_path,
+)
+from tools_app.sandbox.protocol import ProbeReport, SandboxResult, SandboxSpec
+from tools_app.sandbox.result import result_from_outcome
+from tools_app.sandbox.runner import run_confined
+from tools_app.sandbox.workspace import ScratchDir, check_workspace_access
+
+DEFAULT_SCRATCH_ROOT = Path("/tmp/synthorg-sandbox")  # noqa: S108 - a 0711 root, private subdirs
+
+
+class SubprocessSandbox:
+    """Runs a command as a confined child process of the worker."""
+
+    name = "subprocess"
+    isolates_network = False
+
+    def __init__(
+        self,
+        *,
+        run_as_user: str = DEFAULT_SANDBOX_USER,
+        restricted_path: bool = True,
+        extra_safe_path_prefixes: Iterable[str] = (),
+        max_timeout_seconds: float | None = None,
+        kill_grace_seconds: float = 0.5,
+        exit_drain_seconds: float = 0.2,
+        scratch_root: Path = DEFAULT_SCRATCH_ROOT,
+        use_cgroup: bool = True,
+        worker_env: dict[str, str] | None = None,
+    ) -> None:
+        self.run_as_user = run_as_user
+        self.restricted_path = restricted_path
+        self.safe_prefixes = (*SAFE_PATH_PREFIXES, *extra_safe_path_prefixes)
+        self.max_timeout_seconds = max_timeout_seconds
+        self.kill_grace_seconds = kill_grace_seconds
+        self.exit_drain_seconds = exit_drain_seconds
+        self.scratch_root = scratch_root
+        self.use_cgroup = use_cgroup
+        self._worker_env = worker_env
+
+    def _cgroup_support(self) -> CgroupSupport:
+        if not self.use_cgroup:
+            return CgroupSupport(None, "cgroups switched off in config")
+        return detect_cgroup_support()
+
+    def _sandbox_path(self, candidate: str | None) -> str:
+        if not self.restricted_path:
+            return candidate or DEFAULT_SANDBOX_PATH
+        return restrict_path(candidate, safe_prefixes=self.safe_prefixes)
+
+    def run(self, spec: SandboxSpec) -> SandboxResult:
+        """Run ``spec`` as a child process; refusals raise a SandboxError."""
+        identity = resolve_identity(self.run_as_user, backend=self.name)
+        workspace = resolve_workspace(spec.workspace.host_path)
+        cwd = resolve_cwd(workspace, spec.cwd)
+        check_workspace_access(workspace, identity, writable=spec.workspace.writable)
+        worker_env = self._worker_env if self._worker_env is not None else os.environ
+        path = self._sandbox_path(spec.env.get("PATH", worker_env.get("PATH")))
+        timeout = spec.timeout_seconds
+        if self.max_timeout_seconds is not None:
+            timeout = min(timeout, self.max_timeout_seconds)
+        scratch = ScratchDir(self.scratch_root, identity)
+        try:
+            env = build_sandbox_env(
+                worker_env,
+                spec.env,
+                path=path,
+                home=str(scratch.path),
+                tmpdir=str(scratch.path),
+            )
+            env["PWD"] = str(cwd)
+            outcome = run_confined(
+                list(spec.argv),
+                env=env,
+                cwd=cwd,
+                stdin=spec.stdin,
+                timeout_seconds=timeout,
+                limits=spec.limits,
+                identity=identity,
+                cgroup_support=self._cgroup_support(),
+                kill_grace_seconds=self.kill_grace_seconds,
+                exit_drain_seconds=self.exit_drain_seconds,
+            )
+        finally:
+            scratch.remove()
+        return result_from_outcome(self.name, outcome)
+
+    def probe(self) -> ProbeReport:
+        """Run ``true`` for real through this backend."""
+        return probe_by_running(self)
+
+    def close(self) -> None:
+        """Nothing is held between calls."""
+
+
+def probe_by_running(backend: SubprocessSandbox) -> ProbeReport:
+    """Run a trivial command in a throwaway workspace and report what happened."""
+    import tempfile
+
+    from tools_app.sandbox.protocol import Limits, WorkspaceMount
+
+    with tempfile.TemporaryDirectory(prefix="synthorg-probe-") as tmp:
+        os.chmod(tmp, 0o755)  # noqa: S103 - the sandbox user must enter it
+        spec = SandboxSpec(
+            argv=("true",),
+            workspace=WorkspaceMount(Path(tmp)),
+            timeout_seconds=10,
+            limits=Limits(),
+        )
+        cgroup = backend._cgroup_support()
+        details: dict[str, object] = {"cgroup": cgroup.reason, "isolates_network": False}
+        try:
+            result = backend.run(spec)
+        except SandboxError as exc:
+            return ProbeReport(backend.name, False, exc.reason, details)
+    if result.exit_code != 0:
+        return ProbeReport(
+            backend.name, False, f"`true` exited {result.exit_code}: {result.stderr[:300]}", details
+        )
+    return ProbeReport(backend.name, True, "ran `true` as a confined child process", details)
