@@ -17,13 +17,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from enum import StrEnum
 from types import MappingProxyType
-from typing import Any, Final
+from typing import Annotated, Any, Final
 
-from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
+from pydantic import AfterValidator, ValidationInfo, field_validator
 
 from trust_app.policy.action_types import DEFAULT_ACTION_TYPES, ActionTypeRegistry
 from trust_app.policy.categories import ToolCategory
 from trust_app.policy.network import NetworkTargetError, parse_host_rule
+from trust_app.policy.strict import StrictModel
 
 
 class LevelName(StrEnum):
@@ -119,17 +120,24 @@ DEFAULT_ALLOWED_COMMANDS: Final[tuple[str, ...]] = (
 )
 
 
-def _registry(info: ValidationInfo) -> ActionTypeRegistry:
+def context_action_types(info: ValidationInfo) -> ActionTypeRegistry:
+    """The registry passed as ``action_types`` in the validation context, or the built-ins."""
     context = info.context or {}
     registry = context.get("action_types", DEFAULT_ACTION_TYPES)
     assert isinstance(registry, ActionTypeRegistry)
     return registry
 
 
-class SubConstraintOverrides(BaseModel):
-    """Per-agent (or per-config) changes to a level's sub-constraints; None keeps the level's."""
+def _known_pattern(value: str, info: ValidationInfo) -> str:
+    return context_action_types(info).check_pattern(value)
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+
+ActionPattern = Annotated[str, AfterValidator(_known_pattern)]
+"""A known action type or domain shortcut (``code`` for every ``code:*``)."""
+
+
+class SubConstraintOverrides(StrictModel):
+    """Per-agent (or per-config) changes to a level's sub-constraints; None keeps the level's."""
 
     file_system: FileSystemScope | None = None
     code_execution: CodeExecution | None = None
@@ -140,18 +148,7 @@ class SubConstraintOverrides(BaseModel):
     terminal: TerminalAccess | None = None
     allowed_commands: tuple[str, ...] | None = None
     deployment: bool | None = None
-    requires_approval: tuple[str, ...] | None = None
-
-    @field_validator("requires_approval")
-    @classmethod
-    def _known_action_patterns(
-        cls, value: tuple[str, ...] | None, info: ValidationInfo
-    ) -> tuple[str, ...] | None:
-        if value is not None:
-            registry = _registry(info)
-            for pattern in value:
-                registry.check_pattern(pattern)
-        return value
+    requires_approval: tuple[ActionPattern, ...] | None = None
 
     @field_validator("allowed_hosts")
     @classmethod
@@ -180,10 +177,8 @@ class AccessLevelOverride(SubConstraintOverrides):
     categories: tuple[ToolCategory, ...] | None = None
 
 
-class AccessLevelPolicy(BaseModel):
+class AccessLevelPolicy(StrictModel):
     """A fully specified access level."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: LevelName
     description: str = ""
@@ -285,10 +280,12 @@ DEFAULT_LEVELS: Final[MappingProxyType[str, AccessLevelPolicy]] = MappingProxyTy
 
 
 def resolve_levels(
-    overrides: Mapping[str, AccessLevelOverride] | None = None,
+    overrides: Mapping[LevelName, AccessLevelOverride]
+    | Mapping[str, AccessLevelOverride]
+    | None = None,
 ) -> MappingProxyType[str, AccessLevelPolicy]:
     """The five levels with config overrides applied over the seed defaults."""
-    given = overrides or {}
+    given: Mapping[Any, AccessLevelOverride] = overrides or {}
     return MappingProxyType(
         {name: default.merged(given.get(name)) for name, default in DEFAULT_LEVELS.items()}
     )

@@ -1,0 +1,61 @@
+"""``SynthOrgConfig``: the root of the YAML config file."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+
+from pydantic import Field, field_validator
+
+from common.config.sections import (
+    ApprovalSection,
+    AutonomySection,
+    McpServer,
+    SandboxingSection,
+    ToolAccessSection,
+    ToolSettings,
+    check_server_names,
+    check_tool_names,
+)
+from common.config.trust import DisabledTrust, TrustSection
+from trust_app.policy.action_types import ActionTypeRegistry
+from trust_app.policy.levels import AccessLevelPolicy
+from trust_app.policy.names import name_key
+from trust_app.policy.strict import StrictModel
+
+
+class SynthOrgConfig(StrictModel):
+    """The whole config; every section has seed defaults, so an empty file is valid."""
+
+    sandboxing: SandboxingSection = Field(default_factory=dict)
+    tool_access: ToolAccessSection = ToolAccessSection()
+    autonomy: AutonomySection = AutonomySection()
+    approval: ApprovalSection = ApprovalSection()
+    trust: TrustSection = DisabledTrust()
+    tools: dict[str, ToolSettings] = Field(default_factory=dict)
+    mcp_servers: tuple[McpServer, ...] = ()
+
+    @field_validator("tools")
+    @classmethod
+    def _distinct_tools(cls, value: dict[str, ToolSettings]) -> dict[str, ToolSettings]:
+        check_tool_names(value)
+        return value
+
+    @field_validator("mcp_servers")
+    @classmethod
+    def _distinct_servers(cls, value: tuple[McpServer, ...]) -> tuple[McpServer, ...]:
+        return check_server_names(value)
+
+    def action_types(self) -> ActionTypeRegistry:
+        """Built-in plus custom action types."""
+        return self.tool_access.action_type_registry()
+
+    def access_levels(self) -> MappingProxyType[str, AccessLevelPolicy]:
+        """The five access levels, for ``trust_app.policy.build_agent_policy``."""
+        return self.tool_access.access_levels()
+
+    def tool_settings(self, name: str) -> ToolSettings:
+        """Settings for tool ``name`` (case and whitespace folded), or the defaults."""
+        key = name_key(name)
+        found: Mapping[str, ToolSettings] = {name_key(k): v for k, v in self.tools.items()}
+        return found.get(key, ToolSettings())
