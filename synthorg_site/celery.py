@@ -1,0 +1,83 @@
+"""The Celery app: every tool call runs in a worker, on the queue of its sandbox backend."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import structlog
+from celery import Celery, signals
+from kombu import Exchange, Queue
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "synthorg_site.settings")
+
+# One queue per sandbox backend, so a slow backend never starves another and each
+# can be scaled with its own workers; maintenance carries sweeps and heartbeats.
+QUEUES = ("default", "sandbox.subprocess", "sandbox.namespace", "sandbox.docker", "maintenance")
+
+app = Celery("synthorg")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.conf.update(
+    task_queues=[Queue(name, Exchange(name), routing_key=name) for name in QUEUES],
+    task_default_queue="default",
+    task_routes={"synthorg_site.tasks.*": {"queue": "maintenance"}},
+    task_acks_late=True,
+    task_reject_on_worker_lost=True,
+    worker_prefetch_multiplier=1,
+    task_ignore_result=True,
+    task_serializer="json",
+    accept_content=["json"],
+    broker_connection_retry_on_startup=True,
+    worker_hijack_root_logger=False,
+    worker_redirect_stdouts=False,
+    beat_schedule={
+        "beat-heartbeat": {"task": "synthorg_site.tasks.beat_heartbeat", "schedule": 2.0},
+    },
+)
+app.autodiscover_tasks()
+app.autodiscover_tasks(["synthorg_site"])
+
+_log = structlog.get_logger("synthorg.celery")
+
+
+@signals.before_task_publish.connect
+def _carry_request_id(headers: dict[str, Any] | None = None, **_: Any) -> None:
+    """A task started by a request carries that request's id."""
+    from synthorg_site.logs import current_request_id
+
+    request_id = current_request_id()
+    if headers is not None and request_id and "request_id" not in headers:
+        headers["request_id"] = request_id
+
+
+@signals.task_prerun.connect
+def _bind_request_id(task: Any = None, **_: Any) -> None:
+    structlog.contextvars.clear_contextvars()
+    request_id = getattr(task.request, "request_id", None) if task is not None else None
+    structlog.contextvars.bind_contextvars(
+        task=getattr(task, "name", None), task_id=getattr(task.request, "id", None)
+    )
+    if request_id:
+        structlog.contextvars.bind_contextvars(request_id=request_id)
+
+
+@signals.task_postrun.connect
+def _unbind(**_: Any) -> None:
+    structlog.contextvars.clear_contextvars()
+
+
+@signals.worker_ready.connect
+def _start_heartbeat(sender: Any = None, **_: Any) -> None:
+    from synthorg_site.heartbeat import start_worker_heartbeat
+
+    queues = sorted(sender.app.amqp.queues.consume_from) if sender is not None else []
+    hostname = getattr(sender, "hostname", None) or "worker"
+    start_worker_heartbeat(hostname=hostname, queues=queues)
+    _log.info("worker_ready", hostname=hostname, queues=queues)
+
+
+@signals.worker_shutdown.connect
+def _stop_heartbeat(sender: Any = None, **_: Any) -> None:
+    from synthorg_site.heartbeat import stop_worker_heartbeat
+
+    stop_worker_heartbeat()

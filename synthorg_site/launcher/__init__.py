@@ -1,0 +1,1 @@
+"""One process that starts the whole console and stops it whole."""

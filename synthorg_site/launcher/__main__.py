@@ -1,0 +1,180 @@
+"""`python -m synthorg_site.launcher`: the embedded Redis, daphne, a Celery worker and beat.
+
+Every child runs in its own session, so Ctrl-C reaches only the launcher, which then
+stops the children in order. A child that dies is named and the launcher exits 1:
+the console never runs half-up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from synthorg_site import runtime
+from synthorg_site.launcher.children import (
+    Child,
+    ChildFailedError,
+    ChildSpec,
+    start_child,
+    stop_child,
+    wait_ready,
+)
+from synthorg_site.launcher.embedded_redis import RedisBinaryMissingError, redis_server_argv
+
+EXIT_CHILD_DIED = 1
+EXIT_CANNOT_START = 2
+
+
+def _say(message: str) -> None:
+    print(f"synthorg | {message}", flush=True)
+
+
+def _socket_answers(path: Path) -> bool:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+        sock.settimeout(0.5)
+        sock.connect(str(path))
+        sock.sendall(b"PING\r\n")
+        return sock.recv(16).startswith(b"+PONG")
+
+
+def _http_answers(url: str) -> bool:
+    """Any HTTP answer will do: /healthz says 503 until the worker is up, started after."""
+    try:
+        with urllib.request.urlopen(url, timeout=1) as response:  # noqa: S310 - own loopback URL
+            return bool(response.status)
+    except urllib.error.HTTPError:
+        return True
+
+
+def child_specs(*, host: str, port: int, concurrency: int) -> list[ChildSpec]:
+    env = dict(os.environ)
+    python = sys.executable
+    specs: list[ChildSpec] = []
+    if runtime.uses_embedded_redis():
+        sock = runtime.embedded_redis_socket()
+        if sock.exists():
+            sock.unlink()
+        specs.append(
+            ChildSpec(
+                name="redis",
+                argv=redis_server_argv(socket=sock, data_dir=runtime.var_dir() / "redis"),
+                env=env,
+                ready=lambda: _socket_answers(sock),
+            )
+        )
+    url = f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}:{port}/healthz"  # noqa: S104
+    specs += [
+        ChildSpec(
+            name="web",
+            argv=[python, "-m", "daphne", "-b", host, "-p", str(port),
+                  "--proxy-headers", "synthorg_site.asgi:application"],
+            env=env,
+            ready=lambda: _http_answers(url),
+        ),
+        ChildSpec(
+            name="worker",
+            argv=[python, "-m", "celery", "-A", "synthorg_site", "worker",
+                  "-Q", "default,sandbox.subprocess,sandbox.namespace,sandbox.docker,maintenance",
+                  "-c", str(concurrency), "-n", f"worker@{socket.gethostname()}",
+                  "--without-gossip", "--without-mingle", "-l", "INFO"],
+            env=env,
+        ),
+        ChildSpec(
+            name="beat",
+            argv=[python, "-m", "celery", "-A", "synthorg_site", "beat", "-l", "WARNING",
+                  "-s", str(runtime.var_dir() / "celerybeat-schedule"),
+                  "--pidfile", ""],
+            env=env,
+        ),
+    ]  # fmt: skip
+    return specs
+
+
+def _wait_for_any_exit(children: list[Child], stop: threading.Event) -> Child | None:
+    while not stop.is_set():
+        for child in children:
+            if child.process.poll() is not None:
+                return child
+        stop.wait(0.2)
+    return None
+
+
+def run(*, host: str, port: int, concurrency: int) -> int:
+    stop = threading.Event()
+    received: list[int] = []
+
+    def on_signal(signum: int, _frame: object) -> None:
+        received.append(signum)
+        stop.set()
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+
+    try:
+        specs = child_specs(host=host, port=port, concurrency=concurrency)
+    except RedisBinaryMissingError as exc:
+        _say(str(exc))
+        return EXIT_CANNOT_START
+    children: list[Child] = []
+    code = 0
+    try:
+        for spec in specs:
+            if stop.is_set():
+                break
+            child = start_child(spec)
+            children.append(child)
+            wait_ready(child)
+            _say(f"{spec.name} started (pid {child.process.pid})")
+        if not stop.is_set():
+            shown = "localhost" if host in ("0.0.0.0", "127.0.0.1", "::") else host  # noqa: S104
+            _say(f"console ready at http://{shown}:{port}/  (health: /healthz)")
+            credentials = runtime.var_dir() / "demo-credentials.txt"
+            if credentials.exists():
+                _say(f"sign-in credentials: {credentials}")
+            _say("press Ctrl-C to stop")
+        died = _wait_for_any_exit(children, stop)
+        if died is not None:
+            _say(
+                f"{died.name} exited unexpectedly with code {died.process.returncode}; "
+                "stopping the console"
+            )
+            code = EXIT_CHILD_DIED
+    except ChildFailedError as exc:
+        _say(f"{exc.name} failed to start: {exc}; stopping the console")
+        code = EXIT_CHILD_DIED
+    finally:
+        if received:
+            _say("stopping")
+        # Stop in reverse order: beat and workers before the web, Redis last.
+        for child in reversed(children):
+            stop_child(child)
+        _say("stopped")
+    return code
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="synthorg-launcher", description=__doc__)
+    parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
+    parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
+    parser.add_argument(
+        "--concurrency", type=int, default=int(os.environ.get("CELERY_WORKER_CONCURRENCY", "2"))
+    )
+    args = parser.parse_args(argv)
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "synthorg_site.settings")
+    started = time.monotonic()
+    code = run(host=args.host, port=args.port, concurrency=args.concurrency)
+    if code:
+        _say(f"exit {code} after {time.monotonic() - started:.1f}s")
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

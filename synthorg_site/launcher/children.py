@@ -1,0 +1,127 @@
+"""Child processes of the launcher: started in their own sessions, watched, stopped in order."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import IO
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_launcher() -> None:
+    """In the child: get SIGTERM if the launcher dies, even by SIGKILL; own session."""
+    os.setsid()
+    try:
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+    except OSError:
+        pass
+
+
+@dataclass(frozen=True)
+class ChildSpec:
+    name: str
+    argv: Sequence[str]
+    env: dict[str, str] | None = None
+    # Ready when this returns True (polled); None means ready at once.
+    ready: Callable[[], bool] | None = None
+    ready_timeout: float = 60.0
+
+
+@dataclass
+class Child:
+    spec: ChildSpec
+    process: subprocess.Popen[bytes]
+    readers: list[threading.Thread] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+
+def _pump(name: str, stream: IO[bytes], out: IO[str], lock: threading.Lock) -> None:
+    """Copy a child's output line by line, each line prefixed with the child's name."""
+    for raw in iter(stream.readline, b""):
+        line = raw.decode(errors="replace").rstrip("\n")
+        with lock:
+            out.write(f"{name:>7} | {line}\n")
+            out.flush()
+    stream.close()
+
+
+class ChildFailedError(RuntimeError):
+    def __init__(self, name: str, message: str) -> None:
+        super().__init__(f"{name}: {message}")
+        self.name = name
+
+
+_output_lock = threading.Lock()
+
+
+def start_child(spec: ChildSpec, *, out: IO[str] = sys.stdout) -> Child:
+    process = subprocess.Popen(
+        list(spec.argv),
+        env=spec.env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        preexec_fn=_die_with_launcher,  # noqa: PLW1509 - no threads touch the child before exec
+    )
+    child = Child(spec=spec, process=process)
+    assert process.stdout is not None
+    reader = threading.Thread(
+        target=_pump, args=(spec.name, process.stdout, out, _output_lock), daemon=True
+    )
+    reader.start()
+    child.readers.append(reader)
+    return child
+
+
+def wait_ready(child: Child, *, poll: float = 0.1) -> None:
+    """Block until the child says it is ready; raise if it exits or takes too long first."""
+    if child.spec.ready is None:
+        return
+    deadline = time.monotonic() + child.spec.ready_timeout
+    while time.monotonic() < deadline:
+        code = child.process.poll()
+        if code is not None:
+            raise ChildFailedError(child.name, f"exited with code {code} while starting")
+        try:
+            if child.spec.ready():
+                return
+        except Exception:  # noqa: BLE001, S110 - not ready yet
+            pass
+        time.sleep(poll)
+    raise ChildFailedError(child.name, f"not ready after {child.spec.ready_timeout:g}s")
+
+
+def stop_child(child: Child, *, grace: float = 10.0) -> int | None:
+    """SIGTERM the child's whole process group, SIGKILL it after the grace period."""
+    process = child.process
+    if process.poll() is None:
+        _signal_group(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=grace)
+        except subprocess.TimeoutExpired:
+            _signal_group(process.pid, signal.SIGKILL)
+            process.wait(timeout=5)
+    # Reap anything of its group left behind (pool workers of a killed parent).
+    _signal_group(process.pid, signal.SIGKILL)
+    for reader in child.readers:
+        reader.join(timeout=2)
+    return process.returncode
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass

@@ -1,0 +1,195 @@
+"""Django settings, read from the environment (see README, "Configuration")."""
+
+from __future__ import annotations
+
+import environ
+from django.core.exceptions import ImproperlyConfigured
+
+from synthorg_site import runtime
+from synthorg_site.logs import logging_config
+from synthorg_site.safety import ProductionSettings, unsafe_production_settings
+
+env = environ.Env()
+BASE_DIR = runtime.BASE_DIR
+VAR_DIR = runtime.var_dir()
+VAR_DIR.mkdir(parents=True, exist_ok=True)
+
+SYNTHORG_ENV = runtime.mode()
+DEBUG = env.bool("DEBUG", default=SYNTHORG_ENV == "dev")
+
+_secret_from_env = bool(env.str("SECRET_KEY", default=""))
+SECRET_KEY = env.str("SECRET_KEY", default="") or runtime.generated_secret_key()
+
+ALLOWED_HOSTS = env.list(
+    "ALLOWED_HOSTS",
+    default=[] if SYNTHORG_ENV == "production" else ["localhost", "127.0.0.1", "[::1]", "testserver"],
+)
+CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
+PORT = env.int("PORT", default=8000)
+
+_database_url_set = bool(env.str("DATABASE_URL", default=""))
+DATABASES = {
+    "default": env.db_url("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'synthorg.sqlite3'}")
+}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # WAL lets the web process read while a worker writes; IMMEDIATE avoids
+    # "database is locked" on upgrade from a read to a write transaction.
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        {
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+            "transaction_mode": "IMMEDIATE",
+            "timeout": 20,
+        }
+    )
+else:
+    DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("DATABASE_CONN_MAX_AGE", default=0))
+
+if SYNTHORG_ENV == "production":
+    _problems = unsafe_production_settings(
+        ProductionSettings(
+            debug=DEBUG,
+            secret_key_from_env=_secret_from_env,
+            secret_key=SECRET_KEY,
+            allowed_hosts=ALLOWED_HOSTS,
+            database_url_set=_database_url_set,
+        )
+    )
+    if _problems:
+        raise ImproperlyConfigured(
+            "SynthOrg Console refuses to start in production with unsafe settings:\n  - "
+            + "\n  - ".join(_problems)
+            + "\n(set SYNTHORG_ENV=dev for a local console)"
+        )
+    SESSION_COOKIE_SECURE = env.bool("SESSION_COOKIE_SECURE", default=True)
+    CSRF_COOKIE_SECURE = env.bool("CSRF_COOKIE_SECURE", default=True)
+    if env.bool("SECURE_PROXY_SSL_HEADER", default=False):
+        SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+
+REDIS_URL = runtime.redis_url()
+SYNTHORG_CONFIG = env.str("SYNTHORG_CONFIG", default=str(BASE_DIR / "synthorg.yaml"))
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "whitenoise.runserver_nostatic",
+    "django.contrib.staticfiles",
+    "channels",
+    "rest_framework",
+    "drf_spectacular",
+    "django_htmx",
+    "template_partials",
+    "common",
+    "trust_app",
+    "tools_app",
+    "approvals_app",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "synthorg_site.logs.RequestIdMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "trust_app.auth.PersonTokenMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "synthorg_site.urls"
+ASGI_APPLICATION = "synthorg_site.asgi.application"
+WSGI_APPLICATION = None
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+                "common.context_processors.person",
+            ],
+        },
+    }
+]
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+LOGIN_URL = "/accounts/login/"
+LOGIN_REDIRECT_URL = "/"
+LOGOUT_REDIRECT_URL = "/accounts/login/"
+
+LANGUAGE_CODE = "en"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+
+STATIC_URL = "/static/"
+STATIC_ROOT = VAR_DIR / "static"
+STATIC_ROOT.mkdir(exist_ok=True)
+STATICFILES_DIRS = [BASE_DIR / "static"]
+WHITENOISE_USE_FINDERS = SYNTHORG_ENV != "production"
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": (
+            "whitenoise.storage.CompressedManifestStaticFilesStorage"
+            if SYNTHORG_ENV == "production"
+            else "django.contrib.staticfiles.storage.StaticFilesStorage"
+        )
+    },
+}
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+CHANNEL_LAYERS = {
+    "default": {
+        "BACKEND": "channels_redis.core.RedisChannelLayer",
+        "CONFIG": {"hosts": [REDIS_URL], "prefix": "synthorg:ch"},
+    }
+}
+
+CACHES = {
+    "default": {
+        "BACKEND": "django.core.cache.backends.redis.RedisCache",
+        "LOCATION": REDIS_URL,
+        "KEY_PREFIX": "synthorg",
+    }
+}
+
+# Celery: execution of tools happens only in workers (see synthorg_site/celery.py).
+CELERY_BROKER_URL = runtime.celery_broker_url(REDIS_URL)
+CELERY_TASK_SOFT_TIME_LIMIT = env.int("CELERY_TASK_SOFT_TIME_LIMIT", default=150)
+CELERY_TASK_TIME_LIMIT = env.int("CELERY_TASK_TIME_LIMIT", default=180)
+CELERY_WORKER_CONCURRENCY = env.int("CELERY_WORKER_CONCURRENCY", default=2)
+CELERY_BEAT_SCHEDULE_FILE = str(VAR_DIR / "celerybeat-schedule")
+SYNTHORG_HEARTBEAT_INTERVAL = env.float("SYNTHORG_HEARTBEAT_INTERVAL", default=2.0)
+SYNTHORG_HEARTBEAT_MAX_AGE = env.float("SYNTHORG_HEARTBEAT_MAX_AGE", default=10.0)
+
+REST_FRAMEWORK = {
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_AUTHENTICATION_CLASSES": [],
+    "DEFAULT_PERMISSION_CLASSES": [],
+    "UNAUTHENTICATED_USER": None,
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "SynthOrg Console API",
+    "DESCRIPTION": "Governed tool calls for AI agents.",
+    "VERSION": "1",
+}
+
+LOG_FORMAT = env.str("LOG_FORMAT", default="json" if SYNTHORG_ENV == "production" else "console")
+LOG_LEVEL = env.str("LOG_LEVEL", default="INFO")
+LOGGING_CONFIG = None
+logging_config(fmt=LOG_FORMAT, level=LOG_LEVEL)

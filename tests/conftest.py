@@ -1,0 +1,87 @@
+"""Shared fixtures: a real Celery worker and a real daphne server on the test database."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+
+from common.testing import (
+    RunningProcess,
+    database_url_for,
+    free_port,
+    http_status,
+    python_argv,
+    running,
+    wait_until,
+)
+
+
+@pytest.fixture(scope="session")
+def test_env(django_db_setup: None, django_db_blocker: object) -> dict[str, str]:
+    """The environment a child process needs to share this session's database and Redis."""
+    env = dict(os.environ)
+    env["DATABASE_URL"] = database_url_for(settings.DATABASES["default"])
+    env["REDIS_URL"] = settings.REDIS_URL
+    env["SYNTHORG_ENV"] = "test"
+    env["SYNTHORG_VAR_DIR"] = str(settings.VAR_DIR)
+    env.setdefault("LOG_FORMAT", "json")
+    return env
+
+
+@pytest.fixture(scope="session")
+def celery_worker_process(
+    test_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[RunningProcess]:
+    """A real Celery worker consuming every queue, against the test database."""
+    from synthorg_site.celery import QUEUES
+    from synthorg_site.heartbeat import worker_heartbeats
+
+    name = f"test-worker-{os.getpid()}@localhost"
+    log = tmp_path_factory.mktemp("worker") / "worker.log"
+    argv = python_argv(
+        "-m", "celery", "-A", "synthorg_site", "worker", "-Q", ",".join(QUEUES),
+        "-c", "2", "-n", name, "--without-gossip", "--without-mingle", "-l", "INFO",
+    )  # fmt: skip
+    with running(argv, env=test_env, log_path=log) as worker:
+        wait_until(
+            lambda: any(b.name == name for b in worker_heartbeats()) or _died(worker),
+            timeout=60,
+            what="the Celery worker's heartbeat",
+        )
+        assert worker.process.poll() is None, worker.output()
+        yield worker
+
+
+@pytest.fixture(scope="session")
+def daphne_server(
+    test_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
+    """A real daphne serving the ASGI app on a free loopback port; yields its base URL."""
+    port = free_port()
+    log = tmp_path_factory.mktemp("daphne") / "daphne.log"
+    argv = python_argv("-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
+                       "synthorg_site.asgi:application")  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    with running(argv, env=test_env, log_path=log) as server:
+        wait_until(
+            lambda: http_status(url + "/healthz") in (200, 503) or _died(server),
+            timeout=60,
+            what="daphne to answer",
+        )
+        assert server.process.poll() is None, server.output()
+        yield url
+
+
+def _died(process: RunningProcess) -> bool:
+    if process.process.poll() is not None:
+        raise AssertionError(f"process exited early:\n{process.output()[-4000:]}")
+    return False
+
+
+@pytest.fixture
+def var_dir() -> Path:
+    return Path(settings.VAR_DIR)

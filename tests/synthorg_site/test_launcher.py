@@ -1,0 +1,108 @@
+"""The launcher as a user meets it: the whole console up, and never half-running."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from common.testing import BASE_DIR, free_port, http_status, python_argv, wait_until
+
+pytestmark = pytest.mark.integration
+CHILD_LINE = re.compile(r"synthorg \| (\w+) started \(pid (\d+)\)")
+
+
+def _env(tmp_path: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL"}}
+    env.update(SYNTHORG_ENV="dev", SYNTHORG_VAR_DIR=str(tmp_path / "var"), LOG_FORMAT="console")
+    return env
+
+
+@pytest.fixture
+def console(tmp_path: Path) -> Iterator[tuple[subprocess.Popen[str], Path, int]]:
+    """The launcher on SQLite and its embedded Redis, as `make run` starts it."""
+    env = _env(tmp_path)
+    subprocess.run(python_argv("manage.py", "migrate", "-v0"), cwd=BASE_DIR, env=env, check=True)
+    port = free_port()
+    log = tmp_path / "launcher.log"
+    with open(log, "w") as out:
+        process = subprocess.Popen(
+            python_argv("-m", "synthorg_site.launcher", "--port", str(port)),
+            cwd=BASE_DIR,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
+    try:
+        yield process, log, port
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=10)
+        for pid in _children(log).values():
+            _reap(pid)
+
+
+def _children(log: Path) -> dict[str, int]:
+    return {name: int(pid) for name, pid in CHILD_LINE.findall(log.read_text(errors="replace"))}
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie is dead for our purposes.
+    stat = Path(f"/proc/{pid}/stat")
+    return stat.exists() and stat.read_text().split(") ", 1)[1][0] != "Z"
+
+
+def _reap(pid: int) -> None:
+    if _alive(pid):
+        os.kill(pid, signal.SIGKILL)
+
+
+def _wait_healthy(process: subprocess.Popen[str], log: Path, port: int) -> dict[str, int]:
+    def healthy() -> bool:
+        if process.poll() is not None:
+            raise AssertionError(f"launcher exited early:\n{log.read_text()}")
+        return http_status(f"http://127.0.0.1:{port}/healthz") == 200
+
+    wait_until(healthy, timeout=90, what="the console's /healthz to answer 200")
+    children = _children(log)
+    assert set(children) == {"redis", "web", "worker", "beat"}, log.read_text()
+    return children
+
+
+def test_a_child_that_dies_is_named_and_the_launcher_exits_nonzero(
+    console: tuple[subprocess.Popen[str], Path, int],
+) -> None:
+    process, log, port = console
+    children = _wait_healthy(process, log, port)
+    os.kill(children["worker"], signal.SIGKILL)
+    code = process.wait(timeout=60)
+    output = log.read_text()
+    assert code != 0
+    assert "worker exited unexpectedly" in output
+    wait_until(
+        lambda: not any(_alive(pid) for pid in children.values()),
+        timeout=30,
+        what="every other child to be stopped",
+    )
+
+
+def test_ctrl_c_stops_every_child(console: tuple[subprocess.Popen[str], Path, int]) -> None:
+    process, log, port = console
+    children = _wait_healthy(process, log, port)
+    assert "console ready at http://localhost:" in log.read_text()
+    process.send_signal(signal.SIGINT)
+    assert process.wait(timeout=60) == 0, log.read_text()
+    assert not [name for name, pid in children.items() if _alive(pid)]
+    assert "stopped" in log.read_text()

@@ -1,0 +1,59 @@
+"""A request id on every log line of a request and on the Celery tasks it starts."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+from django.test import Client
+
+from common.testing import RunningProcess, wait_until
+from synthorg_site.logs import logging_config, request_id_from
+from synthorg_site.tasks import beat_heartbeat
+
+
+def test_request_id_is_echoed_and_a_bad_one_replaced() -> None:
+    response = Client().get("/healthz", HTTP_X_REQUEST_ID="abc-123")
+    assert response["X-Request-ID"] == "abc-123"
+    forged = Client().get("/healthz", HTTP_X_REQUEST_ID="evil\nline")
+    assert forged["X-Request-ID"] != "evil\nline"
+    assert len(forged["X-Request-ID"]) == 32
+    assert request_id_from("x" * 65) != "x" * 65
+
+
+def test_log_lines_are_json_with_the_request_id(capsys: pytest.CaptureFixture[str]) -> None:
+    import structlog
+
+    logging_config(fmt="json", level="INFO")
+    try:
+        structlog.contextvars.bind_contextvars(request_id="rid-42")
+        structlog.get_logger("synthorg.test").info("tool_called", tool="read_file")
+        logging.getLogger("plain.stdlib").warning("from stdlib")
+    finally:
+        structlog.contextvars.clear_contextvars()
+    lines = [json.loads(line) for line in capsys.readouterr().err.splitlines() if line]
+    assert lines[0]["event"] == "tool_called" and lines[0]["request_id"] == "rid-42"
+    assert lines[1]["event"] == "from stdlib" and lines[1]["request_id"] == "rid-42"
+
+
+@pytest.mark.integration
+@pytest.mark.django_db(transaction=True)
+def test_a_task_started_in_a_request_logs_that_request_id(
+    celery_worker_process: RunningProcess,
+) -> None:
+    import structlog
+
+    structlog.contextvars.bind_contextvars(request_id="rid-task-7")
+    try:
+        result = beat_heartbeat.delay()
+    finally:
+        structlog.contextvars.clear_contextvars()
+
+    def logged() -> bool:
+        for line in celery_worker_process.output().splitlines():
+            if result.id in line and "rid-task-7" in line:
+                return True
+        return False
+
+    wait_until(logged, timeout=30, what="the worker to log the task with its request id")

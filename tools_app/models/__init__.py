@@ -1,0 +1,3 @@
+from tools_app.models.audit import AuditEvent
+
+__all__ = ["AuditEvent"]

@@ -1,0 +1,97 @@
+"""audit_record: the one writer of AuditEvents, always inside the caller's transaction."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import connection, transaction
+from django.utils import timezone
+
+from synthorg_site.logs import current_request_id
+from tools_app.audit_chain import GENESIS_HASH, event_hash
+from tools_app.models import AuditEvent
+
+# Any constant works: it names the one lock that orders writers of the chain.
+_CHAIN_LOCK_KEY = 0x5A0D17
+
+
+@dataclass(frozen=True)
+class Actor:
+    type: str
+    id: str
+    name: str
+
+    @classmethod
+    def system(cls, name: str = "system") -> Actor:
+        return cls(type="system", id="", name=name)
+
+    @classmethod
+    def person(cls, user: Any) -> Actor:
+        return cls(type="person", id=str(user.pk), name=user.get_username())
+
+    @classmethod
+    def agent(cls, agent: Any) -> Actor:
+        return cls(type="agent", id=str(agent.pk), name=agent.name)
+
+
+def _lock_chain() -> None:
+    """Serialise chain writers until the transaction ends (SQLite is serial already)."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_CHAIN_LOCK_KEY])
+
+
+def audit_record(
+    *,
+    kind: str,
+    actor: Actor,
+    agent: Any | None = None,
+    invocation_id: uuid.UUID | None = None,
+    tool: str = "",
+    category: str = "",
+    action_type: str = "",
+    arguments_hash: str = "",
+    outcome: str = "",
+    status: str = "",
+    reason: str = "",
+    rule: str = "",
+    duration_ms: int | None = None,
+    data: dict[str, Any] | None = None,
+) -> AuditEvent:
+    """Append one event to the chain. Must run inside the transaction of the change it records."""
+    if not transaction.get_connection().in_atomic_block:
+        raise RuntimeError("audit_record must run inside the transaction it records")
+    _lock_chain()
+    fields: dict[str, Any] = {
+        "created_at": timezone.now(),
+        "kind": kind,
+        "actor_type": actor.type,
+        "actor_id": actor.id,
+        "actor_name": actor.name,
+        "agent_id": agent.pk if agent is not None else None,
+        "agent_name": agent.name if agent is not None else "",
+        "invocation_id": invocation_id,
+        "tool": tool,
+        "category": category,
+        "action_type": action_type,
+        "arguments_hash": arguments_hash,
+        "outcome": outcome,
+        "status": status,
+        "reason": reason,
+        "rule": rule,
+        "duration_ms": duration_ms,
+        "request_id": current_request_id() or "",
+        "data": data or {},
+    }
+    last = AuditEvent.objects.order_by("-id").values_list("hash", flat=True).first()
+    prev = last or GENESIS_HASH
+    # Hash the values as they will read back from the database (ISO timestamps, str UUIDs).
+    chained = {
+        **fields,
+        "created_at": fields["created_at"].isoformat(),
+        "agent_id": str(fields["agent_id"]) if fields["agent_id"] else None,
+        "invocation_id": str(invocation_id) if invocation_id else None,
+    }
+    return AuditEvent.objects.create(**fields, prev_hash=prev, hash=event_hash(prev, chained))

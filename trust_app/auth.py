@@ -1,0 +1,84 @@
+"""Who is calling: agent tokens for the agent API, sessions or personal tokens for people."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse
+from django.utils import timezone
+
+from trust_app.models import Agent, AgentToken, PersonToken
+from trust_app.tokens import token_digest, token_kind
+
+# Writing last_used_at on every request would turn each read into a write; a
+# minute's resolution is plenty to tell a live token from a forgotten one.
+LAST_USED_RESOLUTION = timedelta(minutes=1)
+
+
+def bearer_token(request: HttpRequest) -> str | None:
+    header = request.headers.get("Authorization", "")
+    scheme, _, value = header.partition(" ")
+    if scheme.lower() != "bearer" or not value.strip():
+        return None
+    return value.strip()
+
+
+def _touch(model: type[Any], token: Any) -> None:
+    now = timezone.now()
+    if token.last_used_at is None or now - token.last_used_at > LAST_USED_RESOLUTION:
+        model.objects.filter(pk=token.pk).update(last_used_at=now)
+
+
+def agent_for_token(plaintext: str) -> Agent | None:
+    """The active agent a live agent token belongs to, or None."""
+    if token_kind(plaintext) != "agent":
+        return None
+    token = (
+        AgentToken.objects.select_related("agent")
+        .filter(digest=token_digest(plaintext), revoked_at__isnull=True, agent__active=True)
+        .first()
+    )
+    if token is None:
+        return None
+    _touch(AgentToken, token)
+    return token.agent
+
+
+def person_for_token(plaintext: str) -> Any | None:
+    """The active person a live personal token belongs to, or None."""
+    if token_kind(plaintext) != "person":
+        return None
+    token = (
+        PersonToken.objects.select_related("person")
+        .filter(digest=token_digest(plaintext), revoked_at__isnull=True, person__is_active=True)
+        .first()
+    )
+    if token is None:
+        return None
+    _touch(PersonToken, token)
+    return token.person
+
+
+class PersonTokenMiddleware:
+    """`Authorization: Bearer <personal token>` signs a script in as that person.
+
+    Token requests carry no cookies, so they are exempt from CSRF (API.md: CSRF
+    applies to sessions only). Agent tokens are left for the agent API to judge.
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        plaintext = bearer_token(request)
+        if plaintext is not None:
+            kind = token_kind(plaintext)
+            request.bearer_kind = kind  # type: ignore[attr-defined]
+            if kind == "person":
+                person = person_for_token(plaintext)
+                if person is not None:
+                    request.user = person
+                    request._dont_enforce_csrf_checks = True  # type: ignore[attr-defined]
+        return self.get_response(request)

@@ -1,0 +1,154 @@
+"""Writers for agents, people and their tokens. Each runs in one transaction with its audit row."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.db import transaction
+from django.utils import timezone
+
+from common.errors import ConflictError, InvalidArgumentError
+from common.roles import ROLE_NAMES, Role
+from tools_app.services.audit import Actor, audit_record
+from trust_app.models import AccessLevel, Agent, AgentToken, Autonomy, PersonToken
+from trust_app.tokens import AGENT_TOKEN_PREFIX, PERSON_TOKEN_PREFIX, issue_token
+
+AGENT_NAME_MAX = 100
+
+
+@dataclass(frozen=True)
+class AgentCreated:
+    agent: Agent
+    token: str
+
+
+def _choice(value: str, choices: type[Any], field: str) -> str:
+    allowed = [c.value for c in choices]
+    if value not in allowed:
+        raise InvalidArgumentError(f"{field} {value!r} is not one of: {', '.join(allowed)}")
+    return value
+
+
+def groups_ensure() -> list[Group]:
+    """The three groups of API.md, created when missing."""
+    return [Group.objects.get_or_create(name=role.group)[0] for role in Role]
+
+
+@transaction.atomic
+def agent_create(
+    *,
+    name: str,
+    access_level: str,
+    autonomy: str = Autonomy.SEMI,
+    workspace: str | None = None,
+    owner: Any | None = None,
+    actor: Actor | None = None,
+) -> AgentCreated:
+    """Create an agent and its first token; the token's plaintext is returned once."""
+    name = name.strip()
+    if not name or len(name) > AGENT_NAME_MAX:
+        raise InvalidArgumentError(f"agent name must be 1 to {AGENT_NAME_MAX} characters")
+    _choice(access_level, AccessLevel, "access level")
+    _choice(autonomy, Autonomy, "autonomy")
+    if Agent.objects.filter(name=name).exists():
+        raise ConflictError(f"an agent named {name!r} already exists")
+    from django.conf import settings
+
+    workspace_path = Path(workspace or Path(settings.VAR_DIR) / "workspaces" / name).resolve()
+    workspace_path.mkdir(parents=True, exist_ok=True)
+    agent = Agent.objects.create(
+        name=name,
+        access_level=access_level,
+        autonomy=autonomy,
+        workspace=str(workspace_path),
+        owner=owner,
+    )
+    token = _agent_token_issue(agent=agent, label="initial")
+    audit_record(
+        kind="agent.created",
+        actor=actor or Actor.system(),
+        agent=agent,
+        outcome="created",
+        data={
+            "access_level": access_level,
+            "autonomy": autonomy,
+            "workspace": str(workspace_path),
+            "owner": owner.get_username() if owner else None,
+        },
+    )
+    return AgentCreated(agent=agent, token=token)
+
+
+def _agent_token_issue(*, agent: Agent, label: str) -> str:
+    issued = issue_token(AGENT_TOKEN_PREFIX)
+    AgentToken.objects.create(
+        agent=agent, public_id=issued.public_id, digest=issued.digest, label=label
+    )
+    return issued.plaintext
+
+
+@transaction.atomic
+def agent_token_issue(*, agent: Agent, label: str = "", actor: Actor) -> str:
+    """A new token for the agent; the plaintext is returned once and never stored."""
+    token = _agent_token_issue(agent=agent, label=label)
+    audit_record(kind="agent.token_issued", actor=actor, agent=agent, outcome="issued")
+    return token
+
+
+@transaction.atomic
+def agent_token_revoke(*, token: AgentToken, actor: Actor) -> None:
+    updated = AgentToken.objects.filter(pk=token.pk, revoked_at__isnull=True).update(
+        revoked_at=timezone.now()
+    )
+    if updated:
+        audit_record(
+            kind="agent.token_revoked",
+            actor=actor,
+            agent=token.agent,
+            outcome="revoked",
+            data={"token": token.public_id},
+        )
+
+
+@transaction.atomic
+def person_create(
+    *, username: str, role: str, password: str | None, actor: Actor | None = None
+) -> Any:
+    """Create a person in the group of their role."""
+    if role not in ROLE_NAMES:
+        raise InvalidArgumentError(f"role {role!r} is not one of: {', '.join(ROLE_NAMES)}")
+    user_model = get_user_model()
+    if user_model.objects.filter(username=username).exists():
+        raise ConflictError(f"a person named {username!r} already exists")
+    user = user_model.objects.create_user(username=username, password=password)
+    if password is None:
+        user.set_unusable_password()
+        user.save(update_fields=["password"])
+    groups_ensure()
+    user.groups.add(Group.objects.get(name=Role(role).group))
+    audit_record(
+        kind="person.created",
+        actor=actor or Actor.system(),
+        outcome="created",
+        data={"username": username, "role": role},
+    )
+    return user
+
+
+@transaction.atomic
+def person_token_issue(*, person: Any, label: str = "", actor: Actor | None = None) -> str:
+    issued = issue_token(PERSON_TOKEN_PREFIX)
+    PersonToken.objects.create(
+        person=person, public_id=issued.public_id, digest=issued.digest, label=label
+    )
+    audit_record(
+        kind="person.token_issued",
+        actor=actor or Actor.person(person),
+        outcome="issued",
+        data={"person": person.get_username(), "token": issued.public_id},
+    )
+    return issued.plaintext
