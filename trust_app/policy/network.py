@@ -29,8 +29,9 @@ DEFAULT_PORTS: Final[MappingProxyType[str, int]] = MappingProxyType(
     {"http": 80, "https": 443, "ws": 80, "wss": 443, "ssh": 22, "git": 9418}
 )
 _SCHEME_RE: Final = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.\-]*)://")
-# scp-like git remotes: [user@]host:path (no scheme, no slash before the colon)
-_SCP_RE: Final = re.compile(r"^(?:[^@/:]+@)?([^@/:\[\]]+|\[[^\]/]+\]):(?!//)")
+# scp-like git remotes: user@host:path (no scheme, no slash before the colon). The
+# user part is required so that "javascript:..." and similar are not read as hosts.
+_SCP_RE: Final = re.compile(r"^[^@/:]+@([^@/:\[\]]+|\[[^\]/]+\]):(?!//)")
 _LABEL_RE: Final = re.compile(r"^[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?$")
 _HEX_DIGITS: Final = frozenset("0123456789abcdef")
 _FORBIDDEN_URL_CHARS: Final = (
