@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Final
 
 from trust_app.policy.action_types import ActionPatternSet
 from trust_app.policy.levels import (
@@ -23,6 +24,15 @@ from trust_app.policy.levels import (
 from trust_app.policy.names import name_key, name_skeleton
 from trust_app.policy.network import HostRule, parse_host_rule
 from trust_app.policy.paths import PathResolver
+
+_MAX_SHARED_PROFILES: Final = 10_000
+_SHARED_VERDICTS: dict[tuple[object, ...], dict[tuple[object, ...], object]] = {}
+
+
+def _shared_verdicts(profile: tuple[object, ...]) -> dict[tuple[object, ...], object]:
+    if len(_SHARED_VERDICTS) > _MAX_SHARED_PROFILES:
+        _SHARED_VERDICTS.clear()
+    return _SHARED_VERDICTS.setdefault(profile, {})
 
 
 class AccessLevelUnknownError(ValueError):
@@ -50,6 +60,12 @@ class AgentPolicy:
     host_rules: tuple[HostRule, ...]
     allowed_commands: frozenset[str]
     path_resolver: PathResolver | None = None
+    # Sub-constraint verdicts per tool shape (see ToolView.shape), filled lazily
+    # and shared by every agent with the same level, constraints and workspace
+    # presence: those are all the argument-free checks look at.
+    static_verdicts: dict[tuple[object, ...], object] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
     @property
     def is_custom(self) -> bool:
@@ -103,12 +119,14 @@ def build_agent_policy(
     workspace_path = _absolute(workspace, "workspace")
     project_path = _absolute(project_root, "project root")
     denied_names = tuple(denied)
+    scope_roots = _scope_roots(constraints, workspace_path, project_path)
+    profile = (level, constraints, bool(scope_roots))
     return AgentPolicy(
         name=name,
         level=level,
         constraints=constraints,
         workspace=workspace_path,
-        scope_roots=_scope_roots(constraints, workspace_path, project_path),
+        scope_roots=scope_roots,
         allowed_keys=frozenset(name_key(n) for n in allowed),
         denied_keys=frozenset(name_key(n) for n in denied_names),
         denied_skeletons=frozenset(name_skeleton(n) for n in denied_names),
@@ -117,4 +135,5 @@ def build_agent_policy(
         host_rules=tuple(parse_host_rule(h) for h in constraints.allowed_hosts),
         allowed_commands=frozenset(constraints.allowed_commands),
         path_resolver=path_resolver,
+        static_verdicts=_shared_verdicts(profile),
     )

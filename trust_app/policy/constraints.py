@@ -38,6 +38,7 @@ from trust_app.policy.tool_view import ToolView
 Violation = tuple[Rule, str]
 
 _SHELL_METACHARACTERS: Final = frozenset(";&|`$<>(){}*?!#\n\r")
+_QUOTING: Final = frozenset("'\"\\")
 _ASK_ADMIN: Final = "ask an admin to change this agent's permissions if the task needs it"
 
 
@@ -45,14 +46,20 @@ def _uses_network(tool: ToolView) -> bool:
     return tool.category in NETWORK_CATEGORIES or tool.safety_class == SafetyClass.NETWORK
 
 
-def static_violation(agent: AgentPolicy, tool: ToolView, trace: list[str]) -> Violation | None:
-    """The first sub-constraint the tool breaks whatever its arguments, if any."""
+def static_violation(
+    agent: AgentPolicy, tool: ToolView, trace: list[str] | None
+) -> Violation | None:
+    """The first sub-constraint the tool breaks whatever its arguments, if any.
+
+    ``trace`` None skips the trace lines (the listing needs only the verdict).
+    """
     c = agent.constraints
     level = agent.level
     if tool.category == ToolCategory.DEPLOYMENT or tool.action_domain == "deploy":
         if not c.deployment:
             return Rule.DEPLOYMENT, f"deployment is not permitted at level {level}; {_ASK_ADMIN}"
-        trace.append("deployment: permitted")
+        if trace is not None:
+            trace.append("deployment: permitted")
     if tool.category == ToolCategory.VERSION_CONTROL or tool.action_domain == "vcs":
         if c.git is not GitAccess.FULL and tool.action_type not in GIT_ACTIONS[c.git]:
             allowed = ", ".join(sorted(GIT_ACTIONS[c.git])) or "nothing"
@@ -60,7 +67,8 @@ def static_violation(agent: AgentPolicy, tool: ToolView, trace: list[str]) -> Vi
                 f"git access {c.git.value} does not permit {tool.action_type} "
                 f"(it permits {allowed}); {_ASK_ADMIN}"
             )
-        trace.append(f"git access {c.git.value}: {tool.action_type} permitted")
+        if trace is not None:
+            trace.append(f"git access {c.git.value}: {tool.action_type} permitted")
     if tool.category == ToolCategory.CODE_EXECUTION:
         if c.code_execution is CodeExecution.NONE:
             return Rule.CODE_EXECUTION, f"code execution is not permitted at level {level}"
@@ -70,7 +78,8 @@ def static_violation(agent: AgentPolicy, tool: ToolView, trace: list[str]) -> Vi
                 f"code must run {c.code_execution.value} but this tool's sandbox isolation is "
                 f"{tool.isolation or 'unknown'}; use a tool that runs in a container"
             )
-        trace.append(f"code execution: {tool.isolation} meets {c.code_execution.value}")
+        if trace is not None:
+            trace.append(f"code execution: {tool.isolation} meets {c.code_execution.value}")
     if tool.category == ToolCategory.TERMINAL or tool.command_arguments:
         if c.terminal is TerminalAccess.NONE:
             return Rule.TERMINAL_ACCESS, f"terminal access is not permitted at level {level}"
@@ -79,7 +88,8 @@ def static_violation(agent: AgentPolicy, tool: ToolView, trace: list[str]) -> Vi
                 "terminal access is restricted to listed commands, but this tool declares no "
                 "command argument to check"
             )
-        trace.append(f"terminal access: {c.terminal.value}")
+        if trace is not None:
+            trace.append(f"terminal access: {c.terminal.value}")
     if _uses_network(tool):
         if c.network is NetworkMode.NONE:
             return Rule.NETWORK_MODE, f"network access is not permitted at level {level}"
@@ -90,7 +100,8 @@ def static_violation(agent: AgentPolicy, tool: ToolView, trace: list[str]) -> Vi
                 "network access is limited to an allowlist, but this tool declares no URL or "
                 "host argument to check against it"
             )
-        trace.append(f"network mode: {c.network.value}")
+        if trace is not None:
+            trace.append(f"network mode: {c.network.value}")
     if tool.path_arguments or tool.category == ToolCategory.FILE_SYSTEM:
         if c.file_system is FileSystemScope.NONE:
             return Rule.FILE_SYSTEM_SCOPE, f"file-system access is not permitted at level {level}"
@@ -99,8 +110,23 @@ def static_violation(agent: AgentPolicy, tool: ToolView, trace: list[str]) -> Vi
                 f"file-system scope {c.file_system.value} needs a workspace, and this agent has "
                 "none configured"
             )
-        trace.append(f"file-system scope: {c.file_system.value}")
+        if trace is not None:
+            trace.append(f"file-system scope: {c.file_system.value}")
     return None
+
+
+StaticVerdict = tuple[Violation | None, tuple[str, ...]]
+
+
+def static_verdict(agent: AgentPolicy, tool: ToolView) -> StaticVerdict:
+    """``static_violation`` and its trace lines, memoised per agent and tool shape."""
+    verdicts = agent.static_verdicts
+    verdict = verdicts.get(tool.shape)
+    if verdict is None:
+        lines: list[str] = []
+        verdict = (static_violation(agent, tool, lines), tuple(lines))
+        verdicts[tool.shape] = verdict
+    return verdict  # type: ignore[return-value]
 
 
 def _values(value: object) -> list[object]:
@@ -156,10 +182,14 @@ def _command_violation(agent: AgentPolicy, argument: str, value: object) -> str 
                 f"argument {argument!r}: shell operators are not allowed under restricted "
                 "terminal access; run one command at a time"
             )
-        try:
-            argv: list[object] = list(shlex.split(value))
-        except ValueError as exc:
-            return f"argument {argument!r}: cannot be parsed as a command ({exc})"
+        argv: list[object]
+        if _QUOTING.isdisjoint(value):
+            argv = list(value.split())  # shlex is slow and adds nothing without quoting
+        else:
+            try:
+                argv = list(shlex.split(value))
+            except ValueError as exc:
+                return f"argument {argument!r}: cannot be parsed as a command ({exc})"
     elif isinstance(value, list | tuple):
         argv = list(value)
     else:

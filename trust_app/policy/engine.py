@@ -17,7 +17,7 @@ from typing import Final
 
 from trust_app.policy.agent import AgentPolicy
 from trust_app.policy.categories import ALL_CATEGORIES, SafetyClass
-from trust_app.policy.constraints import argument_violation, static_violation
+from trust_app.policy.constraints import argument_violation, static_verdict
 from trust_app.policy.decision import Decision, Outcome, Rule
 from trust_app.policy.tool_view import ToolListing, ToolView
 
@@ -113,7 +113,8 @@ def decide(
     granted = _grant(agent, tool, trace)
     if isinstance(granted, Decision):
         return granted
-    violation = static_violation(agent, tool, trace)
+    violation, lines = static_verdict(agent, tool)
+    trace.extend(lines)
     if violation is None and arguments is not None:
         if not isinstance(arguments, Mapping):
             return _deny(Rule.INVALID_ARGUMENTS, "arguments must be a JSON object", trace)
@@ -123,6 +124,17 @@ def decide(
     return _approval(agent, tool, granted, trace)
 
 
+def permitted_without_arguments(agent: AgentPolicy, tool: ToolView) -> bool:
+    """Same verdict as ``not decide(agent, tool).denied``, without building the trace."""
+    if not tool.enabled or tool.category not in _KNOWN_CATEGORIES:
+        return False
+    if tool.key in agent.denied_keys or tool.skeleton in agent.denied_skeletons:
+        return False
+    if tool.key not in agent.allowed_keys and tool.category not in agent.categories:
+        return False
+    return static_verdict(agent, tool)[0] is None
+
+
 def list_permitted(agent: AgentPolicy, tools: Iterable[ToolView]) -> list[ToolListing]:
     """L1 entries of the tools whose argument-free decision is not deny, in input order."""
-    return [tool.listing() for tool in tools if not decide(agent, tool).denied]
+    return [tool.entry for tool in tools if permitted_without_arguments(agent, tool)]

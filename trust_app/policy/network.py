@@ -21,6 +21,7 @@ import ipaddress
 import re
 import unicodedata
 from dataclasses import dataclass
+from functools import lru_cache
 from types import MappingProxyType
 from typing import Final
 from urllib.parse import unquote
@@ -32,7 +33,10 @@ _SCHEME_RE: Final = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.\-]*)://")
 # scp-like git remotes: user@host:path (no scheme, no slash before the colon). The
 # user part is required so that "javascript:..." and similar are not read as hosts.
 _SCP_RE: Final = re.compile(r"^[^@/:]+@([^@/:\[\]]+|\[[^\]/]+\]):(?!//)")
-_LABEL_RE: Final = re.compile(r"^[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?$")
+_LABEL = r"[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?"
+_LABEL_RE: Final = re.compile(rf"^{_LABEL}$")
+_DOMAIN_RE: Final = re.compile(rf"^(?:{_LABEL}\.)*{_LABEL}$")
+_PLAIN_HOST_RE: Final = re.compile(r"^[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*\.?$")
 _HEX_DIGITS: Final = frozenset("0123456789abcdef")
 _FORBIDDEN_URL_CHARS: Final = (
     frozenset("\\\x7f") | frozenset(chr(c) for c in range(0x21)) | frozenset("\u00a0\u2028\u2029")
@@ -119,8 +123,21 @@ def _parse_ipv6(text: str) -> str:
     return address.compressed
 
 
+@lru_cache(maxsize=4096)
 def normalize_host(raw: str) -> tuple[str, bool]:
-    """Return ``(host, is_ip)`` in canonical form, or raise NetworkTargetError."""
+    """Return ``(host, is_ip)`` in canonical form, or raise NetworkTargetError.
+
+    Cached: hosts repeat across calls and the function is pure.
+    """
+    if _PLAIN_HOST_RE.match(raw):
+        # Fast path for plain ASCII names and dotted numbers: no decoding or IDNA needed.
+        host = raw.lower().removesuffix(".")
+        ipv4 = _parse_ipv4(host)
+        if ipv4 is not None:
+            return ipv4, True
+        if len(host) > 253 or not _DOMAIN_RE.match(host):
+            raise NetworkTargetError(f"host {raw!r} is not a valid domain name")
+        return host, False
     if raw.startswith("[") and raw.endswith("]"):
         host = _parse_ipv6(raw[1:-1])
         return host, True

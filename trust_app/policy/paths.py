@@ -11,6 +11,7 @@ and the real target must stay inside the real scope root.
 from __future__ import annotations
 
 import posixpath
+import re
 from collections.abc import Callable
 from typing import Final
 from urllib.parse import unquote
@@ -19,23 +20,29 @@ PathResolver = Callable[[str], str]
 """Maps an absolute path to its real path (symlinks followed)."""
 
 _MAX_DECODE_ROUNDS: Final = 4
+_CONTROL_RE: Final = re.compile(r"[\x00-\x1f\x7f]")
 
 
 def _decoded(value: str) -> str:
+    if "%" not in value:
+        return value
     text = value
     for _ in range(_MAX_DECODE_ROUNDS):
         decoded = unquote(text)
         if decoded == text:
-            break
+            return text
         text = decoded
-    return text
+    # Still changing after several rounds: treat as hostile rather than guess.
+    return "\x00"
 
 
 def _inside(path: str, root: str) -> bool:
     return root == "/" or path == root or path.startswith(root + "/")
 
 
-def _readings(value: str) -> set[str]:
+def _readings(value: str) -> set[str] | tuple[str]:
+    if "%" not in value and "\\" not in value:
+        return (value,)
     decoded = _decoded(value)
     return {value, decoded, value.replace("\\", "/"), decoded.replace("\\", "/")}
 
@@ -45,8 +52,8 @@ def check_path_characters(value: object) -> str | None:
     if not isinstance(value, str):
         return "must be a string path"
     decoded = _decoded(value)
-    if any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in value + decoded):
-        return "contains a NUL or control character"
+    if _CONTROL_RE.search(value) or _CONTROL_RE.search(decoded):
+        return "contains a NUL or control character, or is percent-encoded too many times"
     if value.startswith("~") or decoded.startswith("~"):
         return "home-directory paths ('~') are not allowed; use a path in the workspace"
     return None
@@ -59,8 +66,11 @@ def check_path_scope(
     roots: tuple[str, ...],
     resolver: PathResolver | None,
 ) -> str | None:
-    """Why ``value`` escapes ``roots`` (relative to ``base``), or None if it stays inside."""
-    clean_roots = tuple(posixpath.normpath(r) for r in roots)
+    """Why ``value`` escapes ``roots`` (relative to ``base``), or None if it stays inside.
+
+    ``roots`` must be normalised absolute paths (``AgentPolicy`` stores them so).
+    """
+    clean_roots = roots
     real_roots = tuple(resolver(r) for r in clean_roots) if resolver else ()
     for reading in _readings(value):
         joined = reading if reading.startswith("/") else posixpath.join(base, reading)

@@ -50,6 +50,8 @@ class ToolView:
     url_arguments: tuple[str, ...] = field(init=False)
     host_arguments: tuple[str, ...] = field(init=False)
     command_arguments: tuple[str, ...] = field(init=False)
+    shape: tuple[object, ...] = field(init=False)
+    entry: ToolListing = field(init=False)
 
     def __post_init__(self) -> None:
         roles = tuple(sorted((str(k), ArgumentRole(v).value) for k, v in self.argument_roles))
@@ -61,6 +63,22 @@ class ToolView:
         for role in ArgumentRole:
             names = tuple(name for name, r in roles if r == role.value)
             setattr_(self, f"{role.value}_arguments", names)
+        # Everything the argument-free sub-constraint checks look at; decisions
+        # for tools of the same shape share their sub-constraint verdict.
+        setattr_(
+            self,
+            "shape",
+            (
+                self.category,
+                self.action_type,
+                self.safety_class,
+                self.isolation,
+                bool(self.path_arguments),
+                bool(self.url_arguments or self.host_arguments),
+                bool(self.command_arguments),
+            ),
+        )
+        setattr_(self, "entry", self.listing())
 
     @classmethod
     def build(cls, *, argument_roles: Mapping[str, str] | None = None, **fields: Any) -> ToolView:
