@@ -9,6 +9,7 @@ started is killed before this returns.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import select
 import signal
@@ -33,6 +34,10 @@ MEMORY_FAILURE_MARKERS: tuple[bytes, ...] = (
     b"std::bad_alloc",
     b"memory exhausted",
 )
+
+# Room under RLIMIT_NPROC for other calls of the same user when a pids cgroup
+# holds each call to its own ceiling.
+SHARED_NPROC_HEADROOM = 256
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,8 +100,16 @@ def run_confined(
     cgroup_support: CgroupSupport,
     kill_grace_seconds: float,
     exit_drain_seconds: float,
+    nproc_headroom: int = 0,
+    info_pipe: tuple[int, int] | None = None,
 ) -> ProcessOutcome:
-    """Start ``argv`` confined, capture its output, and end every process it made."""
+    """Start ``argv`` confined, capture its output, and end every process it made.
+
+    ``info_pipe`` (read end, write end) is handed to bubblewrap as its
+    ``--info-fd``; the pid it reports is the namespace's init, whose exit the
+    kernel delays until every process of the namespace is gone, so waiting
+    for it proves nothing is left even without a cgroup.
+    """
     started = time.monotonic()
     deadline = started + timeout_seconds
     group = (
@@ -107,11 +120,17 @@ def run_confined(
         else None
     )
     try:
-        nproc = None
+        # RLIMIT_NPROC counts every process of the user, across concurrent
+        # calls and (with user namespaces) namespaces still being torn down.
+        # With a pids cgroup the exact per-call ceiling is pids.max and the
+        # rlimit is only a backstop; without one it is the ceiling itself.
+        nproc = limits.max_processes + nproc_headroom
+        if group is not None:
+            nproc += SHARED_NPROC_HEADROOM
         if not identity.switch:
-            # Without a dedicated user the per-user process count includes
-            # the worker's own processes; allow those plus the call's share.
-            nproc = count_user_processes(identity.uid) + limits.max_processes
+            # Without a dedicated user the count includes the worker's own
+            # processes; allow those plus the call's share.
+            nproc += count_user_processes(identity.uid)
         preexec = make_preexec(
             rlimits_for(limits, cgroup_enforces_memory=group is not None, nproc=nproc),
             identity,
@@ -130,6 +149,7 @@ def run_confined(
                 # preexec_fn is safe.
                 preexec_fn=preexec,
                 close_fds=True,
+                pass_fds=(info_pipe[1],) if info_pipe is not None else (),
             )
         except OSError as exc:
             code = 127 if isinstance(exc, FileNotFoundError) else 126
@@ -137,8 +157,13 @@ def run_confined(
             empty = CaptureOutcome(b"", message, False, False, None)
             elapsed = int((time.monotonic() - started) * 1000)
             return ProcessOutcome(code, empty, None, elapsed, False, group is not None)
+        finally:
+            if info_pipe is not None:
+                os.close(info_pipe[1])
+        init_pidfd = _namespace_init(info_pipe[0], deadline) if info_pipe is not None else None
         return _supervise(
             proc,
+            init_pidfd=init_pidfd,
             stdin=stdin,
             deadline=deadline,
             limits=limits,
@@ -148,14 +173,36 @@ def run_confined(
             exit_drain_seconds=exit_drain_seconds,
         )
     finally:
+        if info_pipe is not None:
+            with contextlib.suppress(OSError):
+                os.close(info_pipe[0])
         if group is not None:
             group.kill_all()
             group.remove()
 
 
+def _namespace_init(read_fd: int, deadline: float) -> int | None:
+    """A pidfd for the namespace init bubblewrap reports on its info fd, if any."""
+    data = b""
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([read_fd], [], [], deadline - time.monotonic())
+        if not ready:
+            break
+        chunk = os.read(read_fd, 4096)
+        if not chunk:
+            break
+        data += chunk
+    try:
+        pid = int(json.loads(data)["child-pid"])
+        return os.pidfd_open(pid)
+    except (ValueError, KeyError, TypeError, OSError):
+        return None
+
+
 def _supervise(
     proc: subprocess.Popen[bytes],
     *,
+    init_pidfd: int | None,
     stdin: bytes,
     deadline: float,
     limits: Limits,
@@ -197,10 +244,16 @@ def _supervise(
         _kill_group(pgid, signal.SIGKILL)
         if group is not None:
             group.kill_all()
+        if init_pidfd is not None:
+            with contextlib.suppress(ProcessLookupError):
+                signal.pidfd_send_signal(init_pidfd, signal.SIGKILL)
+            _wait_exit(init_pidfd, 3600.0)
         _, status, usage = os.wait4(proc.pid, 0)
         proc.returncode = os.waitstatus_to_exitcode(status)
     finally:
         os.close(pidfd)
+        if init_pidfd is not None:
+            os.close(init_pidfd)
         for pipe in (proc.stdout, proc.stderr, proc.stdin):
             if pipe is not None:
                 with contextlib.suppress(OSError):

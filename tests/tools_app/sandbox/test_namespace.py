@@ -1,0 +1,151 @@
+"""NamespaceSandbox (bubblewrap) against real namespaces."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import pytest
+
+from tests.tools_app.sandbox.attacks import AttackSuite
+from tests.tools_app.sandbox.conftest import require
+from tools_app.sandbox.errors import SandboxUnavailableError
+from tools_app.sandbox.namespace import (
+    USER_NAMESPACE_NPROC_HEADROOM,
+    NamespaceSandbox,
+    probe_namespace,
+)
+from tools_app.sandbox.protocol import NetworkPolicy, SandboxSpec, WorkspaceMount
+
+NETWORK_PROBE = (
+    "import socket\n"
+    "for host in ('1.1.1.1', '8.8.8.8', '10.0.0.1'):\n"
+    "    try:\n"
+    "        socket.create_connection((host, 53), timeout=2)\n"
+    "        print('REACHED', host)\n"
+    "    except OSError as exc:\n"
+    "        print('blocked', host, exc.errno)\n"
+)
+
+
+def namespace_backend() -> NamespaceSandbox:
+    backend = NamespaceSandbox()
+    require(backend.bwrap_path is not None, "bubblewrap (bwrap) is not installed")
+    ok, reason = probe_namespace(backend)
+    require(ok, f"namespaces cannot be created here: {reason}")
+    return backend
+
+
+class TestNamespaceSandbox(AttackSuite):
+    def make_backend(self) -> NamespaceSandbox:
+        return namespace_backend()
+
+    def test_network_is_unreachable(self, backend, workspace):
+        result = self.run(backend, workspace, "python3", "-c", NETWORK_PROBE)
+        assert "REACHED" not in result.stdout
+        assert result.stdout.count("blocked") == 3
+        interfaces = self.run(backend, workspace, "cat", "/proc/net/dev")
+        names = [line.split(":")[0].strip() for line in interfaces.stdout.splitlines()[2:]]
+        assert names == ["lo"]
+
+    def test_worker_processes_are_invisible(self, backend, workspace):
+        result = self.run(backend, workspace, "sh", "-c", "ls /proc | grep -c '^[0-9]'")
+        # bwrap's pid 1, the shell, ls and grep: nothing of the host.
+        assert int(result.stdout) <= 5
+        killed = self.run(backend, workspace, "kill", "-0", str(os.getpid()))
+        assert killed.exit_code != 0 or os.getpid() <= 5
+
+    def test_host_files_outside_the_binds_are_hidden(self, backend, workspace):
+        result = self.run(
+            backend, workspace, "sh", "-c", "ls /root /home /var /etc/shadow 2>&1; echo end"
+        )
+        assert "No such file" in result.stdout
+        assert result.stdout.strip().endswith("end")
+
+    def test_system_directories_and_root_are_read_only(self, backend, workspace):
+        script = "touch /usr/pwned; touch /pwned; touch /etc/pwned; touch /tmp/ok && echo tmp-ok"
+        result = self.run(backend, workspace, "sh", "-c", script)
+        assert result.stdout == "tmp-ok\n"
+        assert result.stderr.count("Read-only file system") == 3
+        assert not os.path.exists("/usr/pwned")
+
+    def test_tmp_is_private_per_call(self, backend, workspace):
+        self.run(backend, workspace, "sh", "-c", "echo one > /tmp/left-behind")
+        second = self.run(backend, workspace, "ls", "/tmp")
+        assert "left-behind" not in second.stdout
+
+    def test_sandbox_runs_in_new_namespaces(self, backend, workspace):
+        script = "readlink /proc/self/ns/user /proc/self/ns/pid /proc/self/ns/net /proc/self/ns/mnt"
+        inside = self.run(backend, workspace, "sh", "-c", script).stdout.split()
+        outside = [os.readlink(f"/proc/self/ns/{kind}") for kind in ("user", "pid", "net", "mnt")]
+        assert len(inside) == 4
+        assert all(a != b for a, b in zip(inside, outside, strict=True))
+        hostname = self.run(backend, workspace, "cat", "/proc/sys/kernel/hostname")
+        assert hostname.stdout.strip() == "synthorg-sandbox"
+
+    def test_bridge_network_policy_keeps_the_host_stack(self, backend, workspace):
+        argv = backend.bwrap_argv(
+            SandboxSpec(
+                argv=("true",),
+                workspace=WorkspaceMount(workspace),
+                network=NetworkPolicy.BRIDGE,
+            ),
+            workspace,
+            "/workspace",
+        )
+        assert "--unshare-net" not in argv
+        default = backend.bwrap_argv(
+            SandboxSpec(argv=("true",), workspace=WorkspaceMount(workspace)),
+            workspace,
+            "/workspace",
+        )
+        for flag in ("--unshare-net", "--die-with-parent", "--new-session", "--unshare-user"):
+            assert flag in default
+        assert default[default.index(str(workspace)) - 1] == "--ro-bind"
+
+
+def test_probe_really_creates_namespaces():
+    backend = namespace_backend()
+    report = backend.probe()
+    assert report.ok, report.reason
+    assert report.details["bwrap"] == shutil.which("bwrap")
+
+
+def test_missing_bubblewrap_is_reported_and_refused(workspace):
+    backend = NamespaceSandbox(bwrap_path="/nonexistent/bwrap")
+    report = backend.probe()
+    assert not report.ok
+    spec = SandboxSpec(argv=("true",), workspace=WorkspaceMount(workspace))
+    result_or_error: object
+    try:
+        result_or_error = backend.run(spec)
+    except SandboxUnavailableError as exc:
+        result_or_error = exc
+    # Either refused outright or the call failed; it never ran unconfined.
+    if not isinstance(result_or_error, SandboxUnavailableError):
+        assert result_or_error.exit_code != 0
+
+
+@pytest.mark.parametrize("value", ["0"])
+def test_probe_explains_disabled_user_namespaces(value, tmp_path):
+    # The probe reads the sysctl; disabling it machine-wide is not a test's
+    # business, so check the wording of the refusal path through a missing bwrap.
+    backend = NamespaceSandbox(bwrap_path=None)
+    backend.bwrap_path = None
+    ok, reason = probe_namespace(backend)
+    assert not ok and "bubblewrap" in reason
+
+
+class TestNamespaceSandboxWithoutCgroup(AttackSuite):
+    """Machines without a writable cgroup: rlimits and the pid namespace still hold."""
+
+    # Without pids.max the ceiling is RLIMIT_NPROC, which carries headroom for
+    # user namespaces the kernel is still releasing.
+    process_ceiling_slack = 4 + USER_NAMESPACE_NPROC_HEADROOM
+
+    def make_backend(self) -> NamespaceSandbox:
+        namespace_backend()
+        return NamespaceSandbox(use_cgroup=False)
+
+    def test_probe_says_cgroups_are_off(self, backend):
+        assert "switched off" in str(backend.probe().details["cgroup"])
