@@ -59,14 +59,11 @@ def _message(error: Any) -> tuple[tuple[int | str, ...], str]:
     elif kind in ("literal_error", "enum"):
         message = f"{error['input']!r} is not allowed; allowed values: {ctx.get('expected')}"
     elif kind == "union_tag_invalid":
-        message = (
-            f"{ctx.get('discriminator')} {ctx.get('tag')!r} is not allowed; allowed values: "
-            f"{ctx.get('expected_tags')}"
-        )
+        loc = (*loc, str(ctx.get("discriminator", "")).strip("'"))
+        message = f"{ctx.get('tag')!r} is not allowed; allowed values: {ctx.get('expected_tags')}"
     elif kind == "union_tag_not_found":
-        message = f"{ctx.get('discriminator')} is required; allowed values: " + ", ".join(
-            repr(s) for s in TRUST_STRATEGIES
-        )
+        loc = (*loc, str(ctx.get("discriminator", "")).strip("'"))
+        message = "required; allowed values: " + ", ".join(repr(s) for s in TRUST_STRATEGIES)
     elif kind == "value_error":
         message = message.removeprefix("Value error, ")
     return loc, message
