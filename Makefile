@@ -32,7 +32,7 @@ lint:
 	@$(UV) sync --frozen --quiet
 	.venv/bin/ruff check .
 	.venv/bin/ruff format --check .
-	.venv/bin/mypy .
+	SYNTHORG_ENV=test .venv/bin/mypy .
 
 bench:
 	@scripts/require.sh test

@@ -28,7 +28,7 @@ def roles_of(user: Any) -> frozenset[Role]:
         return frozenset()
     cached = getattr(user, "_synthorg_roles", None)
     if cached is not None:
-        return cached  # type: ignore[no-any-return]
+        return cached
     names = set(user.groups.values_list("name", flat=True))
     roles = frozenset(role for role in Role if role.group in names)
     user._synthorg_roles = roles

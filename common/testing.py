@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
@@ -43,7 +44,7 @@ def wait_until(check: Callable[[], bool], *, timeout: float, what: str, poll: fl
         try:
             if check():
                 return
-        except Exception as exc:  # noqa: BLE001 - keep polling until the deadline
+        except Exception as exc:
             last = exc
         time.sleep(poll)
     raise AssertionError(f"timed out after {timeout:g}s waiting for {what} (last error: {last})")
@@ -108,10 +109,8 @@ def running(
             except subprocess.TimeoutExpired:
                 os.killpg(process.pid, 9)
                 process.wait(timeout=5)
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, 9)
-        except ProcessLookupError:
-            pass
         log.close()
 
 

@@ -99,8 +99,13 @@ export SYNTHORG_ENV=test
 export SYNTHORG_VAR_DIR="$run_dir/var"
 export SYNTHORG_TEST_RUN_DIR="$run_dir"
 
+if [ "$what" = exec ]; then  # run any command inside this environment: scripts/test.sh exec CMD
+  "${@:2}"
+  exit 0
+fi
+
 if [ "$what" = bench ]; then
-  "$venv/python" bench/run.py
+  "$venv/python" bench/run.py "${@:2}"
   exit 0
 fi
 

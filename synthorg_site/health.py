@@ -29,7 +29,7 @@ def _database() -> PartHealth:
         with connection.cursor() as cursor:
             cursor.execute("SELECT 1")
         return PartHealth(True, True, f"{connection.vendor} answered")
-    except Exception as exc:  # noqa: BLE001 - any failure means the part is down
+    except Exception as exc:
         return PartHealth(False, True, f"{connection.vendor}: {exc.__class__.__name__}: {exc}")
 
 
@@ -37,7 +37,7 @@ def _redis() -> PartHealth:
     try:
         redis_client().ping()
         return PartHealth(True, True, "answered PING")
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         return PartHealth(False, True, f"{exc.__class__.__name__}: {exc}")
 
 
@@ -45,7 +45,7 @@ def _worker() -> PartHealth:
     max_age = settings.SYNTHORG_HEARTBEAT_MAX_AGE
     try:
         beats = worker_heartbeats()
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         return PartHealth(False, True, f"cannot read heartbeats: {exc}")
     fresh = [b for b in beats if b.age_seconds <= max_age]
     if not fresh:
@@ -59,7 +59,7 @@ def _beat() -> PartHealth:
     # Reported, not required: a web node stays in rotation while beat restarts elsewhere.
     try:
         age = beat_heartbeat_age()
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         return PartHealth(False, False, f"cannot read heartbeat: {exc}")
     if age is None or age > settings.SYNTHORG_HEARTBEAT_MAX_AGE:
         return PartHealth(False, False, "no beat heartbeat seen recently")
@@ -80,7 +80,7 @@ def _sandbox_probes() -> dict[str, PartHealth]:
             parts[f"sandbox.{name}"] = PartHealth(
                 bool(probe.get("ok")), bool(probe.get("required")), str(probe.get("reason", ""))
             )
-    except Exception:  # noqa: BLE001, S110 - Redis being down is reported by its own part
+    except Exception:  # noqa: S110 - Redis being down is reported by its own part
         pass
     return parts
 

@@ -49,9 +49,7 @@ def logging_config(*, fmt: str, level: str) -> None:
                     "foreign_pre_chain": shared,
                 }
             },
-            "handlers": {
-                "console": {"class": "logging.StreamHandler", "formatter": "structured"}
-            },
+            "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "structured"}},
             "root": {"handlers": ["console"], "level": level},
             "loggers": {
                 "django.db.backends": {"level": "INFO"},

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import sys
 from pathlib import Path
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -25,6 +26,11 @@ def mode() -> str:
     if value not in MODES:
         raise ValueError(f"SYNTHORG_ENV={value!r} is not one of {', '.join(MODES)}")
     return value
+
+
+def is_celery_process() -> bool:
+    """True in `celery worker`/`celery beat` (console script or `python -m celery`)."""
+    return any("celery" in part for part in Path(sys.argv[0]).parts[-2:]) if sys.argv else False
 
 
 def embedded_redis_socket() -> Path:

@@ -41,7 +41,13 @@ def demo_seed(*, owner_name: str = "admin") -> list[DemoCredential]:
     for username, role in DEMO_PEOPLE:
         if not users.filter(username=username).exists():
             password = secrets.token_urlsafe(12)
-            person_create(username=username, role=role.value, password=password)
+            # The demo admin may also open Django's /admin/.
+            person_create(
+                username=username,
+                role=role.value,
+                password=password,
+                superuser=role is Role.ADMIN,
+            )
             created.append(DemoCredential(role.value, username, password))
     owner = users.filter(username=owner_name).first()
     for name, level, autonomy in DEMO_AGENTS:

@@ -116,15 +116,22 @@ def agent_token_revoke(*, token: AgentToken, actor: Actor) -> None:
 
 @transaction.atomic
 def person_create(
-    *, username: str, role: str, password: str | None, actor: Actor | None = None
+    *,
+    username: str,
+    role: str,
+    password: str | None,
+    superuser: bool = False,
+    actor: Actor | None = None,
 ) -> Any:
-    """Create a person in the group of their role."""
+    """Create a person in the group of their role (a superuser may also use /admin/)."""
     if role not in ROLE_NAMES:
         raise InvalidArgumentError(f"role {role!r} is not one of: {', '.join(ROLE_NAMES)}")
     user_model = get_user_model()
     if user_model.objects.filter(username=username).exists():
         raise ConflictError(f"a person named {username!r} already exists")
-    user = user_model.objects.create_user(username=username, password=password)
+    user = user_model.objects.create_user(
+        username=username, password=password, is_staff=superuser, is_superuser=superuser
+    )
     if password is None:
         user.set_unusable_password()
         user.save(update_fields=["password"])
@@ -134,7 +141,7 @@ def person_create(
         kind="person.created",
         actor=actor or Actor.system(),
         outcome="created",
-        data={"username": username, "role": role},
+        data={"username": username, "role": role, "superuser": superuser},
     )
     return user
 

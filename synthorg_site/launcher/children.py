@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import signal
@@ -73,7 +74,7 @@ def start_child(spec: ChildSpec, *, out: IO[str] = sys.stdout) -> Child:
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
-        preexec_fn=_die_with_launcher,  # noqa: PLW1509 - no threads touch the child before exec
+        preexec_fn=_die_with_launcher,
     )
     child = Child(spec=spec, process=process)
     assert process.stdout is not None
@@ -97,7 +98,7 @@ def wait_ready(child: Child, *, poll: float = 0.1) -> None:
         try:
             if child.spec.ready():
                 return
-        except Exception:  # noqa: BLE001, S110 - not ready yet
+        except Exception:  # noqa: S110 - not ready yet
             pass
         time.sleep(poll)
     raise ChildFailedError(child.name, f"not ready after {child.spec.ready_timeout:g}s")
@@ -121,7 +122,5 @@ def stop_child(child: Child, *, grace: float = 10.0) -> int | None:
 
 
 def _signal_group(pgid: int, sig: signal.Signals) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass

@@ -24,7 +24,9 @@ def _run(*args: str) -> list[str]:
 
 
 def test_agent_create_prints_its_token_once_and_stores_only_a_digest(tmp_path: object) -> None:
-    lines = _run("synthorg_agent", "create", "scout", "--level", "restricted", "--autonomy", "supervised")
+    lines = _run(
+        "synthorg_agent", "create", "scout", "--level", "restricted", "--autonomy", "supervised"
+    )
     token = lines[-1]
     assert token.startswith("soa_") and " " not in token
     agent = Agent.objects.get(name="scout")
@@ -53,7 +55,9 @@ def test_agent_create_refuses_a_duplicate_name_and_writes_nothing() -> None:
 
 def test_agent_owner_must_exist() -> None:
     with pytest.raises(CommandError, match="no person named"):
-        call_command("synthorg_agent", "create", "orphan", "--level", "standard", "--owner", "ghost")
+        call_command(
+            "synthorg_agent", "create", "orphan", "--level", "standard", "--owner", "ghost"
+        )
 
 
 def test_user_create_with_token_prints_it_last_and_the_token_signs_in() -> None:
