@@ -24,6 +24,7 @@ import random
 import statistics
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -38,6 +39,7 @@ from trust_app.policy import (  # after the path set-up above
     decide,
     list_permitted,
 )
+from trust_app.policy.levels import NetworkMode
 
 AGENTS = 1_000
 TOOLS = 200
@@ -101,7 +103,7 @@ def build_agents(rng: random.Random, tools: list[ToolView]) -> list[AgentPolicy]
         overrides = None
         if rng.random() < 0.3:
             overrides = SubConstraintOverrides(
-                network=rng.choice(["allowlist_only", "open"]),
+                network=rng.choice([NetworkMode.ALLOWLIST_ONLY, NetworkMode.OPEN]),
                 allowed_hosts=("api.github.com:443", "*.example.org", "10.0.0.5:5432"),
                 requires_approval=("deploy", "db:mutate"),
             )
@@ -124,12 +126,12 @@ def _arguments(rng: random.Random, tool: ToolView) -> dict[str, object]:
     }
 
 
-def _percentile(samples: list[float], q: float) -> float:
+def _percentile(samples: Sequence[float], q: float) -> float:
     ordered = sorted(samples)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def _row(figure: str, samples_ns: list[float], note: str) -> str:
+def _row(figure: str, samples_ns: Sequence[float], note: str) -> str:
     micro = [s / 1000 for s in samples_ns]
     return json.dumps(
         {

@@ -26,7 +26,7 @@ from typing import Any, Final, Literal
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import Field, model_validator
 from referencing import Registry
 from referencing.exceptions import Unresolvable
 from referencing.jsonschema import DRAFT202012
@@ -34,6 +34,7 @@ from referencing.jsonschema import DRAFT202012
 from trust_app.policy.action_types import DEFAULT_ACTION_TYPES, ActionTypeRegistry
 from trust_app.policy.categories import DEFAULT_ACTION_TYPE, SafetyClass, ToolCategory
 from trust_app.policy.names import name_key, name_skeleton
+from trust_app.policy.strict import StrictModel
 from trust_app.policy.tool_view import ArgumentRole, ToolView
 
 CostTier = Literal["low", "medium", "high"]
@@ -90,30 +91,24 @@ class ContractLimits:
 DEFAULT_LIMITS: Final = ContractLimits()
 
 
-class ToolExample(BaseModel):
+class ToolExample(StrictModel):
     """One worked example of a call (L2)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     description: str = ""
     arguments: dict[str, Any] = Field(default_factory=dict)
     result: Any = None
 
 
-class ToolResource(BaseModel):
+class ToolResource(StrictModel):
     """An L3 resource: a guide, code sample or example trace, fetched on demand."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     id: str = Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9_.\-]+$")
     media_type: str = Field(min_length=3, max_length=127, pattern=r"^[\w.+\-]+/[\w.+\-]+$")
     content: str
 
 
-class ToolContract(BaseModel):
+class ToolContract(StrictModel):
     """The typed definition of a tool."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: str
     category: ToolCategory
@@ -409,10 +404,10 @@ class ToolRegistry:
             if existing.definition_hash == contract.definition_hash:
                 return existing
             same = name_key(existing.name) == name_key(contract.name)
+            relation = "is already registered as" if same else "looks like registered tool"
             raise ContractNameCollisionError(
-                f"tool name {contract.name!r} "
-                + ("is already registered" if same else f"looks like registered {existing.name!r}")
-                + " with a different definition"
+                f"tool name {contract.name!r} {relation} {existing.name!r} with a different "
+                "definition; choose a clearly different name"
             )
         self._by_key[name_key(contract.name)] = contract
         self._by_skeleton[name_skeleton(contract.name)] = contract

@@ -3,7 +3,7 @@
 ``name_key`` is how names are compared for allow lists and lookups (NFKC, case
 and whitespace folded). ``name_skeleton`` additionally folds characters that
 look alike (Cyrillic and Greek letters that mimic Latin ones, ``0``/``o``,
-``1``/``l``/``I``, ``rn``/``m``) so two names that a person or a model would
+``1``/``l``/``I``/``i``, ``rn``/``m``) so two names that a person or a model would
 read as the same collide. Accents are stripped too (``café`` and ``cafe``
 collide): a distinction nobody sees is no distinction. The registry refuses
 such collisions and deny lists match on skeletons, so a look-alike name can never dodge a denial.
@@ -103,7 +103,6 @@ _CONFUSABLES: Final[MappingProxyType[str, str]] = MappingProxyType(
         # Latin and digit look-alikes
         "0": "o",
         "1": "l",
-        "I": "l",
         "|": "l",
         "\u0131": "i",  # latin small letter dotless i
         "\u0237": "j",  # latin small letter dotless j
@@ -114,6 +113,8 @@ _CONFUSABLES: Final[MappingProxyType[str, str]] = MappingProxyType(
     }
 )
 _CONFUSABLE_TABLE: Final = str.maketrans(dict(_CONFUSABLES))
+
+_I_L_TABLE: Final = str.maketrans({"i": "l"})
 
 # Multi-character look-alikes, applied after case folding.
 _SEQUENCES: Final[tuple[tuple[str, str], ...]] = (("rn", "m"), ("vv", "w"))
@@ -136,7 +137,9 @@ def name_skeleton(name: str) -> str:
     # Strip combining marks so "e" + U+0301 and a bare "e" do not hide a lookalike.
     text = "".join(ch for ch in unicodedata.normalize("NFD", text) if not unicodedata.combining(ch))
     text = " ".join(text.translate(_CONFUSABLE_TABLE).split()).casefold()
-    text = text.translate(_CONFUSABLE_TABLE)
+    # After case folding Latin capital I is "i", and it looks like "l": fold the
+    # whole i/l/1/| family together so the skeleton stays case-insensitive.
+    text = text.translate(_CONFUSABLE_TABLE).translate(_I_L_TABLE)
     for sequence, replacement in _SEQUENCES:
         text = text.replace(sequence, replacement)
     return text

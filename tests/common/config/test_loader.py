@@ -309,4 +309,4 @@ def test_parse_config_accepts_parsed_data() -> None:
 def test_config_is_frozen() -> None:
     config = SynthOrgConfig()
     with pytest.raises(ValueError):
-        config.tools = {}  # type: ignore[misc]
+        config.tools = {}
