@@ -80,7 +80,7 @@ if command -v dockerd >/dev/null; then
   for _ in $(seq 1 150); do docker version >/dev/null 2>&1 && break; sleep 0.2; done
   if docker version >/dev/null 2>&1; then
     say "Docker engine $(docker version -f '{{.Server.Version}}') on $run_dir/docker.sock"
-    if [ -f tools_app/sandbox/image.py ] && [ "$what" != pytest ]; then
+    if [ -f tools_app/management/commands/synthorg_sandbox.py ] && [ "$what" != pytest ]; then
       say "building the sandbox image"
       "$venv/python" manage.py synthorg_sandbox build-image
     fi
