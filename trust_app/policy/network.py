@@ -41,6 +41,7 @@ _HEX_DIGITS: Final = frozenset("0123456789abcdef")
 _FORBIDDEN_URL_CHARS: Final = (
     frozenset("\\\x7f") | frozenset(chr(c) for c in range(0x21)) | frozenset("\u00a0\u2028\u2029")
 )
+_FORBIDDEN_URL_RE: Final = re.compile(r"[\x00-\x20\x7f\\\u00a0\u2028\u2029]")
 _LOCAL_NAMES: Final = frozenset({"localhost", "localhost.localdomain", "ip6-localhost"})
 
 
@@ -190,7 +191,7 @@ def _split_host_port(hostport: str, original: str) -> tuple[str, int | None]:
 
 def parse_host_port(value: str) -> Endpoint:
     """Parse ``host``, ``host:port`` or ``[v6]:port``; port None when absent."""
-    if any(ch in _FORBIDDEN_URL_CHARS for ch in value):
+    if _FORBIDDEN_URL_RE.search(value):
         raise NetworkTargetError(f"host {value!r} contains whitespace or control characters")
     raw_host, port = _split_host_port(value, value)
     host, is_ip = normalize_host(raw_host)
@@ -199,7 +200,7 @@ def parse_host_port(value: str) -> Endpoint:
 
 def parse_url(value: str, *, schemes: frozenset[str] | None = None) -> Endpoint:
     """Parse a URL (or scp-like git remote) into the endpoint a client would reach."""
-    if any(ch in _FORBIDDEN_URL_CHARS for ch in value):
+    if _FORBIDDEN_URL_RE.search(value):
         raise NetworkTargetError(
             "URL contains a backslash, whitespace or control character; clients disagree "
             "on how to read those"
@@ -228,10 +229,15 @@ def parse_url(value: str, *, schemes: frozenset[str] | None = None) -> Endpoint:
 
 def is_local_or_private(endpoint: Endpoint) -> bool:
     """True for loopback, private, link-local, reserved and other non-global targets."""
-    if endpoint.is_ip:
-        address = ipaddress.ip_address(endpoint.host)
+    return _is_local_or_private(endpoint.host, endpoint.is_ip)
+
+
+@lru_cache(maxsize=4096)
+def _is_local_or_private(host: str, is_ip: bool) -> bool:
+    if is_ip:
+        address = ipaddress.ip_address(host)
         return not address.is_global or address.is_multicast
-    return endpoint.host in _LOCAL_NAMES or endpoint.host.endswith(".localhost")
+    return host in _LOCAL_NAMES or host.endswith(".localhost")
 
 
 @dataclass(frozen=True, slots=True)
