@@ -79,6 +79,8 @@ class ToolOutcome:
     exit_code: int | None = None
     truncated: bool = False
     duration_ms: int | None = None
+    # True when the sandbox ended the call at its time limit: the call is `timed_out`.
+    timed_out: bool = False
 
 
 @runtime_checkable
