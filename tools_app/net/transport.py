@@ -1,0 +1,47 @@
+"""An httpx transport that connects to the address the guard checked.
+
+The request keeps its URL's host name for the ``Host`` header and for TLS (SNI
+and certificate verification), but the TCP connection goes to the pinned IP, so
+resolving the name again — and getting another answer — cannot happen.
+"""
+
+from __future__ import annotations
+
+import ssl
+
+import httpx
+
+from tools_app.net.guard import CheckedEndpoint
+
+
+class EgressPinMismatchError(RuntimeError):
+    """A request reached the transport for a host and port it was not pinned to."""
+
+
+class PinnedTransport(httpx.BaseTransport):
+    """Sends every request to ``endpoint.pinned_address``; refuses other destinations."""
+
+    def __init__(self, endpoint: CheckedEndpoint, *, verify: ssl.SSLContext | bool = True) -> None:
+        self.endpoint = endpoint
+        # retries=0: a retry must never be a way around the guard's single resolution.
+        self._inner = httpx.HTTPTransport(verify=verify, retries=0, http2=False)
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        """Rewrite the connection address to the pinned IP and send."""
+        url = request.url
+        port = url.port or (443 if url.scheme == "https" else 80)
+        if url.host != self.endpoint.host or port != self.endpoint.port:
+            raise EgressPinMismatchError(
+                f"transport pinned to {self.endpoint.host}:{self.endpoint.port} was asked "
+                f"for {url.host}:{port}"
+            )
+        # httpx set the Host header from the name when the request was built; keep it.
+        request.headers.setdefault("Host", url.netloc.decode("ascii"))
+        request.url = url.copy_with(host=self.endpoint.pinned_address)
+        if url.scheme == "https":
+            request.extensions = {**request.extensions, "sni_hostname": self.endpoint.host}
+        return self._inner.handle_request(request)
+
+    def close(self) -> None:
+        """Close the pooled connections."""
+        self._inner.close()
