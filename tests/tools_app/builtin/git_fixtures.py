@@ -1,0 +1,156 @@
+"""Real repositories, a real sandbox and a dumb-HTTP git server on loopback for the git tests."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import http.server
+import os
+import subprocess
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from tools_app.builtin.base import ToolContext
+from tools_app.sandbox.identity import DEFAULT_SANDBOX_USER, resolve_identity
+from tools_app.sandbox.protocol import Owner, ProbeReport, SandboxResult, SandboxSpec
+from tools_app.sandbox.subprocess import SubprocessSandbox
+from tools_app.sandbox.workspace import grant_workspace
+
+GIT_ENV = {
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_CONFIG_GLOBAL": "/dev/null",
+    "GIT_AUTHOR_NAME": "Test",
+    "GIT_AUTHOR_EMAIL": "test@example.invalid",
+    "GIT_COMMITTER_NAME": "Test",
+    "GIT_COMMITTER_EMAIL": "test@example.invalid",
+    "PATH": "/usr/bin:/bin",
+    "HOME": "/nonexistent",
+}
+
+
+def git(cwd: Path, *args: str) -> str:
+    """Run git as the test itself (setting up fixtures, never as a tool)."""
+    return subprocess.run(
+        ["git", *args], cwd=cwd, env=GIT_ENV, check=True, capture_output=True, text=True
+    ).stdout
+
+
+def make_repo(path: Path) -> Path:
+    """A repository with two commits on ``main``."""
+    path.mkdir(parents=True)
+    git(path, "init", "-q", "-b", "main")
+    (path / "README.md").write_text("hello\n")
+    git(path, "add", "README.md")
+    git(path, "commit", "-q", "-m", "first commit")
+    (path / "README.md").write_text("hello\nworld\n")
+    git(path, "commit", "-q", "-am", "second commit")
+    return path
+
+
+def grant(workspace: Path) -> None:
+    """Let the sandbox user read and write everything under ``workspace``."""
+    grant_workspace(
+        workspace, resolve_identity(DEFAULT_SANDBOX_USER, backend="test"), writable=True
+    )
+
+
+class RecordingSandbox:
+    """The real SubprocessSandbox, recording each spec (and optionally adding variables)."""
+
+    name = "subprocess"
+    isolates_network = False
+
+    def __init__(self, extra_env: Mapping[str, str] | None = None) -> None:
+        self.inner = SubprocessSandbox()
+        self.extra_env = dict(extra_env or {})
+        self.specs: list[SandboxSpec] = []
+
+    def run(self, spec: SandboxSpec) -> SandboxResult:
+        """Record, then run for real."""
+        if self.extra_env:
+            spec = dataclasses.replace(spec, env={**spec.env, **self.extra_env})
+        self.specs.append(spec)
+        return self.inner.run(spec)
+
+    def probe(self) -> ProbeReport:
+        """The real backend's probe."""
+        return self.inner.probe()
+
+    def close(self) -> None:
+        """Nothing held."""
+
+
+def git_context(
+    workspace: Path,
+    sandbox: Any,
+    *,
+    git_access: str | None = "full",
+    settings: Mapping[str, Any] | None = None,
+    **sub: Any,
+) -> ToolContext:
+    """A context for the git tools on ``workspace``."""
+    constraints: dict[str, Any] = {"network": "open", "allowed_hosts": [], **sub}
+    if git_access is not None:
+        constraints["git"] = git_access
+    return ToolContext(
+        agent_id="agent-7",
+        agent_name="builder",
+        workspace=workspace,
+        sandbox=sandbox,
+        owner=Owner("agent-7"),
+        settings=MappingProxyType(dict(settings or {})),
+        sub_constraints=MappingProxyType(constraints),
+    )
+
+
+class DumbGitServer:
+    """Serves a directory of bare repositories over plain HTTP on 127.0.0.1, counting requests."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.requests: list[str] = []
+        outer = self
+
+        class Handler(http.server.SimpleHTTPRequestHandler):
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                outer.requests.append(self.path)
+                super().do_GET()
+
+        handler = functools.partial(Handler, directory=str(root))
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._server.daemon_threads = True
+        self.port = int(self._server.server_address[1])
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, args=(0.05,), daemon=True
+        )
+
+    def __enter__(self) -> DumbGitServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+
+def publish_bare(source: Path, root: Path, name: str) -> None:
+    """A bare clone of ``source`` under ``root`` with dumb-HTTP info files."""
+    bare = root / name
+    subprocess.run(
+        ["git", "clone", "-q", "--bare", str(source), str(bare)], env=GIT_ENV, check=True
+    )
+    git(bare, "update-server-info")
+
+
+def sandbox_user_ready() -> None:
+    """Create the sandbox user when the tests run as root (as the sandbox tests do)."""
+    if os.geteuid() == 0:
+        script = Path(__file__).resolve().parents[3] / "docker" / "ensure-sandbox-user.sh"
+        subprocess.run(["sh", str(script)], check=True, capture_output=True)
