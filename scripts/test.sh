@@ -98,6 +98,7 @@ command -v chromium >/dev/null || missing "Chromium is not installed (apt-get in
 export SYNTHORG_ENV=test
 export SYNTHORG_VAR_DIR="$run_dir/var"
 export SYNTHORG_TEST_RUN_DIR="$run_dir"
+export SYNTHORG_EXTRA_TOOL_MODULES=tests.support.tools
 
 if [ "$what" = exec ]; then  # run any command inside this environment: scripts/test.sh exec CMD
   "${@:2}"

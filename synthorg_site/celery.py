@@ -20,7 +20,13 @@ app.config_from_object("django.conf:settings", namespace="CELERY")
 app.conf.update(
     task_queues=[Queue(name, Exchange(name), routing_key=name) for name in QUEUES],
     task_default_queue="default",
-    task_routes={"synthorg_site.tasks.*": {"queue": "maintenance"}},
+    task_routes={
+        "synthorg_site.tasks.*": {"queue": "maintenance"},
+        "tools_app.sweep_*": {"queue": "maintenance"},
+    },
+    # A message not acknowledged within this time is delivered again; keep it above
+    # every task's hard time limit so a slow call is never run twice by redelivery.
+    broker_transport_options={"visibility_timeout": 3600},
     task_acks_late=True,
     task_reject_on_worker_lost=True,
     worker_prefetch_multiplier=1,
@@ -32,6 +38,11 @@ app.conf.update(
     worker_redirect_stdouts=False,
     beat_schedule={
         "beat-heartbeat": {"task": "synthorg_site.tasks.beat_heartbeat", "schedule": 2.0},
+        "sweep-abandoned-invocations": {
+            "task": "tools_app.sweep_abandoned_invocations",
+            "schedule": 5.0,
+            "options": {"queue": "maintenance"},
+        },
     },
 )
 app.autodiscover_tasks()
@@ -73,6 +84,9 @@ def _start_heartbeat(sender: Any = None, **_: Any) -> None:
     queues = sorted(sender.app.amqp.queues.consume_from) if sender is not None else []
     hostname = getattr(sender, "hostname", None) or "worker"
     start_worker_heartbeat(hostname=hostname, queues=queues)
+    from tools_app.worker_start import worker_started
+
+    worker_started(queues)
     _log.info("worker_ready", hostname=hostname, queues=queues)
 
 
@@ -81,3 +95,6 @@ def _stop_heartbeat(sender: Any = None, **_: Any) -> None:
     from synthorg_site.heartbeat import stop_worker_heartbeat
 
     stop_worker_heartbeat()
+    from tools_app.worker_start import worker_stopping
+
+    worker_stopping()

@@ -81,6 +81,8 @@ if SYNTHORG_ENV == "production":
 
 REDIS_URL = runtime.redis_url()
 SYNTHORG_CONFIG = env.str("SYNTHORG_CONFIG", default=str(BASE_DIR / "synthorg.yaml"))
+# Modules with a `TOOLS` tuple registered beside the built-in tools.
+SYNTHORG_EXTRA_TOOL_MODULES = env.list("SYNTHORG_EXTRA_TOOL_MODULES", default=[])
 
 INSTALLED_APPS = [
     "daphne",
@@ -94,6 +96,7 @@ INSTALLED_APPS = [
     "channels",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "django_htmx",
     "template_partials",
     "common",
@@ -190,17 +193,37 @@ CELERY_WORKER_CONCURRENCY = env.int("CELERY_WORKER_CONCURRENCY", default=2)
 CELERY_BEAT_SCHEDULE_FILE = str(VAR_DIR / "celerybeat-schedule")
 SYNTHORG_HEARTBEAT_INTERVAL = env.float("SYNTHORG_HEARTBEAT_INTERVAL", default=2.0)
 SYNTHORG_HEARTBEAT_MAX_AGE = env.float("SYNTHORG_HEARTBEAT_MAX_AGE", default=10.0)
+SYNTHORG_SANDBOX_PROBE_INTERVAL = env.float("SYNTHORG_SANDBOX_PROBE_INTERVAL", default=300.0)
+
+# Tool calls (numbers are settings, with safe defaults).
+SYNTHORG_APPROVAL_TTL_SECONDS = env.int("SYNTHORG_APPROVAL_TTL_SECONDS", default=900)
+SYNTHORG_MAX_REQUEST_BYTES = env.int("SYNTHORG_MAX_REQUEST_BYTES", default=1024 * 1024)
+SYNTHORG_AGENT_RATE_LIMIT_PER_MINUTE = env.int("SYNTHORG_AGENT_RATE_LIMIT_PER_MINUTE", default=1200)
+SYNTHORG_WAIT_MAX_SECONDS = 60
+SYNTHORG_RESULT_MAX_CHARS = env.int("SYNTHORG_RESULT_MAX_CHARS", default=200_000)
+SYNTHORG_INVOCATION_LEASE_SECONDS = env.float("SYNTHORG_INVOCATION_LEASE_SECONDS", default=10.0)
+# An idempotent call whose worker keeps dying is failed after this many attempts.
+SYNTHORG_INVOCATION_MAX_ATTEMPTS = env.int("SYNTHORG_INVOCATION_MAX_ATTEMPTS", default=3)
+SYNTHORG_BATCH_MAX_CALLS = env.int("SYNTHORG_BATCH_MAX_CALLS", default=50)
+DATA_UPLOAD_MAX_MEMORY_SIZE = SYNTHORG_MAX_REQUEST_BYTES
 
 REST_FRAMEWORK: dict[str, object] = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_AUTHENTICATION_CLASSES": [],
     "DEFAULT_PERMISSION_CLASSES": [],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "EXCEPTION_HANDLER": "tools_app.api.errors.api_exception_handler",
     "UNAUTHENTICATED_USER": None,
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "SynthOrg Console API",
     "DESCRIPTION": "Governed tool calls for AI agents.",
     "VERSION": "1",
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
 }
 
 LOG_FORMAT = env.str("LOG_FORMAT", default="json" if SYNTHORG_ENV == "production" else "console")

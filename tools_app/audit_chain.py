@@ -7,9 +7,10 @@ changing, removing or reordering any row breaks every hash after it.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Mapping
 from typing import Any
+
+from tools_app.canonical import canonical_json
 
 GENESIS_HASH = "0" * 64
 
@@ -34,11 +35,6 @@ CHAINED_FIELDS = (
     "request_id",
     "data",
 )
-
-
-def canonical_json(value: Any) -> str:
-    """Sorted keys, no spaces, non-ASCII kept: one spelling per value."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
 def event_hash(prev_hash: str, fields: Mapping[str, Any]) -> str:

@@ -116,7 +116,11 @@ class ToolContract(StrictModel):
     safety_class: SafetyClass
     input_schema: dict[str, Any]
     output_schema: dict[str, Any]
+    # "required": every call must carry an idempotency key (consequential tools).
     idempotency: Idempotency = "optional"
+    # True when running the same call twice has the effect of running it once; only
+    # then is a call whose worker died mid-run retried instead of failed.
+    idempotent: bool = False
     summary: str = Field(min_length=1)
     cost_tier: CostTier = "low"
     description: str = ""

@@ -74,3 +74,20 @@ class PersonToken(TokenBase):
 
     def __str__(self) -> str:
         return f"{self.person} token {self.public_id}"
+
+
+class AgentPermissions(models.Model):
+    """What an admin changed for one agent on top of its access level.
+
+    `allowed` and `denied` hold tool names; `sub_constraints` the fields of
+    `trust_app.policy.SubConstraintOverrides` that differ from the level's.
+    """
+
+    agent = models.OneToOneField(Agent, on_delete=models.CASCADE, related_name="permissions")
+    allowed = models.JSONField(default=list, blank=True)
+    denied = models.JSONField(default=list, blank=True)
+    sub_constraints = models.JSONField(default=dict, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"permissions of {self.agent.name}"

@@ -59,7 +59,9 @@ def agent_create(
     from django.conf import settings
 
     workspace_path = Path(workspace or Path(settings.VAR_DIR) / "workspaces" / name).resolve()
-    workspace_path.mkdir(parents=True, exist_ok=True)
+    if not workspace_path.exists():
+        workspace_path.mkdir(parents=True)
+        workspace_grant(workspace_path)
     agent = Agent.objects.create(
         name=name,
         access_level=access_level,
@@ -81,6 +83,26 @@ def agent_create(
         },
     )
     return AgentCreated(agent=agent, token=token)
+
+
+def workspace_grant(path: Path) -> None:
+    """Let the sandbox user work in a workspace the console just created.
+
+    A directory an admin named that already existed is left as it is: the sandbox
+    refuses calls there with the command to grant access instead.
+    """
+    from common.settings_config import synthorg_config
+    from tools_app.sandbox.errors import SandboxUserMissingError
+    from tools_app.sandbox.identity import resolve_identity
+    from tools_app.sandbox.workspace import grant_workspace
+
+    run_as = synthorg_config().sandboxing.subprocess.run_as_user
+    try:
+        identity = resolve_identity(run_as, backend="subprocess")
+    except SandboxUserMissingError:
+        return  # calls will be refused with the reason until the user exists
+    if identity.switch:
+        grant_workspace(path, identity, writable=True)
 
 
 def _agent_token_issue(*, agent: Agent, label: str) -> str:
@@ -159,3 +181,18 @@ def person_token_issue(*, person: Any, label: str = "", actor: Actor | None = No
         data={"person": person.get_username(), "token": issued.public_id},
     )
     return issued.plaintext
+
+
+def agent_explain(*, agent: Agent, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """The Decision and trace for a hypothetical call; nothing is run or recorded."""
+    from tools_app.registry import tool_catalog, tool_view
+    from tools_app.selectors import disabled_tool_keys
+    from trust_app.policy import decide, name_key
+    from trust_app.selectors import agent_policy
+
+    contract = tool_catalog().contract(tool)
+    if contract is None:
+        raise InvalidArgumentError(f"unknown tool {tool!r}")
+    enabled = name_key(contract.name) not in disabled_tool_keys()
+    decision = decide(agent_policy(agent), tool_view(contract, enabled=enabled), arguments)
+    return {"tool": contract.name, "agent": agent.name, "decision": decision.as_dict()}

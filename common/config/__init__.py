@@ -12,7 +12,6 @@ from common.config.sections import (
     AutonomyPresetName,
     AutonomySection,
     McpServer,
-    SandboxingSection,
     ToolAccessSection,
     ToolSettings,
 )
@@ -38,7 +37,6 @@ __all__ = [
     "McpServer",
     "MilestoneTrust",
     "PerCategoryTrust",
-    "SandboxingSection",
     "SynthOrgConfig",
     "ToolAccessSection",
     "ToolSettings",

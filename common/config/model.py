@@ -11,13 +11,13 @@ from common.config.sections import (
     ApprovalSection,
     AutonomySection,
     McpServer,
-    SandboxingSection,
     ToolAccessSection,
     ToolSettings,
     check_server_names,
     check_tool_names,
 )
 from common.config.trust import DisabledTrust, TrustSection
+from tools_app.sandbox.config import SandboxingConfig
 from trust_app.policy.action_types import ActionTypeRegistry
 from trust_app.policy.levels import AccessLevelPolicy
 from trust_app.policy.names import name_key
@@ -27,7 +27,7 @@ from trust_app.policy.strict import StrictModel
 class SynthOrgConfig(StrictModel):
     """The whole config; every section has seed defaults, so an empty file is valid."""
 
-    sandboxing: SandboxingSection = Field(default_factory=dict)
+    sandboxing: SandboxingConfig = SandboxingConfig()
     tool_access: ToolAccessSection = ToolAccessSection()
     autonomy: AutonomySection = AutonomySection()
     approval: ApprovalSection = ApprovalSection()

@@ -11,7 +11,7 @@ import re
 from collections.abc import Mapping
 from enum import StrEnum
 from types import MappingProxyType
-from typing import Any, Final, Literal
+from typing import Final, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -31,9 +31,6 @@ from trust_app.policy.levels import (
 from trust_app.policy.names import name_key
 from trust_app.policy.network import NetworkTargetError, parse_url
 from trust_app.policy.strict import StrictModel
-
-SandboxingSection = dict[str, Any]
-"""The ``sandboxing`` section, validated by ``tools_app.sandbox.config.SandboxingConfig``."""
 
 
 class ToolAccessSection(StrictModel):

@@ -1,0 +1,68 @@
+"""Requests for a person's decision on a call the policy would not decide alone."""
+
+from __future__ import annotations
+
+from django.db import models
+
+from common.models import TimestampedModel, UUIDModel
+
+
+class ApprovalStatus(models.TextChoices):
+    PENDING = "pending"
+    APPROVED = "approved"
+    DENIED = "denied"
+    EXPIRED = "expired"
+    CANCELLED = "cancelled"
+
+
+class RiskTier(models.TextChoices):
+    LOW = "low"
+    MEDIUM = "medium"
+    HIGH = "high"
+    CRITICAL = "critical"
+
+
+class ApprovalRequest(UUIDModel, TimestampedModel):
+    invocation = models.OneToOneField(
+        "tools_app.Invocation", on_delete=models.CASCADE, related_name="approval"
+    )
+    status = models.CharField(
+        max_length=20, choices=ApprovalStatus.choices, default=ApprovalStatus.PENDING, db_index=True
+    )
+    # Bound to the call: a decision is valid only for these exact arguments.
+    arguments_hash = models.CharField(max_length=64)
+    required_approvals = models.PositiveSmallIntegerField(default=1)
+    approvals = models.PositiveSmallIntegerField(default=0)
+    risk_tier = models.CharField(max_length=10, choices=RiskTier.choices, default=RiskTier.MEDIUM)
+    reason = models.TextField(blank=True)
+    rule = models.CharField(max_length=200, blank=True)
+    expires_at = models.DateTimeField(db_index=True)
+    decided_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["expires_at"]
+
+    def __str__(self) -> str:
+        return f"approval {self.id} ({self.status})"
+
+
+class ApprovalDecision(models.Model):
+    """One person's answer; a request needing two approvals needs two distinct people."""
+
+    request = models.ForeignKey(ApprovalRequest, on_delete=models.CASCADE, related_name="decisions")
+    person = models.ForeignKey("auth.User", null=True, on_delete=models.SET_NULL)
+    person_name = models.CharField(max_length=150)
+    decision = models.CharField(max_length=10)
+    reason = models.TextField(blank=True)
+    arguments_hash = models.CharField(max_length=64)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["request", "person"], name="one_decision_per_person_per_request"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.person_name} {self.decision}"

@@ -1,0 +1,121 @@
+"""A governed tool call end to end: real daphne, a real Celery worker, PostgreSQL and Redis."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from common.testing import RunningProcess
+from tests.tools_app.api.conftest import AgentClient
+from tools_app.models import AuditEvent, Invocation
+
+pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture(autouse=True)
+def _worker(celery_worker_process: RunningProcess) -> RunningProcess:
+    return celery_worker_process
+
+
+def test_an_allowed_call_returns_its_result(make_agent: Callable[..., AgentClient]) -> None:
+    client = make_agent()
+    response = client.call("test_echo", {"text": "hello world"}, wait=30)
+    assert response.status_code == 201, response.text
+    body = response.json()
+    assert body["status"] == "succeeded", body
+    assert body["decision"]["outcome"] == "allow"
+    assert body["result"]["content"] == "hello world\n"
+    assert body["result"]["exit_code"] == 0
+    assert body["result"]["is_error"] is False
+    assert body["error"] is None and body["approval"] is None
+    kinds = list(
+        AuditEvent.objects.filter(invocation_id=body["id"])
+        .order_by("id")
+        .values_list("kind", flat=True)
+    )
+    assert kinds == [
+        "invocation.decided",
+        "invocation.started",
+        "invocation.finished",
+    ] or kinds == [
+        "invocation.decided",
+        "invocation.finished",
+    ]
+
+
+def test_a_denied_call_says_why_and_never_runs(make_agent: Callable[..., AgentClient]) -> None:
+    client = make_agent(denied=["test_counter"])
+    response = client.call("test_counter", {"seconds": 0}, wait=5)
+    assert response.status_code == 201
+    body = response.json()
+    assert body["status"] == "denied"
+    assert body["decision"]["outcome"] == "deny"
+    assert "test_counter" in body["decision"]["reason"]
+    assert body["error"]["code"] == "denied"
+    assert body["result"] is None
+    assert not (Path(client.agent.workspace) / "counter.txt").exists()
+    event = AuditEvent.objects.get(invocation_id=body["id"], kind="invocation.decided")
+    assert event.outcome == "deny" and event.reason == body["decision"]["reason"]
+
+
+def test_invalid_arguments_are_400_and_audited(make_agent: Callable[..., AgentClient]) -> None:
+    client = make_agent()
+    response = client.call("test_echo", {"text": 42, "extra": True})
+    assert response.status_code == 400
+    error = response.json()["error"]
+    assert error["code"] == "invalid_argument"
+    assert "arguments.text" in error["message"]
+    assert "extra" in error["message"]
+    assert not Invocation.objects.filter(agent=client.agent).exists()
+    event = AuditEvent.objects.get(agent_id=client.agent.id, kind="invocation.refused")
+    assert event.outcome == "invalid_argument" and "arguments.text" in event.reason
+
+
+def test_an_unknown_tool_is_404_and_audited(make_agent: Callable[..., AgentClient]) -> None:
+    client = make_agent()
+    response = client.call("no_such_tool", {})
+    assert response.status_code == 404
+    assert response.json()["error"]["code"] == "not_found"
+    assert AuditEvent.objects.filter(agent_id=client.agent.id, outcome="unknown_tool").exists()
+
+
+def test_idempotent_repeat_and_conflict(make_agent: Callable[..., AgentClient]) -> None:
+    client = make_agent()
+    first = client.call("test_echo", {"text": "once"}, idempotency_key="k-1", wait=30)
+    again = client.call("test_echo", {"text": "once"}, idempotency_key="k-1")
+    other = client.call("test_echo", {"text": "twice"}, idempotency_key="k-1")
+    assert (first.status_code, again.status_code, other.status_code) == (201, 200, 409)
+    assert again.json()["id"] == first.json()["id"]
+    assert other.json()["error"]["code"] == "conflict"
+    assert Invocation.objects.filter(agent=client.agent).count() == 1
+
+
+def test_an_output_schema_violation_fails_the_call(make_agent: Callable[..., AgentClient]) -> None:
+    body = make_agent().call("test_bad_output", {}, wait=30).json()
+    assert body["status"] == "failed"
+    assert body["error"]["code"] == "output_invalid"
+    assert "exit_code" in body["error"]["message"]
+
+
+def test_a_call_past_its_time_limit_is_timed_out(make_agent: Callable[..., AgentClient]) -> None:
+    body = make_agent().call("test_sleep", {"seconds": 1}, wait=30).json()
+    assert body["status"] == "timed_out", body
+    assert body["error"]["code"] == "timeout"
+
+
+def test_get_waits_for_the_result(make_agent: Callable[..., AgentClient]) -> None:
+    client = make_agent()
+    created = client.call("test_counter", {"seconds": 1}).json()
+    assert created["status"] in ("queued", "running")
+    body = client.get(created["id"], wait=30).json()
+    assert body["status"] == "succeeded"
+    assert body["result"]["content"].strip() == "done"
+
+
+def test_another_agents_invocation_is_404(make_agent: Callable[..., AgentClient]) -> None:
+    owner, stranger = make_agent(), make_agent()
+    created = owner.call("test_echo", {"text": "mine"}).json()
+    assert stranger.get(created["id"]).status_code == 404
+    assert stranger.http.post(f"/api/v1/invocations/{created['id']}/cancel/").status_code == 404

@@ -1,0 +1,64 @@
+"""Agent endpoints take agent tokens only: people are refused (403), strangers 401."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from rest_framework.authentication import BaseAuthentication
+from rest_framework.exceptions import AuthenticationFailed
+from rest_framework.permissions import BasePermission
+
+from common.errors import ForbiddenError, UnauthenticatedError
+from trust_app.auth import agent_for_token, bearer_token
+from trust_app.models import Agent
+from trust_app.tokens import token_kind
+
+
+@dataclass(frozen=True)
+class AgentPrincipal:
+    """The caller of an agent endpoint (DRF's request.user)."""
+
+    agent: Agent
+    is_authenticated: bool = True
+    is_agent: bool = True
+
+
+class AgentTokenAuthentication(BaseAuthentication):
+    def authenticate(self, request: Any) -> tuple[AgentPrincipal, str] | None:
+        token = bearer_token(request._request)
+        if token is None or token_kind(token) != "agent":
+            return None
+        agent = agent_for_token(token)
+        if agent is None:
+            raise AuthenticationFailed(
+                "the agent token is unknown, revoked, or its agent is inactive"
+            )
+        return AgentPrincipal(agent=agent), token
+
+    def authenticate_header(self, request: Any) -> str:
+        return 'Bearer realm="synthorg"'
+
+
+class IsAgent(BasePermission):
+    def has_permission(self, request: Any, view: Any) -> bool:
+        if isinstance(request.user, AgentPrincipal):
+            return True
+        django_user = getattr(request._request, "user", None)
+        if django_user is not None and django_user.is_authenticated:
+            raise ForbiddenError("agent endpoints take an agent token; people use the console")
+        if bearer_token(request._request) is not None:
+            raise UnauthenticatedError("the bearer token is not a valid agent token")
+        raise UnauthenticatedError("send Authorization: Bearer <agent token>")
+
+
+class AgentView:
+    """Mixin for agent endpoints."""
+
+    authentication_classes = [AgentTokenAuthentication]
+    permission_classes = [IsAgent]
+
+    @staticmethod
+    def agent_of(request: Any) -> Agent:
+        agent: Agent = request.user.agent
+        return agent

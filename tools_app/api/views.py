@@ -1,0 +1,216 @@
+"""The agent REST API of API.md: me, tools (L1–L3) and invocations.
+
+Views only translate: they authenticate (tools_app.api.auth), validate the body,
+call a service or selector, and render. Waiting is async: a waiting request sleeps
+on the channel layer and holds no thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Any
+
+from adrf.views import APIView as AsyncAPIView
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from common.errors import NotFoundError, PayloadTooLargeError, RateLimitedError, SynthOrgError
+from common.settings_config import synthorg_config
+from tools_app.api.auth import AgentView
+from tools_app.api.representation import invocation_json
+from tools_app.api.serializers import (
+    BatchSerializer,
+    InvocationCreateSerializer,
+    WaitQuerySerializer,
+)
+from tools_app.events import wait_for_terminal
+from tools_app.models import Invocation
+from tools_app.ratelimit import rate_limit_hit
+from tools_app.selectors import invocation_for_agent, permitted_contract, permitted_tools
+from tools_app.services.audit import Actor
+from tools_app.services.invocation_batch import invocation_batch_submit
+from tools_app.services.invocation_cancel import invocation_cancel
+from tools_app.services.invocation_submit import CallRequest, invocation_submit
+from trust_app.models import Agent
+from trust_app.selectors import agent_policy
+
+
+def _check_size(request: Request) -> None:
+    length = request.META.get("CONTENT_LENGTH") or "0"
+    if length.isdigit() and int(length) > settings.SYNTHORG_MAX_REQUEST_BYTES:
+        raise PayloadTooLargeError(
+            f"the request body is {length} bytes; at most {settings.SYNTHORG_MAX_REQUEST_BYTES} "
+            "are accepted"
+        )
+
+
+def _check_rate(agent: Agent, calls: int = 1) -> None:
+    limit = settings.SYNTHORG_AGENT_RATE_LIMIT_PER_MINUTE
+    for _ in range(calls):
+        wait = rate_limit_hit(f"agent:{agent.id}", limit=limit, window_seconds=60)
+        if wait:
+            raise RateLimitedError(
+                f"agent {agent.name} is over its limit of {limit} calls per minute; "
+                f"retry in {wait}s",
+                retry_after=wait,
+            )
+
+
+def _load(invocation_id: uuid.UUID) -> Invocation:
+    return Invocation.objects.select_related("approval").get(id=invocation_id)
+
+
+async def _wait_and_load(invocation: Invocation, wait: int) -> Invocation:
+    if wait <= 0 or invocation.terminal:
+        return invocation
+
+    async def status() -> str:
+        return await sync_to_async(
+            lambda: Invocation.objects.values_list("status", flat=True).get(id=invocation.id)
+        )()
+
+    await wait_for_terminal(invocation.id, timeout=wait, current_status=status)
+    return await sync_to_async(_load)(invocation.id)
+
+
+class MeView(AgentView, APIView):
+    @extend_schema(summary="Who this agent is", responses={200: dict})
+    def get(self, request: Request) -> Response:
+        agent = self.agent_of(request)
+        trust = synthorg_config().trust
+        return Response(
+            {
+                "name": agent.name,
+                "access_level": agent.access_level,
+                "trust": {"strategy": trust.strategy, "level": agent.access_level},
+                "autonomy": agent.autonomy,
+            }
+        )
+
+
+class ToolListView(AgentView, APIView):
+    @extend_schema(summary="L1: the tools this agent may use", responses={200: dict})
+    def get(self, request: Request) -> Response:
+        policy = agent_policy(self.agent_of(request))
+        return Response({"tools": permitted_tools(policy)})
+
+
+class ToolDetailView(AgentView, APIView):
+    @extend_schema(summary="L2: one tool's full definition", responses={200: dict})
+    def get(self, request: Request, name: str) -> Response:
+        contract = permitted_contract(agent_policy(self.agent_of(request)), name)
+        if contract is None:
+            raise NotFoundError(f"no tool {name!r} that you may use")
+        return Response(contract.l2())
+
+
+class ToolResourceView(AgentView, APIView):
+    @extend_schema(summary="L3: one resource of a tool", responses={200: dict})
+    def get(self, request: Request, name: str, resource_id: str) -> Response:
+        contract = permitted_contract(agent_policy(self.agent_of(request)), name)
+        resource = contract.resource(resource_id) if contract is not None else None
+        if resource is None:
+            raise NotFoundError(f"no resource {resource_id!r} of a tool {name!r} you may use")
+        return Response(resource.model_dump(mode="json"))
+
+
+class InvocationListCreateView(AgentView, AsyncAPIView):
+    @extend_schema(
+        summary="Ask to run a tool",
+        request=InvocationCreateSerializer,
+        responses={200: dict, 201: dict},
+    )
+    async def post(self, request: Request) -> Response:
+        _check_size(request)
+        agent = self.agent_of(request)
+        body = InvocationCreateSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        await sync_to_async(_check_rate)(agent)
+        call = CallRequest(
+            tool=data["tool"],
+            arguments=data["arguments"],
+            idempotency_key=data.get("idempotency_key"),
+            task_id=data.get("task_id", ""),
+        )
+        submitted = await sync_to_async(invocation_submit)(agent=agent, call=call)
+        invocation = await _wait_and_load(submitted.invocation, data["wait"])
+        body_json = await sync_to_async(invocation_json)(invocation)
+        return Response(body_json, status=201 if submitted.created else 200)
+
+
+class InvocationDetailView(AgentView, AsyncAPIView):
+    @extend_schema(
+        summary="One invocation (optionally waiting for it to finish)",
+        parameters=[OpenApiParameter("wait", int, description="seconds to wait, 0-60")],
+        responses={200: dict},
+    )
+    async def get(self, request: Request, invocation_id: uuid.UUID) -> Response:
+        query = WaitQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        agent = self.agent_of(request)
+        invocation = await sync_to_async(invocation_for_agent)(agent, invocation_id)
+        if invocation is None:
+            raise NotFoundError(f"no invocation {invocation_id} of yours")
+        invocation = await _wait_and_load(invocation, query.validated_data["wait"])
+        return Response(await sync_to_async(invocation_json)(invocation))
+
+
+class InvocationCancelView(AgentView, APIView):
+    @extend_schema(
+        summary="Cancel an invocation that has not finished", request=None, responses={200: dict}
+    )
+    def post(self, request: Request, invocation_id: uuid.UUID) -> Response:
+        agent = self.agent_of(request)
+        invocation = invocation_for_agent(agent, invocation_id)
+        if invocation is None:
+            raise NotFoundError(f"no invocation {invocation_id} of yours")
+        return Response(
+            invocation_json(invocation_cancel(invocation=invocation, actor=Actor.agent(agent)))
+        )
+
+
+class InvocationBatchView(AgentView, AsyncAPIView):
+    @extend_schema(summary="Several calls at once", request=BatchSerializer, responses={200: dict})
+    async def post(self, request: Request) -> Response:
+        _check_size(request)
+        agent = self.agent_of(request)
+        body = BatchSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        await sync_to_async(_check_rate)(agent, len(data["calls"]))
+        calls = [
+            CallRequest(
+                tool=c["tool"],
+                arguments=c.get("arguments", {}),
+                idempotency_key=c.get("idempotency_key"),
+                task_id=c.get("task_id", ""),
+            )
+            for c in data["calls"]
+        ]
+        entries = await sync_to_async(invocation_batch_submit)(
+            agent=agent, calls=calls, max_concurrency=data.get("max_concurrency")
+        )
+        waited = await asyncio.gather(
+            *[
+                _wait_and_load(e, data["wait"]) if isinstance(e, Invocation) else _same(e)
+                for e in entries
+            ]
+        )
+        rendered = await sync_to_async(lambda: [_entry_json(e) for e in waited])()
+        return Response({"invocations": rendered})
+
+
+async def _same(value: Any) -> Any:
+    return value
+
+
+def _entry_json(entry: Invocation | SynthOrgError) -> dict[str, Any]:
+    if isinstance(entry, Invocation):
+        return invocation_json(entry)
+    return {"error": {"code": entry.code, "message": entry.message, "details": entry.details}}

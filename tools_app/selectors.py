@@ -1,0 +1,40 @@
+"""Reads about tools and invocations for services, views and the API."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tools_app.contracts import ToolContract
+from tools_app.models import Invocation, ToolDefinition
+from tools_app.registry import tool_catalog, tool_view
+from trust_app.models import Agent
+from trust_app.policy import AgentPolicy, Outcome, decide, list_permitted, name_key
+
+
+def disabled_tool_keys() -> frozenset[str]:
+    """Tools an admin switched off (they stay registered and audited)."""
+    names = ToolDefinition.objects.filter(enabled=False).values_list("name", flat=True)
+    return frozenset(name_key(n) for n in names)
+
+
+def permitted_tools(policy: AgentPolicy) -> list[dict[str, Any]]:
+    """L1 entries of the tools this agent may use, as GET /api/v1/tools/ lists them."""
+    disabled = disabled_tool_keys()
+    views = [tool_view(c, enabled=name_key(c.name) not in disabled) for c in tool_catalog()]
+    return [entry.as_dict() for entry in list_permitted(policy, views)]
+
+
+def permitted_contract(policy: AgentPolicy, name: str) -> ToolContract | None:
+    """The tool's contract when it exists, is enabled and this agent may use it; else None."""
+    contract = tool_catalog().contract(name)
+    if contract is None or name_key(contract.name) in disabled_tool_keys():
+        return None
+    if decide(policy, tool_view(contract)).outcome is Outcome.DENY:
+        return None
+    return contract
+
+
+def invocation_for_agent(agent: Agent, invocation_id: Any) -> Invocation | None:
+    return (
+        Invocation.objects.select_related("approval").filter(id=invocation_id, agent=agent).first()
+    )

@@ -1,0 +1,60 @@
+"""invocation_cancel: an agent withdraws a call that has not finished."""
+
+from __future__ import annotations
+
+import functools
+
+from django.db import transaction
+from django.utils import timezone
+
+from approvals_app.models import ApprovalRequest, ApprovalStatus
+from tools_app.models import Invocation, InvocationStatus
+from tools_app.services.audit import Actor, audit_record
+from tools_app.services.invocation_state import invocation_transition
+
+CANCELLABLE = (
+    InvocationStatus.PENDING_APPROVAL,
+    InvocationStatus.QUEUED,
+    InvocationStatus.RUNNING,
+)
+
+
+@transaction.atomic
+def invocation_cancel(*, invocation: Invocation, actor: Actor) -> Invocation:
+    """Cancel the call if it has not finished; a finished call is returned as it is.
+
+    A running call's result is discarded when it arrives (its worker's final
+    compare-and-set finds the call cancelled).
+    """
+    previous = Invocation.objects.filter(id=invocation.id).values_list("status", flat=True).first()
+    cancelled = invocation_transition(
+        invocation_id=invocation.id,
+        from_statuses=CANCELLABLE,
+        to_status=InvocationStatus.CANCELLED,
+        finished_at=timezone.now(),
+        is_error=True,
+        error_code="cancelled",
+        error_message=f"cancelled by {actor.name}",
+    )
+    if cancelled:
+        ApprovalRequest.objects.filter(
+            invocation_id=invocation.id, status=ApprovalStatus.PENDING
+        ).update(status=ApprovalStatus.CANCELLED, decided_at=timezone.now())
+        audit_record(
+            kind="invocation.cancelled",
+            actor=actor,
+            agent=invocation.agent,
+            invocation_id=invocation.id,
+            tool=invocation.tool,
+            category=invocation.category,
+            action_type=invocation.action_type,
+            arguments_hash=invocation.arguments_hash,
+            outcome="cancelled",
+            status=InvocationStatus.CANCELLED,
+            reason=f"cancelled while {previous}",
+        )
+        if invocation.batch_id is not None:
+            from tools_app.services.invocation_batch import batch_release
+
+            transaction.on_commit(functools.partial(batch_release, batch_id=invocation.batch_id))
+    return Invocation.objects.select_related("approval").get(id=invocation.id)

@@ -1,0 +1,298 @@
+"""invocation_execute: steps 7–10 of a tool call, in a worker.
+
+Claim the call by compare-and-set (queued → running), run the tool in the sandbox of
+its category, validate and sanitise the output (raw kept for auditors), and record
+the terminal state with its audit row in one transaction. A redelivered task finds
+the call taken and stops; one whose worker died settles it (retry only when the tool
+is idempotent, otherwise failed with worker_lost): never run twice.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import structlog
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from common.settings_config import synthorg_config
+from tools_app.builtin.base import ToolContext, ToolFailedError, ToolOutcome, ToolRefusedError
+from tools_app.lease import holder_is_alive, invocation_lease
+from tools_app.models import Invocation, InvocationStatus
+from tools_app.registry import schema_validator, tool_catalog
+from tools_app.sandbox.errors import SandboxError
+from tools_app.sandbox.protocol import Owner
+from tools_app.sanitize import sanitize_output
+from tools_app.services.audit import Actor, audit_record
+from tools_app.services.invocation_state import invocation_transition
+from tools_app.worker_runtime import sandbox_backends
+from trust_app.selectors import agent_policy
+
+log = structlog.get_logger("synthorg.invocation")
+
+RUNNING = InvocationStatus.RUNNING
+
+
+@dataclass(frozen=True)
+class Settled:
+    status: str
+    is_error: bool
+    content: str = ""
+    raw_content: str = ""
+    structured: Any = None
+    exit_code: int | None = None
+    truncated: bool = False
+    duration_ms: int | None = None
+    error_code: str = ""
+    error_message: str = ""
+
+
+def invocation_execute(*, invocation_id: uuid.UUID, worker: str) -> None:
+    """Run one queued invocation; safe to call again for the same id."""
+    with transaction.atomic():
+        claimed = invocation_transition(
+            invocation_id=invocation_id,
+            from_statuses=[InvocationStatus.QUEUED],
+            to_status=RUNNING,
+            started_at=timezone.now(),
+            worker=worker,
+            attempts=F("attempts") + 1,
+        )
+    if not claimed:
+        _settle_redelivery(invocation_id=invocation_id, worker=worker)
+        return
+    _run_claimed(invocation_id=invocation_id)
+
+
+def _settle_redelivery(*, invocation_id: uuid.UUID, worker: str) -> None:
+    invocation = Invocation.objects.filter(id=invocation_id).first()
+    if invocation is None or invocation.status != RUNNING:
+        return  # finished, cancelled or never queued: nothing to do
+    if holder_is_alive(invocation_id):
+        log.info("invocation_taken", invocation=str(invocation_id))
+        return
+    invocation_worker_lost(invocation=invocation, worker=worker)
+
+
+def invocation_worker_lost(*, invocation: Invocation, worker: str) -> None:
+    """The worker running this call died: retry an idempotent tool, fail any other."""
+    contract = tool_catalog().contract(invocation.tool)
+    retry = invocation.attempts < settings.SYNTHORG_INVOCATION_MAX_ATTEMPTS
+    if contract is not None and contract.idempotent and retry:
+        with transaction.atomic():
+            requeued = invocation_transition(
+                invocation_id=invocation.id,
+                from_statuses=[RUNNING],
+                to_status=InvocationStatus.QUEUED,
+                worker="",
+            )
+            if requeued:
+                audit_record(
+                    kind="invocation.retried",
+                    actor=Actor.system(worker),
+                    agent=invocation.agent,
+                    invocation_id=invocation.id,
+                    tool=invocation.tool,
+                    arguments_hash=invocation.arguments_hash,
+                    outcome="retried",
+                    status=InvocationStatus.QUEUED,
+                    reason="its worker died mid-call; the tool is idempotent, so it runs again",
+                )
+                from tools_app.tasks import enqueue_invocation
+
+                transaction.on_commit(lambda: enqueue_invocation(invocation))
+        return
+    _finish(
+        invocation=invocation,
+        settled=Settled(
+            status=InvocationStatus.FAILED,
+            is_error=True,
+            error_code="worker_lost",
+            error_message=(
+                "the worker running this call died before it finished; the tool is not "
+                "idempotent, so it was not run again: check its effects before retrying"
+            ),
+        ),
+    )
+
+
+def _context(invocation: Invocation, backend: Any) -> ToolContext:
+    agent = invocation.agent
+    policy = agent_policy(agent)
+    tool_settings = synthorg_config().tool_settings(invocation.tool)
+    return ToolContext(
+        agent_id=str(agent.id),
+        agent_name=agent.name,
+        workspace=Path(agent.workspace),
+        sandbox=backend,
+        owner=Owner(agent_id=str(agent.id), task_id=invocation.task_id or None),
+        task_id=invocation.task_id or None,
+        settings=tool_settings.model_dump(),
+        sub_constraints=policy.constraints.model_dump(mode="json"),
+    )
+
+
+def _run_claimed(*, invocation_id: uuid.UUID) -> None:
+    invocation = Invocation.objects.select_related("agent").get(id=invocation_id)
+    started = time.monotonic()
+    with invocation_lease(invocation_id):
+        settled = _run_tool(invocation)
+    if settled.duration_ms is None:
+        settled = Settled(
+            **{**settled.__dict__, "duration_ms": int((time.monotonic() - started) * 1000)}
+        )
+    _finish(invocation=invocation, settled=settled)
+
+
+def _run_tool(invocation: Invocation) -> Settled:
+    catalog = tool_catalog()
+    tool = catalog.implementation(invocation.tool)
+    contract = catalog.contract(invocation.tool)
+    if tool is None or contract is None:
+        return Settled(
+            status=InvocationStatus.FAILED,
+            is_error=True,
+            error_code="unknown_tool",
+            error_message=f"tool {invocation.tool!r} is not available on this worker",
+        )
+    if contract.definition_hash != invocation.definition_hash:
+        return Settled(
+            status=InvocationStatus.FAILED,
+            is_error=True,
+            error_code="definition_changed",
+            error_message="the tool's definition changed after this call was decided; "
+            "submit the call again",
+        )
+    try:
+        backend = sandbox_backends().for_category(contract.category.value)
+        outcome = tool.run(_context(invocation, backend), invocation.arguments)
+    except ToolRefusedError as exc:
+        return Settled(
+            status=InvocationStatus.FAILED,
+            is_error=True,
+            content=exc.reason,
+            raw_content=exc.reason,
+            error_code=exc.code.value,
+            error_message=exc.reason,
+        )
+    except ToolFailedError as exc:
+        return Settled(
+            status=InvocationStatus.FAILED,
+            is_error=True,
+            content=exc.message,
+            raw_content=exc.message,
+            error_code=exc.code,
+            error_message=exc.message,
+        )
+    except SandboxError as exc:
+        reason = getattr(exc, "reason", str(exc))
+        return Settled(
+            status=InvocationStatus.FAILED,
+            is_error=True,
+            error_code="sandbox_unavailable",
+            error_message=f"the {contract.category.value} sandbox cannot run: {reason}",
+        )
+    except Exception as exc:
+        log.exception("tool_crashed", tool=invocation.tool)
+        return Settled(
+            status=InvocationStatus.FAILED,
+            is_error=True,
+            error_code="tool_error",
+            error_message=f"the tool failed unexpectedly ({exc.__class__.__name__})",
+        )
+    return _settle_outcome(contract=contract, outcome=outcome)
+
+
+def _settle_outcome(*, contract: Any, outcome: ToolOutcome) -> Settled:
+    from tools_app.secrets import known_secrets
+
+    status = InvocationStatus.SUCCEEDED
+    error_code, error_message = outcome.error_code or "", ""
+    if outcome.timed_out:
+        status, error_code = InvocationStatus.TIMED_OUT, error_code or "timeout"
+        error_message = "the call ran past its time limit and was stopped"
+    elif outcome.is_error:
+        status, error_code = InvocationStatus.FAILED, error_code or "tool_error"
+        error_message = outcome.content[:2000]
+    else:
+        problems = [
+            f"output.{'.'.join(str(p) for p in e.absolute_path) or '$'}: {e.message}"
+            for e in schema_validator(contract, "output_schema").iter_errors(
+                dict(outcome.structured) if outcome.structured is not None else {}
+            )
+        ]
+        if problems:
+            status, error_code = InvocationStatus.FAILED, "output_invalid"
+            error_message = "the tool's output broke its output schema: " + "; ".join(problems[:5])
+    clean = sanitize_output(
+        outcome.content, known_secrets=known_secrets(), max_chars=settings.SYNTHORG_RESULT_MAX_CHARS
+    )
+    return Settled(
+        status=status,
+        is_error=status != InvocationStatus.SUCCEEDED,
+        content=clean.text,
+        raw_content=outcome.content,
+        structured=_sanitize_structured(outcome.structured),
+        exit_code=outcome.exit_code,
+        truncated=outcome.truncated or clean.truncated,
+        duration_ms=outcome.duration_ms,
+        error_code=error_code,
+        error_message=error_message,
+    )
+
+
+def _sanitize_structured(structured: Any) -> Any:
+    from tools_app.sanitize import redact_structure
+    from tools_app.secrets import known_secrets
+
+    if structured is None:
+        return None
+    return redact_structure(dict(structured), known_secrets())
+
+
+def _finish(*, invocation: Invocation, settled: Settled) -> None:
+    with transaction.atomic():
+        done = invocation_transition(
+            invocation_id=invocation.id,
+            from_statuses=[RUNNING],
+            to_status=settled.status,
+            finished_at=timezone.now(),
+            is_error=settled.is_error,
+            content=settled.content,
+            raw_content=settled.raw_content,
+            structured=settled.structured,
+            exit_code=settled.exit_code,
+            truncated=settled.truncated,
+            duration_ms=settled.duration_ms,
+            error_code=settled.error_code,
+            error_message=settled.error_message,
+        )
+        if done:
+            audit_record(
+                kind="invocation.finished",
+                actor=Actor.system("worker"),
+                agent=invocation.agent,
+                invocation_id=invocation.id,
+                tool=invocation.tool,
+                category=invocation.category,
+                action_type=invocation.action_type,
+                arguments_hash=invocation.arguments_hash,
+                outcome=settled.error_code or "ok",
+                status=settled.status,
+                reason=settled.error_message,
+                duration_ms=settled.duration_ms,
+                data={"exit_code": settled.exit_code, "truncated": settled.truncated},
+            )
+    if done and invocation.batch_id is not None:
+        from tools_app.services.invocation_batch import batch_release
+
+        batch_release(batch_id=invocation.batch_id)
+    if not done:
+        # Cancelled (or settled elsewhere) while it ran: the result is not delivered.
+        log.info("invocation_result_discarded", invocation=str(invocation.id))

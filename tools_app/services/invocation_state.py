@@ -1,0 +1,30 @@
+"""Compare-and-set transitions of an invocation: the loser of a race changes nothing."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from tools_app.events import publish_invocation_status
+from tools_app.models import Invocation
+
+
+def invocation_transition(
+    *, invocation_id: uuid.UUID, from_statuses: Iterable[str], to_status: str, **fields: Any
+) -> bool:
+    """Move the invocation to `to_status` only if it is in one of `from_statuses` now.
+
+    Returns False (and changes nothing) when another writer got there first. Must run
+    in the caller's transaction, which also writes the audit row; the live update is
+    sent after commit.
+    """
+    updated = Invocation.objects.filter(id=invocation_id, status__in=list(from_statuses)).update(
+        status=to_status, updated_at=timezone.now(), **fields
+    )
+    if updated:
+        transaction.on_commit(lambda: publish_invocation_status(invocation_id, to_status))
+    return bool(updated)

@@ -1,0 +1,229 @@
+"""invocation_submit: steps 1–6 of a tool call, from the agent's request to the queue.
+
+Authenticate (done by the API), resolve the tool, validate the arguments, decide,
+persist the invocation, its approval request and its audit row in one transaction,
+and enqueue it after commit. Every refusal is audited and raised with a reason the
+agent can act on.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from approvals_app.models import ApprovalRequest, RiskTier
+from common.errors import ConflictError, InvalidArgumentError, NotFoundError
+from synthorg_site.logs import current_request_id
+from tools_app.canonical import arguments_hash
+from tools_app.contracts import ToolContract
+from tools_app.models import Invocation, InvocationStatus
+from tools_app.registry import backend_for, schema_validator, tool_catalog, tool_view
+from tools_app.sanitize import redact_structure
+from tools_app.selectors import disabled_tool_keys
+from tools_app.services.audit import Actor, audit_record
+from trust_app.models import Agent
+from trust_app.policy import Decision, Outcome, decide, name_key
+from trust_app.selectors import agent_policy
+
+MAX_SCHEMA_ERRORS = 10
+
+
+@dataclass(frozen=True)
+class CallRequest:
+    tool: str
+    arguments: Mapping[str, Any] = field(default_factory=dict)
+    idempotency_key: str | None = None
+    task_id: str = ""
+
+
+@dataclass(frozen=True)
+class Submitted:
+    invocation: Invocation
+    created: bool
+
+
+def _refuse(
+    *, agent: Agent, call: CallRequest, kind: str, outcome: str, reason: str, **extra: Any
+) -> None:
+    """Audit a call refused before an invocation exists (its own small transaction)."""
+    with transaction.atomic():
+        audit_record(
+            kind=kind,
+            actor=Actor.agent(agent),
+            agent=agent,
+            tool=call.tool[:200],
+            arguments_hash=arguments_hash(call.arguments),
+            outcome=outcome,
+            reason=reason,
+            data={"arguments": redact_structure(dict(call.arguments)), **extra},
+        )
+
+
+def _schema_errors(contract: ToolContract, arguments: Mapping[str, Any]) -> list[str]:
+    validator = schema_validator(contract, "input_schema")
+    errors = sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
+    messages = []
+    for error in errors[:MAX_SCHEMA_ERRORS]:
+        where = ".".join(str(p) for p in ("arguments", *error.absolute_path))
+        messages.append(f"{where}: {error.message}")
+    return messages
+
+
+def _existing(agent: Agent, call: CallRequest, digest: str) -> Submitted | None:
+    if not call.idempotency_key:
+        return None
+    existing = Invocation.objects.filter(agent=agent, idempotency_key=call.idempotency_key).first()
+    if existing is None:
+        return None
+    if name_key(existing.tool) != name_key(call.tool) or existing.arguments_hash != digest:
+        raise ConflictError(
+            f"idempotency key {call.idempotency_key!r} was already used for another call "
+            f"({existing.tool}, invocation {existing.id}); use a new key for a different call",
+            details={"invocation": str(existing.id)},
+        )
+    return Submitted(invocation=existing, created=False)
+
+
+def _risk_tier(contract: ToolContract, decision: Decision) -> str:
+    if contract.safety_class.value == "privileged" or decision.required_approvals >= 2:
+        return RiskTier.CRITICAL
+    if contract.safety_class.value in ("financial", "write"):
+        return RiskTier.HIGH
+    if contract.safety_class.value == "network":
+        return RiskTier.MEDIUM
+    return RiskTier.LOW
+
+
+def invocation_submit(
+    *,
+    agent: Agent,
+    call: CallRequest,
+    batch_id: uuid.UUID | None = None,
+    batch_max_concurrency: int | None = None,
+) -> Submitted:
+    """Decide on one call and record it; raise a SynthOrgError when it is refused outright."""
+    digest = arguments_hash(call.arguments)
+    found = _existing(agent, call, digest)
+    if found is not None:
+        return found
+
+    contract = tool_catalog().contract(call.tool)
+    if contract is None or name_key(contract.name) in disabled_tool_keys():
+        reason = f"unknown tool {call.tool!r}: GET /api/v1/tools/ lists the tools you may use"
+        _refuse(
+            agent=agent, call=call, kind="invocation.refused", outcome="unknown_tool", reason=reason
+        )
+        raise NotFoundError(reason)
+
+    problems = _schema_errors(contract, call.arguments)
+    if contract.idempotency == "required" and not call.idempotency_key:
+        problems.append(f"idempotency_key: required by {contract.name} (a consequential tool)")
+    if problems:
+        reason = "; ".join(problems)
+        _refuse(
+            agent=agent, call=call, kind="invocation.refused", outcome="invalid_argument",
+            reason=reason, problems=problems,
+        )  # fmt: skip
+        raise InvalidArgumentError(reason, details={"problems": problems})
+
+    decision = decide(agent_policy(agent), tool_view(contract), call.arguments)
+    try:
+        return _record(
+            agent=agent,
+            call=call,
+            contract=contract,
+            decision=decision,
+            digest=digest,
+            batch_id=batch_id,
+            batch_max_concurrency=batch_max_concurrency,
+        )
+    except IntegrityError:
+        # Two requests with one idempotency key raced; the loser answers with the winner.
+        found = _existing(agent, call, digest)
+        if found is None:
+            raise
+        return found
+
+
+@transaction.atomic
+def _record(
+    *,
+    agent: Agent,
+    call: CallRequest,
+    contract: ToolContract,
+    decision: Decision,
+    digest: str,
+    batch_id: uuid.UUID | None,
+    batch_max_concurrency: int | None,
+) -> Submitted:
+    status = {
+        Outcome.ALLOW: InvocationStatus.QUEUED,
+        Outcome.DENY: InvocationStatus.DENIED,
+        Outcome.REQUIRE_APPROVAL: InvocationStatus.PENDING_APPROVAL,
+    }[decision.outcome]
+    backend = backend_for(contract)
+    now = timezone.now()
+    denied = status == InvocationStatus.DENIED
+    invocation = Invocation.objects.create(
+        agent=agent,
+        tool=contract.name,
+        definition_hash=contract.definition_hash,
+        category=contract.category.value,
+        action_type=contract.resolved_action_type,
+        safety_class=contract.safety_class.value,
+        arguments=dict(call.arguments),
+        arguments_redacted=redact_structure(dict(call.arguments)),
+        arguments_hash=digest,
+        status=status,
+        decision=decision.as_dict(),
+        idempotency_key=call.idempotency_key or None,
+        task_id=call.task_id,
+        batch_id=batch_id,
+        batch_max_concurrency=batch_max_concurrency,
+        held=status == InvocationStatus.QUEUED and batch_max_concurrency is not None,
+        request_id=current_request_id() or "",
+        backend=backend,
+        queue=f"sandbox.{backend}",
+        finished_at=now if denied else None,
+        is_error=True if denied else None,
+        error_code="denied" if denied else "",
+        error_message=decision.reason if denied else "",
+    )
+    if status == InvocationStatus.PENDING_APPROVAL:
+        ttl = settings.SYNTHORG_APPROVAL_TTL_SECONDS
+        ApprovalRequest.objects.create(
+            invocation=invocation,
+            arguments_hash=digest,
+            required_approvals=max(decision.required_approvals, 1),
+            risk_tier=_risk_tier(contract, decision),
+            reason=decision.reason,
+            rule=decision.rule,
+            expires_at=now + timedelta(seconds=ttl),
+        )
+    audit_record(
+        kind="invocation.decided",
+        actor=Actor.agent(agent),
+        agent=agent,
+        invocation_id=invocation.id,
+        tool=contract.name,
+        category=invocation.category,
+        action_type=invocation.action_type,
+        arguments_hash=digest,
+        outcome=decision.outcome.value,
+        status=status,
+        reason=decision.reason,
+        rule=decision.rule,
+        data={"trace": list(decision.trace), "arguments": invocation.arguments_redacted},
+    )
+    if status == InvocationStatus.QUEUED and not invocation.held:
+        from tools_app.tasks import enqueue_invocation
+
+        transaction.on_commit(lambda: enqueue_invocation(invocation))
+    return Submitted(invocation=invocation, created=True)
