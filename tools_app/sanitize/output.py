@@ -1,0 +1,77 @@
+"""What an agent is shown of a tool's output: stripped, redacted, size-limited."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from tools_app.sanitize.controls import strip_invisible
+from tools_app.sanitize.credentials import MARKER
+from tools_app.sanitize.redaction import known_secret_forms, redact_counted
+
+
+@dataclass(frozen=True)
+class RedactionCount:
+    """How many secrets of one kind were redacted."""
+
+    kind: str
+    count: int
+
+
+@dataclass(frozen=True)
+class SanitizedText:
+    """Sanitised output. `redactions` and `stripped_chars` count over the whole
+    output, including any part cut off by the size limit."""
+
+    text: str
+    truncated: bool
+    redactions: tuple[RedactionCount, ...]
+    stripped_chars: int
+
+
+class SanitizeLimitError(ValueError):
+    """The size limit is not a usable number of characters."""
+
+
+def sanitize_output(
+    text: str, *, known_secrets: Iterable[str] = (), max_chars: int
+) -> SanitizedText:
+    """Strip invisible and control characters, redact secrets, cut to `max_chars`.
+
+    Sanitising the result again gives the same text.
+    """
+    if max_chars < 0:
+        raise SanitizeLimitError(f"max_chars must be at least 0, got {max_chars}")
+    forms = known_secret_forms(known_secrets)
+    stripped, stripped_chars = strip_invisible(text)
+    redacted, counts = redact_counted(stripped, forms)
+    limited, truncated = _limit(redacted, max_chars, forms, counts)
+    return SanitizedText(
+        text=limited,
+        truncated=truncated,
+        redactions=tuple(RedactionCount(kind, counts[kind]) for kind in sorted(counts)),
+        stripped_chars=stripped_chars,
+    )
+
+
+def _cut_point(text: str, limit: int) -> int:
+    """`limit`, moved back to the start of a marker it would split."""
+    window_start = max(0, limit - 64)
+    for found in MARKER.finditer(text, window_start, min(len(text), limit + 64)):
+        if found.start() < limit < found.end():
+            return found.start()
+    return limit
+
+
+def _limit(text: str, limit: int, forms: tuple[str, ...], counts: Counter[str]) -> tuple[str, bool]:
+    if len(text) <= limit:
+        return text, False
+    while len(text) > limit:
+        # The cut can end a run early and so complete a credential shape that
+        # the longer run did not have (`AKIA` + 16 of 30 characters): redact the
+        # cut text again, and cut again if the marker does not fit.
+        cut = text[: _cut_point(text, limit)]
+        text, recounted = redact_counted(cut, forms)
+        counts.update(recounted)
+    return text, True
