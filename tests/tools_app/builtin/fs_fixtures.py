@@ -20,7 +20,13 @@ import pytest
 from tools_app.builtin.base import ToolContext
 from tools_app.sandbox.identity import DEFAULT_SANDBOX_USER, resolve_identity
 from tools_app.sandbox.namespace import NamespaceSandbox, probe_namespace
-from tools_app.sandbox.protocol import Owner, SandboxBackend
+from tools_app.sandbox.protocol import (
+    Owner,
+    ProbeReport,
+    SandboxBackend,
+    SandboxResult,
+    SandboxSpec,
+)
 from tools_app.sandbox.subprocess import SubprocessSandbox
 from tools_app.sandbox.workspace import grant_workspace
 
@@ -125,3 +131,25 @@ def make_context(
         settings=MappingProxyType(dict(settings or {})),
         sub_constraints=MappingProxyType(dict(sub_constraints)),
     )
+
+
+class CountingSandbox:
+    """A real backend that also records each spec it is asked to run."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.isolates_network = inner.isolates_network
+        self.specs: list[SandboxSpec] = []
+
+    def run(self, spec: SandboxSpec) -> SandboxResult:
+        self.specs.append(spec)
+        result: SandboxResult = self.inner.run(spec)
+        return result
+
+    def probe(self) -> ProbeReport:
+        report: ProbeReport = self.inner.probe()
+        return report
+
+    def close(self) -> None:
+        self.inner.close()

@@ -14,7 +14,12 @@ from typing import Any
 
 import pytest
 
-from tests.tools_app.builtin.fs_fixtures import grant, make_context, namespace_backend
+from tests.tools_app.builtin.fs_fixtures import (
+    CountingSandbox,
+    grant,
+    make_context,
+    namespace_backend,
+)
 from tools_app.builtin import file_system as fs
 from tools_app.builtin.base import (
     BuiltinTool,
@@ -26,34 +31,10 @@ from tools_app.builtin.base import (
 from tools_app.contracts import ToolRegistry
 from tools_app.sandbox.protocol import (
     MountMode,
-    ProbeReport,
-    SandboxResult,
     SandboxSpec,
     WorkspaceMount,
 )
 from tools_app.sandbox.subprocess import SubprocessSandbox
-
-
-class CountingSandbox:
-    """A real backend that also records each spec it is asked to run."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.name = inner.name
-        self.isolates_network = inner.isolates_network
-        self.specs: list[SandboxSpec] = []
-
-    def run(self, spec: SandboxSpec) -> SandboxResult:
-        self.specs.append(spec)
-        result: SandboxResult = self.inner.run(spec)
-        return result
-
-    def probe(self) -> ProbeReport:
-        report: ProbeReport = self.inner.probe()
-        return report
-
-    def close(self) -> None:
-        self.inner.close()
 
 
 @pytest.fixture(params=["subprocess", "namespace"])

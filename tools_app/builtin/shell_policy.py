@@ -1,0 +1,410 @@
+"""Which programs a command may run: allow and deny lists on the resolved executable.
+
+A program is judged by its family (``shell_families``) under every name it
+goes by: the name it was called by and the real file it resolves to, so
+``/bin/rm`` is ``rm``, ``python3.11`` is ``python``, and a symlink named ``ls``
+pointing at ``rm`` is ``rm``. A deny on any of those names refuses; with an
+allowlist every one of them must be allowed. Programs must resolve into the
+system directories: a script or link planted in the workspace is refused.
+
+Wrappers that run another program (``env``, ``nice``, ``timeout``, ``nohup``,
+``stdbuf``, ``time``, ``command``, ``exec``, ``xargs``, ``setsid``, ``busybox``,
+``find -exec``) have the wrapped command checked too; shells with ``-c`` have
+their command line parsed and every command in it checked. Privilege
+switchers, tracers and interpreters given inline code (``python -c``,
+``perl -e``…) are refused: what they would run cannot be checked.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from tools_app.builtin.shell_families import MULTI_CALL, program_family
+from tools_app.builtin.shell_parse import (
+    ShellSyntaxRefusedError,
+    parse_command_line,
+    simple_commands,
+)
+from tools_app.sandbox.paths import SAFE_PATH_PREFIXES, is_within
+
+DEFAULT_SEARCH_PATH: Final = ("/usr/local/bin", "/usr/bin", "/bin")
+MAX_WRAPPER_DEPTH: Final = 8
+
+# Never run, whatever the lists say: they switch user or escape the sandbox's view.
+ALWAYS_DENIED_FAMILIES: Final = frozenset(
+    {"sudo", "nsenter", "unshare", "chroot", "capsh", "setpriv", "mount", "umount", "docker"}
+)
+# They run a program given as an argument in ways that cannot be followed here.
+REFUSED_WRAPPERS: Final = frozenset(
+    {
+        "strace",
+        "ltrace",
+        "gdb",
+        "valgrind",
+        "watch",
+        "script",
+        "flock",
+        "chrt",
+        "parallel",
+        "ssh-agent",
+        "dbus-run-session",
+        "firejail",
+        "bwrap",
+        "proot",
+        "fakeroot",
+        "expect",
+        "ld.so",
+    }
+)
+# Shell builtins that evaluate text or change how later names resolve.
+REFUSED_BUILTINS: Final = frozenset(
+    {
+        "eval",
+        ".",
+        "source",
+        "trap",
+        "alias",
+        "unalias",
+        "export",
+        "set",
+        "unset",
+        "readonly",
+        "local",
+        "declare",
+        "typeset",
+        "hash",
+        "enable",
+        "shopt",
+        "fc",
+        "let",
+    }
+)
+SHELL_BUILTINS: Final = frozenset(
+    {"cd", "echo", "printf", "pwd", "test", "[", "true", "false", "exit", "read", "wait"}
+)
+# Interpreter families and the options that take inline code.
+INLINE_CODE_OPTIONS: Final = {
+    "python": ("-c",),
+    "perl": ("-e", "-E"),
+    "ruby": ("-e",),
+    "node": ("-e", "--eval", "-p", "--print"),
+    "php": ("-r",),
+    "lua": ("-e",),
+}
+# Their options that take a separate value (which must not end the option scan).
+INTERPRETER_VALUE_OPTIONS: Final = {
+    "python": frozenset({"-W", "-X", "--check-hash-based-pycs"}),
+    "perl": frozenset({"-I", "-M", "-m", "-x"}),
+    "ruby": frozenset({"-I", "-r", "-E", "--encoding"}),
+    "node": frozenset({"-r", "--require", "--import", "--loader", "-C", "--conditions"}),
+    "php": frozenset({"-c", "-d", "-z"}),
+    "lua": frozenset({"-l"}),
+}
+
+
+class CommandRefusedError(Exception):
+    """A program, or a program it would run, is not allowed; ``reason`` says which and why."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass(frozen=True, slots=True)
+class ProgramRules:
+    """Allow and deny families and where programs are looked up."""
+
+    allowed: frozenset[str] | None
+    """None: no allowlist; otherwise every name of a program must be in it."""
+    denied: frozenset[str]
+    search_path: tuple[str, ...] = DEFAULT_SEARCH_PATH
+    system_dirs: tuple[str, ...] = SAFE_PATH_PREFIXES
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedProgram:
+    """A command word and the executable it stands for."""
+
+    word: str
+    path: str | None
+    real_path: str | None
+
+    @property
+    def families(self) -> frozenset[str]:
+        """Every family the program goes by (called name and real file)."""
+        called = program_family(self.word)
+        if self.real_path is None:
+            return frozenset({called})
+        real = program_family(self.real_path)
+        if real in MULTI_CALL:
+            # busybox acts as the name it is called by; calling it directly is a wrapper.
+            return frozenset({called})
+        return frozenset({called, real})
+
+
+def _executable(path: str) -> bool:
+    return os.path.isfile(path) and os.access(path, os.X_OK)
+
+
+def resolve_program(word: str, rules: ProgramRules, cwd: str) -> ResolvedProgram:
+    """Find the file ``word`` runs, as the sandbox's PATH lookup would."""
+    if not word:
+        raise CommandRefusedError("the command is empty")
+    if "/" in word:
+        path = word if word.startswith("/") else os.path.join(cwd, word)
+        if not os.path.lexists(path):
+            raise CommandRefusedError(f"{word!r} does not exist")
+    else:
+        found = next(
+            (
+                os.path.join(d, word)
+                for d in rules.search_path
+                if _executable(os.path.join(d, word))
+            ),
+            None,
+        )
+        if found is None:
+            # Not here: only a builtin or a program the sandbox image alone has; its
+            # name is all there is to judge.
+            return ResolvedProgram(word, None, None)
+        path = found
+    real = os.path.realpath(path)
+    if not any(
+        is_within(real, d) or is_within(real, os.path.realpath(d)) for d in rules.system_dirs
+    ):
+        raise CommandRefusedError(
+            f"{word!r} resolves to {real!r}, outside the system program directories; programs "
+            "written into the workspace are not run"
+        )
+    if not _executable(real):
+        raise CommandRefusedError(f"{word!r} is not an executable file")
+    return ResolvedProgram(word, path, real)
+
+
+def _judge(program: ResolvedProgram, rules: ProgramRules) -> None:
+    families = program.families
+    shown = program.word
+    if program.real_path and program_family(program.real_path) != program_family(program.word):
+        shown = f"{program.word} (resolves to {program.real_path})"
+    for family in sorted(families):
+        if family in ALWAYS_DENIED_FAMILIES:
+            raise CommandRefusedError(f"{shown} is never run in the sandbox ({family!r})")
+        if family in rules.denied:
+            raise CommandRefusedError(f"{shown} is on the deny list (as {family!r})")
+    if rules.allowed is not None:
+        missing = sorted(families - rules.allowed)
+        if missing:
+            allowed = ", ".join(sorted(rules.allowed)) or "none"
+            raise CommandRefusedError(
+                f"{shown} is not on the allow list (as {', '.join(missing)!r}); allowed: {allowed}"
+            )
+
+
+def check_argv(argv: Sequence[str], rules: ProgramRules, cwd: str, depth: int = 0) -> None:
+    """Refuse unless ``argv`` and every command it would run are allowed."""
+    if depth > MAX_WRAPPER_DEPTH:
+        raise CommandRefusedError("commands are wrapped too deeply to check")
+    if not argv:
+        return
+    word = argv[0]
+    if word != "[" and (any(c in word for c in "$`*?[") or word.startswith("~")):
+        raise CommandRefusedError(
+            f"{word!r} is not a program name: variables, substitutions and globs are never "
+            "expanded to choose the program"
+        )
+    if word in REFUSED_BUILTINS:
+        raise CommandRefusedError(
+            f"the shell builtin {word!r} evaluates text or changes name lookup and is refused"
+        )
+    program = resolve_program(word, rules, cwd)
+    _judge(program, rules)
+    family = program_family(word)
+    if program.real_path and program_family(program.real_path) not in MULTI_CALL:
+        family = program_family(program.real_path)
+    if family in REFUSED_WRAPPERS:
+        raise CommandRefusedError(f"{word!r} runs programs in a way that cannot be checked")
+    for wrapped in _wrapped_commands(family, list(argv[1:])):
+        check_argv(wrapped, rules, cwd, depth + 1)
+    if family == "sh":
+        for line in _shell_command_strings(list(argv[1:])):
+            check_command_line(line, rules, cwd, depth + 1)
+    if _inline_code(family, list(argv[1:])):
+        raise CommandRefusedError(
+            f"inline code for {word!r} cannot be checked against the command lists; use the "
+            "code_runner tool"
+        )
+
+
+def _inline_code(family: str, args: list[str]) -> bool:
+    """True when an interpreter is handed code on its command line."""
+    options = INLINE_CODE_OPTIONS.get(family, ())
+    short = "".join(o[1] for o in options if len(o) == 2)
+    long = tuple(o for o in options if o.startswith("--"))
+    with_value = INTERPRETER_VALUE_OPTIONS.get(family, frozenset())
+    skip_next = False
+    for arg in args:
+        if skip_next:
+            skip_next = False
+            continue
+        if arg == "--" or not arg.startswith("-") or arg == "-":
+            return False  # a script or module name: its own arguments follow
+        if arg.startswith("--"):
+            name = arg.split("=", 1)[0]
+            if name in long:
+                return True
+            skip_next = name in with_value and "=" not in arg
+            continue
+        letters = re.match(r"-([A-Za-z]*)", arg)
+        if short and letters and any(c in short for c in letters.group(1)):
+            return True
+        skip_next = arg in with_value
+    return False
+
+
+def check_command_line(line: str, rules: ProgramRules, cwd: str, depth: int = 0) -> None:
+    """Parse ``line`` and check every command in it (pipes, lists, subshells, groups)."""
+    try:
+        parsed = parse_command_line(line)
+    except ShellSyntaxRefusedError as exc:
+        raise CommandRefusedError(f"command line refused: {exc}") from exc
+    for command in simple_commands(parsed):
+        first = command.words[0]
+        if any(first.unquoted) and first.has_glob:
+            raise CommandRefusedError(f"a glob as the program name ({first.text!r}) is refused")
+        check_argv(command.argv, rules, cwd, depth)
+
+
+def _shell_command_strings(args: list[str]) -> list[str]:
+    """Command strings a shell would run: the word after any ``-c`` (also ``-ec``, ``-lc``).
+
+    Every option cluster holding ``c`` counts, wherever it stands, so an
+    unknown option that takes a value cannot hide a ``-c`` behind it.
+    """
+    strings: list[str] = []
+    for index, arg in enumerate(args):
+        if re.fullmatch(r"-[A-Za-z]*c[A-Za-z]*", arg):
+            rest = [a for a in args[index + 1 :] if not a.startswith("-")]
+            if not rest:
+                raise CommandRefusedError("'-c' without a command string")
+            strings.append(rest[0])
+    return strings
+
+
+# -- wrappers ------------------------------------------------------------------------
+
+# Options that take a value, per wrapper, and flags that do not.
+_WITH_VALUE: Final = {
+    "env": {"-u", "--unset", "-C", "--chdir"},
+    "nice": {"-n", "--adjustment"},
+    "timeout": {"-s", "--signal", "-k", "--kill-after"},
+    "stdbuf": {"-i", "-o", "-e", "--input", "--output", "--error"},
+    "time": {"-f", "--format", "-o", "--output"},
+    "xargs": {
+        "-a",
+        "--arg-file",
+        "-d",
+        "--delimiter",
+        "-E",
+        "-e",
+        "--eof",
+        "-I",
+        "--replace",
+        "-L",
+        "--max-lines",
+        "-n",
+        "--max-args",
+        "-P",
+        "--max-procs",
+        "-s",
+        "--max-chars",
+        "--process-slot-var",
+    },
+    "ionice": {"-c", "--class", "-n", "--classdata"},
+    "taskset": {"-c", "--cpu-list"},
+    "exec": {"-a"},
+}
+_REFUSED_OPTIONS: Final = {
+    "env": {"-S", "--split-string", "-P", "--default-signal", "--ignore-signal", "--block-signal"},
+    "taskset": {"-p", "--pid"},
+    "ionice": {"-p", "--pid", "-P", "--pgid", "-u", "--uid"},
+}
+_SIMPLE_WRAPPERS: Final = frozenset(
+    {"env", "nice", "nohup", "stdbuf", "time", "command", "exec", "builtin", "setsid"}
+    | {"timeout", "xargs", "ionice", "taskset", "unbuffer"}
+)
+_POSITIONAL_BEFORE_COMMAND: Final = {"timeout": 1, "taskset": 1}
+
+
+def _strip_options(family: str, args: list[str]) -> list[str]:
+    """``args`` after the wrapper's own options (and positional values it takes first)."""
+    with_value = _WITH_VALUE.get(family, set())
+    refused = _REFUSED_OPTIONS.get(family, set())
+    index = 0
+    while index < len(args):
+        arg = args[index]
+        if arg == "--":
+            index += 1
+            break
+        if not arg.startswith("-") or arg == "-":
+            break
+        name = arg.split("=", 1)[0]
+        short = arg[:2]
+        if name in refused or short in refused:
+            raise CommandRefusedError(f"{family} {arg!r} is refused: it hides what would run")
+        if family == "command" and arg in ("-v", "-V"):
+            return []  # only looks the name up
+        if family == "nice" and arg[1:].isdigit():
+            index += 1
+            continue
+        if name in with_value and "=" not in arg:
+            index += 2
+            continue
+        if short in with_value and len(arg) > 2:
+            index += 1  # value attached: -n10, -uNAME
+            continue
+        index += 1
+    rest = args[index:]
+    if family == "env":
+        while rest and "=" in rest[0] and not rest[0].startswith("="):
+            if rest[0].split("=", 1)[0] in ("PATH", "LD_PRELOAD", "LD_LIBRARY_PATH"):
+                raise CommandRefusedError(
+                    f"env {rest[0].split('=', 1)[0]}=… is refused: it changes what would run"
+                )
+            rest = rest[1:]
+    skip = _POSITIONAL_BEFORE_COMMAND.get(family, 0)
+    return rest[skip:]
+
+
+def _find_exec_commands(args: list[str]) -> list[list[str]]:
+    commands: list[list[str]] = []
+    index = 0
+    while index < len(args):
+        if args[index] in ("-exec", "-execdir", "-ok", "-okdir"):
+            end = index + 1
+            while end < len(args) and args[end] not in (";", "+"):
+                end += 1
+            commands.append(args[index + 1 : end])
+            index = end
+        index += 1
+    return commands
+
+
+def _wrapped_commands(family: str, args: list[str]) -> list[list[str]]:
+    """The commands a wrapper program would run with ``args``."""
+    if family in ("busybox", "toybox"):
+        return [args] if args else []
+    if family == "find":
+        commands = _find_exec_commands(args)
+        if any(not c for c in commands):
+            raise CommandRefusedError("find -exec without a command")
+        return commands
+    if family not in _SIMPLE_WRAPPERS:
+        return []
+    rest = _strip_options(family, args)
+    if family == "xargs":
+        return [rest or ["echo"]]
+    return [rest] if rest else []
