@@ -1,0 +1,5 @@
+"""`python -m synthorg_client …`"""
+
+from synthorg_client.cli import main
+
+raise SystemExit(main())
