@@ -57,6 +57,7 @@ class AssignmentRule:
     """`<secret name> <separator> <value>`, the value replaced."""
 
     kind: str = SECRET_VALUE
+    hints: tuple[str, ...] = SECRET_NAME_HINTS
 
     def find(self, text: str, position: int) -> Candidate | None:
         """The next value assigned to a secret-looking name, at or after `position`."""

@@ -50,6 +50,10 @@ class CredentialRule:
     # The named group holding the secret; the rest of the match is kept.
     group: str = "secret"
     accept: Callable[[re.Match[str]], bool] | None = None
+    # Lower-case strings one of which any match contains. Text holding none of
+    # them skips the rule: most output holds no credential at all, and a
+    # substring test is far cheaper than a pattern without a literal prefix.
+    hints: tuple[str, ...] = ()
 
     def find(self, text: str, position: int) -> Candidate | None:
         """The next candidate secret at or after `position`, accepted or not."""
@@ -127,7 +131,11 @@ TOKEN_RULES: tuple[CredentialRule, ...] = (
         ),
         accept=_is_jwt,
     ),
-    CredentialRule("synthorg_token", re.compile(f"(?P<secret>{TOKEN_PATTERN})(?![A-Za-z0-9_-])")),
+    CredentialRule(
+        "synthorg_token",
+        re.compile(f"(?P<secret>{TOKEN_PATTERN})(?![A-Za-z0-9_-])"),
+        hints=("soa_", "sop_"),
+    ),
     CredentialRule("github_token", _token("github_pat_", "[A-Za-z0-9_]{22,255}+")),
     CredentialRule("github_token", _token("gh", "[pousr]_[A-Za-z0-9]{36,251}+")),
     CredentialRule("gitlab_token", _token("gl", "(?:pat|dt|rt|ptt|cbt|soat)-[A-Za-z0-9_-]{20,}+")),
@@ -137,7 +145,11 @@ TOKEN_RULES: tuple[CredentialRule, ...] = (
         "slack_webhook",
         re.compile(r"hooks\.slack\.com/services/(?P<secret>T[A-Z0-9]++/B[A-Z0-9]++/[A-Za-z0-9]++)"),
     ),
-    CredentialRule("stripe_key", _token("", "[sr]k_(?:live|test)_[A-Za-z0-9]{16,}+")),
+    CredentialRule(
+        "stripe_key",
+        _token("", "[sr]k_(?:live|test)_[A-Za-z0-9]{16,}+"),
+        hints=("k_live_", "k_test_"),
+    ),
     CredentialRule("anthropic_key", _token("sk-ant-", "[A-Za-z0-9_-]{20,}+")),
     CredentialRule(
         "openai_key",
@@ -146,7 +158,9 @@ TOKEN_RULES: tuple[CredentialRule, ...] = (
     ),
     CredentialRule("gcp_api_key", _token("AIza", "[A-Za-z0-9_-]{35}")),
     CredentialRule(
-        "aws_access_key_id", _token("", f"{_AWS_KEY_ID}[A-Z0-9]{{16}}", run="A-Za-z0-9")
+        "aws_access_key_id",
+        _token("", f"{_AWS_KEY_ID}[A-Z0-9]{{16}}", run="A-Za-z0-9"),
+        hints=tuple(prefix.lower() for prefix in _AWS_KEY_ID[3:-1].split("|")),
     ),
     CredentialRule(
         "aws_secret_access_key",
@@ -155,12 +169,14 @@ TOKEN_RULES: tuple[CredentialRule, ...] = (
             r"[\"']?\s{0,8}[:=]>?\s{0,8}[\"']?"
             r"(?P<secret>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+])"
         ),
+        hints=("secret",),
     ),
     CredentialRule(
         "azure_key",
         re.compile(
             r"(?i:AccountKey|SharedAccessKey|SharedSecretValue)=(?P<secret>[A-Za-z0-9+/=%]{16,}+)"
         ),
+        hints=("accountkey=", "sharedaccesskey=", "sharedsecretvalue="),
     ),
     CredentialRule(
         "azure_key",
@@ -169,6 +185,7 @@ TOKEN_RULES: tuple[CredentialRule, ...] = (
     CredentialRule(
         "azure_client_secret",
         _token("", r"[A-Za-z0-9_~.]{3}[0-9]Q~[A-Za-z0-9_~.-]{31,34}", run="A-Za-z0-9_~.-"),
+        hints=("q~",),
     ),
     CredentialRule(
         "url_password",
@@ -183,6 +200,7 @@ TOKEN_RULES: tuple[CredentialRule, ...] = (
             r"(?:(?i:bearer|basic|token|digest|negotiate|ntlm|apikey|sso-key)\s{1,8})?+"
             r"(?P<secret>(?!\[REDACTED:)[^\s\"']++(?:[ \t]++[^\s\"']++)*+)"
         ),
+        hints=("authorization",),
     ),
     CredentialRule(
         "bearer_token",
@@ -190,10 +208,12 @@ TOKEN_RULES: tuple[CredentialRule, ...] = (
             r"\b[Bb]earer\s{1,8}(?P<secret>[A-Za-z0-9._~+/-]{16,}+=*+)(?![A-Za-z0-9._~+/=-])"
         ),
         accept=_has_letter_and_digit,
+        hints=("bearer",),
     ),
     CredentialRule(
         "basic_auth",
         re.compile(r"\bBasic\s{1,8}(?P<secret>[A-Za-z0-9+/]{8,}+={0,2})(?![A-Za-z0-9+/=])"),
         accept=_is_basic_credential,
+        hints=("basic",),
     ),
 )

@@ -56,6 +56,11 @@ class SecretRule(Protocol):
         """The kind named in the marker."""
         ...
 
+    @property
+    def hints(self) -> tuple[str, ...]:
+        """Lower-case strings any match contains; none in the text skips the rule."""
+        ...
+
     def find(self, text: str, position: int) -> Candidate | None: ...
 
 
@@ -83,8 +88,10 @@ def redact_counted(text: str, forms: tuple[str, ...] = ()) -> tuple[str, Counter
     text = _replace_known(text, forms, counts)
     for _ in range(_MAX_PASSES):
         redacted = text
+        lowered = text.lower()
         for rule in RULES:
-            redacted = _apply_rule(rule, redacted, counts)
+            if not rule.hints or any(hint in lowered for hint in rule.hints):
+                redacted = _apply_rule(rule, redacted, counts)
         if redacted == text:
             break
         text = redacted
