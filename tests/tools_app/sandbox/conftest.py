@@ -92,3 +92,26 @@ def outside_dir() -> Iterator[Path]:
     os.chmod(path / "secret.txt", 0o600)
     yield path
     shutil.rmtree(path, ignore_errors=True)
+
+
+def docker_engine():  # type: ignore[no-untyped-def]
+    """A client for the engine at DOCKER_HOST, with the sandbox image built."""
+    from tools_app.sandbox.engine import connect
+    from tools_app.sandbox.image import build_sandbox_image
+
+    try:
+        client = connect(None)
+        client.ping()
+    except Exception as exc:  # the reason is the point of the message
+        require(False, f"no Docker engine at DOCKER_HOST={os.environ.get('DOCKER_HOST')}: {exc}")
+        raise
+    build_sandbox_image(client=client)
+    return client
+
+
+@pytest.fixture(scope="session")
+def docker_client():  # type: ignore[no-untyped-def]
+    """The engine the docker tests run against (fails loudly when missing)."""
+    client = docker_engine()
+    yield client
+    client.close()

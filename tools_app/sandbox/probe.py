@@ -1,0 +1,94 @@
+"""Does each backend work on this machine, and if not, why not.
+
+``manage.py synthorg_sandbox probe`` prints :func:`probe_backends`. Every
+probe runs something for real (a namespace, a container); nothing is
+inferred from the presence of a binary alone.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from tools_app.sandbox.engine import sdk_errors
+from tools_app.sandbox.errors import SandboxError
+from tools_app.sandbox.protocol import Limits, ProbeReport, SandboxSpec, WorkspaceMount
+
+if TYPE_CHECKING:
+    from tools_app.sandbox.config import SandboxingConfig
+    from tools_app.sandbox.docker import DockerSandbox
+
+
+def probe_docker(backend: DockerSandbox) -> ProbeReport:
+    """Reach the engine, check the image, and run ``true`` in a fresh container."""
+    errors = sdk_errors()
+    details: dict[str, object] = {
+        "engine": backend.engine_address,
+        "image": backend.settings.image,
+        "lifecycle": str(backend.settings.strategy),
+    }
+    try:
+        lifecycle = backend.lifecycle()
+    except SandboxError as exc:
+        return ProbeReport(backend.name, False, exc.reason, details)
+    try:
+        lifecycle.client.images.get(backend.settings.image)
+    except errors.ImageNotFound:
+        return ProbeReport(
+            backend.name,
+            False,
+            f"image {backend.settings.image} is missing; build it with "
+            "`manage.py synthorg_sandbox build-image`",
+            details,
+        )
+    except errors.DockerException as exc:
+        return ProbeReport(backend.name, False, f"engine error: {exc}", details)
+    with tempfile.TemporaryDirectory(prefix="synthorg-probe-") as tmp:
+        Path(tmp).chmod(0o755)  # the image's user must enter it
+        spec = SandboxSpec(argv=("true",), workspace=WorkspaceMount(Path(tmp)), limits=Limits())
+        try:
+            result = backend.run(spec)
+        except (SandboxError, errors.DockerException) as exc:
+            reason = exc.reason if isinstance(exc, SandboxError) else str(exc)
+            return ProbeReport(backend.name, False, reason, details)
+        finally:
+            backend.close()
+    if result.exit_code != 0:
+        return ProbeReport(
+            backend.name, False, f"`true` exited {result.exit_code}: {result.stderr[:300]}", details
+        )
+    return ProbeReport(
+        backend.name, True, "ran `true` as an exec in a locked-down container", details
+    )
+
+
+def probe_backends(config: SandboxingConfig | None = None) -> list[ProbeReport]:
+    """Probe subprocess, namespace and docker as configured (defaults when ``config`` is None)."""
+    from tools_app.sandbox.config import SandboxingConfig
+    from tools_app.sandbox.factory import build_backend
+
+    cfg = config or SandboxingConfig()
+    reports: list[ProbeReport] = []
+    for name in ("subprocess", "namespace", "docker"):
+        try:
+            backend = build_backend(name, cfg)
+        except SandboxError as exc:
+            reports.append(ProbeReport(name, False, exc.reason))
+            continue
+        try:
+            reports.append(backend.probe())
+        finally:
+            backend.close()
+    return reports
+
+
+def format_reports(reports: list[ProbeReport]) -> str:
+    """One line per backend: ``name  ok|unavailable  reason``, then its details."""
+    lines: list[str] = []
+    for report in reports:
+        state = "ok" if report.ok else "unavailable"
+        lines.append(f"{report.backend:<11} {state:<12} {report.reason}")
+        for key, value in report.details.items():
+            lines.append(f"{'':<11} {'':<12} {key}: {value}")
+    return "\n".join(lines)
