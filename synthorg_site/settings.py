@@ -212,7 +212,7 @@ REST_FRAMEWORK: dict[str, object] = {
     "DEFAULT_AUTHENTICATION_CLASSES": [],
     "DEFAULT_PERMISSION_CLASSES": [],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["common.json_parser.StrictJSONParser"],
     "EXCEPTION_HANDLER": "tools_app.api.errors.api_exception_handler",
     "UNAUTHENTICATED_USER": None,
 }

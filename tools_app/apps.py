@@ -1,6 +1,33 @@
+import sys
+from typing import Any
+
 from django.apps import AppConfig
+from django.core.exceptions import ImproperlyConfigured
+from django.db.models.signals import post_migrate
+
+
+def _sync_registry(sender: Any, **kwargs: Any) -> None:
+    from tools_app.services.tool_registry import tool_registry_sync
+
+    tool_registry_sync()
 
 
 class ToolsAppConfig(AppConfig):
     name = "tools_app"
     verbose_name = "Tools, invocations and audit"
+
+    def ready(self) -> None:
+        # After every migrate the registry table matches the tools this code defines.
+        post_migrate.connect(_sync_registry, sender=self, dispatch_uid="tools_app.sync_registry")
+        # Checked at start, like the config: a broken contract or tool setting stops the
+        # process with the reason (the check command reports on it instead).
+        if sys.argv[1:2] == ["synthorg_config"]:
+            return
+        from common.config import ConfigError
+        from tools_app.contracts import ContractError
+        from tools_app.registry import tool_catalog
+
+        try:
+            tool_catalog()
+        except (ConfigError, ContractError) as exc:
+            raise ImproperlyConfigured(str(exc)) from None

@@ -15,13 +15,78 @@ from dataclasses import dataclass
 from django.conf import settings
 from jsonschema import Draft202012Validator
 
+from common.config import ConfigError, ConfigProblem, SynthOrgConfig, ToolSettings
 from common.settings_config import synthorg_config
 from tools_app.builtin.base import BuiltinTool
 from tools_app.contracts import ToolContract, ToolRegistry, compile_schema
 from trust_app.policy import ToolView, name_key
 
 # Modules whose `TOOLS` tuple holds the built-in tools, in listing order.
-BUILTIN_TOOL_MODULES: tuple[str, ...] = ()
+BUILTIN_TOOL_MODULES: tuple[str, ...] = (
+    "tools_app.builtin.file_system",
+    "tools_app.builtin.terminal",
+    "tools_app.builtin.code",
+    "tools_app.builtin.git",
+    "tools_app.builtin.web",
+)
+
+# Settings each built-in tool reads from `tools.<name>` in the config, beyond the
+# switches every tool has (enabled, timeout_seconds, max_output_bytes,
+# max_calls_per_minute). Any other key is a typo and stops the process.
+_FILE_KEYS = frozenset(
+    {
+        "max_path_length",
+        "max_read_bytes",
+        "max_write_bytes",
+        "max_entries",
+        "read_only",
+        "denied_paths",
+    }
+)
+_NET_KEYS = frozenset({"dns_server", "dns_port"})
+TOOL_SETTINGS_KEYS: dict[str, frozenset[str]] = {
+    **dict.fromkeys(
+        ("read_file", "write_file", "edit_file", "list_directory", "delete_file", "stat"),
+        _FILE_KEYS,
+    ),
+    "shell_command": frozenset(
+        {
+            "allowed_commands",
+            "denied_commands",
+            "command_mode",
+            "max_timeout_seconds",
+            "max_command_length",
+            "search_path",
+            "read_only",
+        }
+    ),
+    "code_runner": frozenset({"max_timeout_seconds", "max_code_bytes", "read_only"}),
+    **dict.fromkeys(
+        ("http_request", "html_to_text", "extract_links"),
+        _NET_KEYS
+        | {
+            "allowed_domains",
+            "denied_domains",
+            "max_response_bytes",
+            "max_redirects",
+            "auth_headers",
+            "max_links",
+            "max_text_chars",
+        },
+    ),
+    **dict.fromkeys(
+        ("git_status", "git_log", "git_diff", "git_branch", "git_commit", "git_clone", "git_push"),
+        _NET_KEYS
+        | {
+            "hostname_allowlist",
+            "denied_hosts",
+            "allow_plain_http",
+            "ssh_known_hosts_file",
+            "author_name",
+            "author_email",
+        },
+    ),
+}
 
 # How the decision engine names the isolation of each sandbox backend.
 ISOLATION_OF_BACKEND = {
@@ -63,15 +128,45 @@ def _module_tools(module_name: str) -> tuple[BuiltinTool, ...]:
 @functools.cache
 def tool_catalog() -> ToolCatalog:
     """Every tool this process can run, validated once."""
-    config = synthorg_config()
+    return build_catalog(synthorg_config())
+
+
+def build_catalog(config: SynthOrgConfig) -> ToolCatalog:
+    """The tools `config` enables, each contract checked; ConfigError for bad tool settings."""
     registry = ToolRegistry(action_types=config.action_types())
     implementations: dict[str, BuiltinTool] = {}
     modules = (*BUILTIN_TOOL_MODULES, *settings.SYNTHORG_EXTRA_TOOL_MODULES)
     for module_name in modules:
         for tool in _module_tools(module_name):
+            if not config.tool_settings(tool.contract.name).enabled:
+                continue  # switched off in the config: not registered at all
             contract = registry.register(tool.contract)
             implementations[name_key(contract.name)] = tool
+    _check_tool_settings(config, registry)
     return ToolCatalog(registry=registry, implementations=implementations)
+
+
+def _check_tool_settings(config: SynthOrgConfig, registry: ToolRegistry) -> None:
+    """Every `tools.<name>` names a real tool and only settings that tool reads."""
+    known = {name_key(name) for name in TOOL_SETTINGS_KEYS}
+    problems = []
+    for name, section in config.tools.items():
+        contract = registry.get(name)
+        if contract is None and name_key(name) not in known:
+            names = ", ".join(sorted(c.name for c in registry))
+            problems.append(ConfigProblem(f"tools.{name}", f"no such tool; allowed: {names}"))
+            continue
+        allowed = TOOL_SETTINGS_KEYS.get(contract.name if contract else name, frozenset())
+        for key in sorted(set(section.model_extra or {}) - allowed):
+            problems.append(
+                ConfigProblem(
+                    f"tools.{name}.{key}",
+                    "unknown setting; allowed: "
+                    + ", ".join(sorted(allowed | set(ToolSettings.model_fields))),
+                )
+            )
+    if problems:
+        raise ConfigError(settings.SYNTHORG_CONFIG, tuple(problems))
 
 
 _validators: dict[tuple[str, str], Draft202012Validator] = {}

@@ -11,9 +11,9 @@ import re
 from collections.abc import Mapping
 from enum import StrEnum
 from types import MappingProxyType
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from trust_app.policy.action_types import (
     DEFAULT_ACTION_TYPES,
@@ -173,7 +173,18 @@ class ApprovalSection(StrictModel):
 
 
 class ToolSettings(StrictModel):
-    """``tools.<name>``: per-tool switches and limits (None keeps the global default)."""
+    """``tools.<name>``: per-tool switches and limits (None keeps the global default).
+
+    A tool may read more settings of its own; those keys are checked against the
+    tool's known settings when the tool registry is built (tools_app.registry).
+    """
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _refuse_unknown_fields(cls, data: Any) -> Any:
+        return data  # the tool registry judges a tool's own keys
 
     enabled: bool = True
     timeout_seconds: float | None = Field(default=None, gt=0, le=3600)

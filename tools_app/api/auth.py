@@ -28,6 +28,10 @@ class AgentTokenAuthentication(BaseAuthentication):
     def authenticate(self, request: Any) -> tuple[AgentPrincipal, str] | None:
         token = bearer_token(request._request)
         if token is None or token_kind(token) != "agent":
+            # Judge people here, before DRF replaces the Django user on the request.
+            django_user = getattr(request._request, "user", None)
+            if django_user is not None and django_user.is_authenticated:
+                raise ForbiddenError("agent endpoints take an agent token; people use the console")
             return None
         agent = agent_for_token(token)
         if agent is None:
@@ -44,9 +48,6 @@ class IsAgent(BasePermission):
     def has_permission(self, request: Any, view: Any) -> bool:
         if isinstance(request.user, AgentPrincipal):
             return True
-        django_user = getattr(request._request, "user", None)
-        if django_user is not None and django_user.is_authenticated:
-            raise ForbiddenError("agent endpoints take an agent token; people use the console")
         if bearer_token(request._request) is not None:
             raise UnauthenticatedError("the bearer token is not a valid agent token")
         raise UnauthenticatedError("send Authorization: Bearer <agent token>")

@@ -10,6 +10,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 
 from common.config import ConfigError, load_config
+from tools_app.contracts import ContractError
 
 
 class Command(BaseCommand):
@@ -27,7 +28,10 @@ class Command(BaseCommand):
             sys.exit(1)
         try:
             config = load_config(path)
-        except ConfigError as exc:
+            from tools_app.registry import build_catalog
+
+            catalog = build_catalog(config)
+        except (ConfigError, ContractError) as exc:
             self.stderr.write(str(exc))
             sys.exit(1)
         where = str(path) if path.exists() else f"{path} (absent: the defaults apply)"
@@ -35,3 +39,4 @@ class Command(BaseCommand):
         self.stdout.write(f"{where}: valid")
         self.stdout.write(f"access levels: {levels}")
         self.stdout.write(f"trust strategy: {config.trust.strategy}")
+        self.stdout.write(f"tools: {len(catalog.registry)} registered")

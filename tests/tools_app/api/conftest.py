@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -33,12 +34,12 @@ class AgentClient:
 @pytest.fixture
 def make_agent(daphne_server: str) -> Iterator[Callable[..., AgentClient]]:
     clients: list[httpx.Client] = []
-    counter = iter(range(10_000))
 
     def make(
         level: str = "standard", *, denied: list[str] | None = None, **kwargs: Any
     ) -> AgentClient:
-        name = kwargs.pop("name", None) or f"agent-{next(counter)}"
+        # Unique names: workspaces outlive the rows that a transactional test flushes.
+        name = kwargs.pop("name", None) or f"agent-{uuid.uuid4().hex[:10]}"
         created = agent_create(name=name, access_level=level, **kwargs)
         if denied:
             AgentPermissions.objects.create(agent=created.agent, denied=denied)

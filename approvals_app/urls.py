@@ -1,0 +1,5 @@
+"""Console pages of approvals_app (the API lives in approvals_app/api/ where there is one)."""
+
+from django.urls import path  # noqa: F401 - pages are added here
+
+urlpatterns: list = []

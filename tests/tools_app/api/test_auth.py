@@ -1,0 +1,73 @@
+"""Who may call the agent API: agent tokens only; people 403, strangers 401."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import httpx
+import pytest
+from django.utils import timezone
+
+from tests.tools_app.api.conftest import AgentClient
+from trust_app.models import AgentToken
+from trust_app.services import person_create, person_token_issue
+
+pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
+
+
+def test_no_token_is_401_with_the_envelope(daphne_server: str) -> None:
+    response = httpx.get(daphne_server + "/api/v1/me/")
+    assert response.status_code == 401
+    assert response.json()["error"]["code"] == "unauthenticated"
+    assert response.headers["WWW-Authenticate"].startswith("Bearer")
+
+
+def test_a_person_token_is_403_on_agent_endpoints(daphne_server: str) -> None:
+    person = person_create(username="scripter", role="admin", password=None)
+    token = person_token_issue(person=person)
+    response = httpx.get(
+        daphne_server + "/api/v1/tools/", headers={"Authorization": f"Bearer {token}"}
+    )
+    assert response.status_code == 403
+    assert response.json()["error"]["code"] == "forbidden"
+
+
+def test_a_signed_in_session_is_403_on_agent_endpoints(daphne_server: str) -> None:
+    person_create(username="sess", role="operator", password="pw-sess-123456")
+    with httpx.Client(base_url=daphne_server) as browser:
+        page = browser.get("/accounts/login/")
+        csrf = browser.cookies["csrftoken"]
+        browser.post(
+            "/accounts/login/",
+            data={"username": "sess", "password": "pw-sess-123456", "csrfmiddlewaretoken": csrf},
+            headers={"Referer": daphne_server + "/accounts/login/"},
+        )
+        assert page.status_code == 200
+        response = browser.get("/api/v1/me/")
+    assert response.status_code == 403
+
+
+def test_a_revoked_or_forged_agent_token_is_401(make_agent: Callable[..., AgentClient]) -> None:
+    client = make_agent()
+    assert client.http.get("/api/v1/me/").status_code == 200
+    AgentToken.objects.filter(agent=client.agent).update(revoked_at=timezone.now())
+    assert client.http.get("/api/v1/me/").status_code == 401
+    forged = client.token[:-4] + "AAAA"
+    response = client.http.get("/api/v1/me/", headers={"Authorization": f"Bearer {forged}"})
+    assert response.status_code == 401
+
+
+def test_an_inactive_agent_is_401(make_agent: Callable[..., AgentClient]) -> None:
+    client = make_agent()
+    client.agent.active = False
+    client.agent.save(update_fields=["active"])
+    assert client.http.get("/api/v1/me/").status_code == 401
+
+
+def test_me_describes_the_agent(make_agent: Callable[..., AgentClient]) -> None:
+    client = make_agent("restricted", autonomy="supervised")
+    body = client.http.get("/api/v1/me/").json()
+    assert body["name"] == client.agent.name
+    assert body["access_level"] == "restricted"
+    assert body["autonomy"] == "supervised"
+    assert isinstance(body["trust"], dict)

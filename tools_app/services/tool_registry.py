@@ -1,0 +1,70 @@
+"""Writers of the tool registry table: sync from code, enable and disable."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+
+from common.errors import NotFoundError
+from tools_app.models import ToolDefinition
+from tools_app.registry import tool_catalog
+from tools_app.services.audit import Actor, audit_record
+
+
+@transaction.atomic
+def tool_registry_sync(*, actor: Actor | None = None) -> list[str]:
+    """Record every tool this code defines; a changed definition is audited with both hashes."""
+    actor = actor or Actor.system("registry")
+    changed: list[str] = []
+    for contract in tool_catalog():
+        fields: dict[str, Any] = {
+            "source": "builtin",
+            "category": contract.category.value,
+            "action_type": contract.resolved_action_type,
+            "safety_class": contract.safety_class.value,
+            "definition": contract.model_dump(mode="json"),
+            "definition_hash": contract.definition_hash,
+        }
+        row = ToolDefinition.objects.select_for_update().filter(name=contract.name).first()
+        if row is None:
+            ToolDefinition.objects.create(name=contract.name, **fields)
+            kind, before = "tool.registered", ""
+        elif row.definition_hash != contract.definition_hash:
+            before = row.definition_hash
+            ToolDefinition.objects.filter(pk=row.pk).update(**fields)
+            kind = "tool.definition_changed"
+        else:
+            continue
+        changed.append(contract.name)
+        audit_record(
+            kind=kind,
+            actor=actor,
+            tool=contract.name,
+            category=contract.category.value,
+            action_type=contract.resolved_action_type,
+            outcome="registered",
+            data={"definition_hash": contract.definition_hash, "previous_hash": before},
+        )
+    return changed
+
+
+@transaction.atomic
+def tool_enabled_set(*, name: str, enabled: bool, actor: Actor, reason: str = "") -> ToolDefinition:
+    """Switch a tool on or off for every agent; audited."""
+    row = ToolDefinition.objects.select_for_update().filter(name=name).first()
+    if row is None:
+        raise NotFoundError(f"no tool {name!r} in the registry")
+    if row.enabled != enabled:
+        ToolDefinition.objects.filter(pk=row.pk).update(enabled=enabled)
+        audit_record(
+            kind="tool.enabled" if enabled else "tool.disabled",
+            actor=actor,
+            tool=row.name,
+            category=row.category,
+            action_type=row.action_type,
+            outcome="enabled" if enabled else "disabled",
+            reason=reason,
+        )
+        row.refresh_from_db()
+    return row

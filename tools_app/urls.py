@@ -1,0 +1,5 @@
+"""Console pages of tools_app (the API lives in tools_app/api/ where there is one)."""
+
+from django.urls import path  # noqa: F401 - pages are added here
+
+urlpatterns: list = []
