@@ -29,6 +29,11 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
+export SYNTHORG_ENV=test
+export SYNTHORG_VAR_DIR="$run_dir/var"
+export SYNTHORG_TEST_RUN_DIR="$run_dir"
+export SYNTHORG_EXTRA_TOOL_MODULES=tests.support.tools
+
 say() { echo "== $*"; }
 missing() { # a required part is missing: fail, unless the user allowed skips
   if [ "${SYNTHORG_TEST_ALLOW_SKIP:-0}" = 1 ]; then
@@ -95,10 +100,6 @@ fi
 command -v bwrap >/dev/null || missing "bubblewrap is not installed (apt-get install bubblewrap)"
 command -v chromium >/dev/null || missing "Chromium is not installed (apt-get install chromium)"
 
-export SYNTHORG_ENV=test
-export SYNTHORG_VAR_DIR="$run_dir/var"
-export SYNTHORG_TEST_RUN_DIR="$run_dir"
-export SYNTHORG_EXTRA_TOOL_MODULES=tests.support.tools
 
 if [ "$what" = exec ]; then  # run any command inside this environment: scripts/test.sh exec CMD
   "${@:2}"
