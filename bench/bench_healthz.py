@@ -18,7 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from common.testing import free_port, http_status, python_argv, running, wait_until  # noqa: E402
+from common.testing import free_port, http_status, python_argv, running, wait_until
 
 REQUESTS = 1000
 WARMUP = 50
@@ -26,17 +26,21 @@ WARMUP = 50
 
 def percentile(samples: list[float], q: float) -> float:
     ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def main() -> None:
     env = dict(os.environ, LOG_LEVEL="WARNING")
     port = free_port()
     tmp = Path(tempfile.mkdtemp(prefix="bench-healthz-"))
-    daphne = python_argv("-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
-                         "synthorg_site.asgi:application")  # fmt: skip
-    worker = python_argv("-m", "celery", "-A", "synthorg_site", "worker", "-Q", "default",
-                         "-c", "1", "-n", f"bench-{os.getpid()}@localhost", "-l", "WARNING")  # fmt: skip
+    daphne = python_argv(
+        "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "synthorg_site.asgi:application"
+    )
+    worker_name = f"bench-{os.getpid()}@localhost"
+    worker = python_argv(
+        "-m", "celery", "-A", "synthorg_site", "worker", "-Q", "default", "-c", "1",
+        "-n", worker_name, "-l", "WARNING",
+    )  # fmt: skip
     url = f"http://127.0.0.1:{port}/healthz"
     with (
         running(daphne, env=env, log_path=tmp / "daphne.log"),

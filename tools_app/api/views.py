@@ -28,6 +28,7 @@ from tools_app.api.serializers import (
     InvocationCreateSerializer,
     WaitQuerySerializer,
 )
+from tools_app.canonical import arguments_hash
 from tools_app.events import wait_for_terminal
 from tools_app.models import Invocation
 from tools_app.ratelimit import rate_limit_hit
@@ -202,7 +203,9 @@ class InvocationBatchView(AgentView, AsyncAPIView):
                 for e in entries
             ]
         )
-        rendered = await sync_to_async(lambda: [_entry_json(e) for e in waited])()
+        rendered = await sync_to_async(
+            lambda: [_entry_json(e, c) for e, c in zip(waited, calls, strict=True)]
+        )()
         return Response({"invocations": rendered})
 
 
@@ -210,7 +213,20 @@ async def _same(value: Any) -> Any:
     return value
 
 
-def _entry_json(entry: Invocation | SynthOrgError) -> dict[str, Any]:
+def _entry_json(entry: Invocation | SynthOrgError, call: CallRequest) -> dict[str, Any]:
+    """An invocation, or for a call refused before it became one, the same shape with
+    no id, status failed and the refusal as its error."""
     if isinstance(entry, Invocation):
         return invocation_json(entry)
-    return {"error": {"code": entry.code, "message": entry.message, "details": entry.details}}
+    return {
+        "id": None,
+        "tool": call.tool,
+        "arguments_hash": arguments_hash(call.arguments),
+        "status": "failed",
+        "decision": None,
+        "approval": None,
+        "result": None,
+        "error": {"code": entry.code, "message": entry.message, "details": entry.details},
+        "created_at": None,
+        "updated_at": None,
+    }

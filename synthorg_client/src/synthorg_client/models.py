@@ -45,7 +45,7 @@ class Approval:
     def from_json(cls, data: Mapping[str, Any]) -> Approval:
         """Build from the `approval` object of an Invocation."""
         return cls(
-            id=str(data.get("id", "")),
+            id=str(data.get("id") or ""),
             status=str(data.get("status", "")),
             expires_at=data.get("expires_at"),
             required_approvals=int(data.get("required_approvals") or 0),
@@ -125,7 +125,7 @@ class Invocation:
             return build(value) if isinstance(value, Mapping) else None
 
         return cls(
-            id=str(data.get("id", "")),
+            id=str(data.get("id") or ""),
             tool=str(data.get("tool", "")),
             status=str(data.get("status", "")),
             arguments_hash=str(data.get("arguments_hash") or ""),

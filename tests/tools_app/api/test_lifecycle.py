@@ -141,13 +141,22 @@ def test_a_batch_keeps_each_calls_failure_to_itself(make_agent: Callable[..., Ag
     )
     assert body.status_code == 200
     entries = body.json()["invocations"]
-    assert [e.get("status") or e["error"]["code"] for e in entries] == [
+    assert [e["status"] for e in entries] == [
         "succeeded",
-        "invalid_argument",
-        "not_found",
+        "failed",
+        "failed",
         "failed",
         "denied",
         "succeeded",
     ]
+    assert [e["error"]["code"] if e["error"] else None for e in entries] == [
+        None,
+        "invalid_argument",
+        "not_found",
+        "output_invalid",
+        "denied",
+        None,
+    ]
+    assert entries[1]["id"] is None and entries[3]["id"] is not None
     assert entries[0]["result"]["content"] == "one\n"
     assert entries[5]["result"]["content"] == "two\n"
