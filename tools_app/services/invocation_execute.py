@@ -133,7 +133,7 @@ def _context(invocation: Invocation, backend: Any) -> ToolContext:
         sandbox=backend,
         owner=Owner(agent_id=str(agent.id), task_id=invocation.task_id or None),
         task_id=invocation.task_id or None,
-        settings=tool_settings.model_dump(),
+        settings=tool_settings.model_dump(exclude_none=True),
         sub_constraints=policy.constraints.model_dump(mode="json"),
     )
 

@@ -119,3 +119,28 @@ def test_another_agents_invocation_is_404(make_agent: Callable[..., AgentClient]
     created = owner.call("test_echo", {"text": "mine"}).json()
     assert stranger.get(created["id"]).status_code == 404
     assert stranger.http.post(f"/api/v1/invocations/{created['id']}/cancel/").status_code == 404
+
+
+def test_built_in_file_tools_run_through_the_pipeline(
+    make_agent: Callable[..., AgentClient],
+) -> None:
+    from trust_app.services import workspace_grant
+
+    client = make_agent()
+    workspace = Path(client.agent.workspace)
+    (workspace / "notes.txt").write_text("first line\nAKIAIOSFODNN7EXAMPLE\n")
+    workspace_grant(workspace)
+    read = client.call("read_file", {"path": "notes.txt"}, wait=30).json()
+    assert read["status"] == "succeeded", read
+    assert "first line" in read["result"]["content"]
+    assert "AKIAIOSFODNN7EXAMPLE" not in read["result"]["content"], "secrets are redacted"
+    assert "AKIAIOSFODNN7EXAMPLE" in Invocation.objects.get(id=read["id"]).raw_content
+    written = client.call(
+        "write_file", {"path": "out.txt", "content": "made by the agent\n"},
+        idempotency_key="w-1", wait=30,
+    ).json()  # fmt: skip
+    assert written["status"] == "succeeded", written
+    assert (workspace / "out.txt").read_text() == "made by the agent\n"
+    escape = client.call("read_file", {"path": "../../etc/passwd"}, wait=30).json()
+    assert escape["status"] in ("denied", "failed")
+    assert "root:" not in str(escape)
