@@ -18,4 +18,23 @@ def known_secrets() -> tuple[str, ...]:
     redis_password = urlsplit(settings.REDIS_URL).password
     if redis_password:
         found.append(redis_password)
+    found.extend(_configured_header_values())
     return tuple(s for s in found if len(s) >= 8)
+
+
+def _configured_header_values() -> list[str]:
+    """Values of per-domain auth headers in the tools config (tokens the console injects)."""
+    from common.settings_config import synthorg_config
+
+    values: list[str] = []
+    for section in synthorg_config().tools.values():
+        headers_by_host = (section.model_extra or {}).get("auth_headers") or {}
+        for headers in headers_by_host.values():
+            for value in (headers or {}).values():
+                value = str(value)
+                values.append(value)
+                # "Bearer abc…": the token alone must not leak either.
+                _scheme, _, credential = value.partition(" ")
+                if credential:
+                    values.append(credential)
+    return values

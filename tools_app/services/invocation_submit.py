@@ -26,6 +26,7 @@ from tools_app.contracts import ToolContract
 from tools_app.models import Invocation, InvocationStatus
 from tools_app.registry import backend_for, schema_validator, tool_catalog, tool_view
 from tools_app.sanitize import redact_structure
+from tools_app.secrets import known_secrets
 from tools_app.selectors import disabled_tool_keys
 from tools_app.services.audit import Actor, audit_record
 from trust_app.models import Agent
@@ -62,7 +63,7 @@ def _refuse(
             arguments_hash=arguments_hash(call.arguments),
             outcome=outcome,
             reason=reason,
-            data={"arguments": redact_structure(dict(call.arguments)), **extra},
+            data={"arguments": redact_structure(dict(call.arguments), known_secrets()), **extra},
         )
 
 
@@ -179,7 +180,7 @@ def _record(
         action_type=contract.resolved_action_type,
         safety_class=contract.safety_class.value,
         arguments=dict(call.arguments),
-        arguments_redacted=redact_structure(dict(call.arguments)),
+        arguments_redacted=redact_structure(dict(call.arguments), known_secrets()),
         arguments_hash=digest,
         status=status,
         decision=decision.as_dict(),
