@@ -11,11 +11,14 @@ from __future__ import annotations
 import posixpath
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Final
 
 from trust_app.policy.action_types import ActionPatternSet
+from trust_app.policy.effective import stricter
 from trust_app.policy.levels import (
     DEFAULT_LEVELS,
+    LEVEL_RANK,
     AccessLevelPolicy,
     FileSystemScope,
     LevelName,
@@ -66,6 +69,17 @@ class AgentPolicy:
     static_verdicts: dict[tuple[object, ...], object] = field(
         default_factory=dict, compare=False, repr=False
     )
+    # Tool categories whose effective level is below ``level`` because the agent
+    # has earned less there: the policy to decide their tools with.
+    category_policies: Mapping[str, AgentPolicy] = field(
+        default_factory=lambda: MappingProxyType({}), compare=False, repr=False
+    )
+    # For such a scoped policy: the configured level it is bounded by.
+    ceiling: str | None = None
+
+    def for_category(self, category: str) -> AgentPolicy:
+        """The policy that decides tools of ``category`` (lowered by trust where earned less)."""
+        return self.category_policies.get(category, self)
 
     @property
     def is_custom(self) -> bool:
@@ -94,6 +108,41 @@ def _scope_roots(
     return ()
 
 
+def _compile(
+    *,
+    name: str,
+    level: str,
+    constraints: AccessLevelPolicy,
+    workspace: str | None,
+    project_root: str | None,
+    allowed: tuple[str, ...],
+    denied: tuple[str, ...],
+    path_resolver: PathResolver | None,
+    category_policies: Mapping[str, AgentPolicy] | None = None,
+    ceiling: str | None = None,
+) -> AgentPolicy:
+    scope_roots = _scope_roots(constraints, workspace, project_root)
+    profile = (level, constraints, bool(scope_roots))
+    return AgentPolicy(
+        name=name,
+        level=level,
+        constraints=constraints,
+        workspace=workspace,
+        scope_roots=scope_roots,
+        allowed_keys=frozenset(name_key(n) for n in allowed),
+        denied_keys=frozenset(name_key(n) for n in denied),
+        denied_skeletons=frozenset(name_skeleton(n) for n in denied),
+        categories=frozenset(c.value for c in constraints.categories),
+        approval_patterns=ActionPatternSet.of(constraints.requires_approval),
+        host_rules=tuple(parse_host_rule(h) for h in constraints.allowed_hosts),
+        allowed_commands=frozenset(constraints.allowed_commands),
+        path_resolver=path_resolver,
+        static_verdicts=_shared_verdicts(profile),
+        category_policies=MappingProxyType(dict(category_policies or {})),
+        ceiling=ceiling,
+    )
+
+
 def build_agent_policy(
     *,
     name: str,
@@ -105,35 +154,54 @@ def build_agent_policy(
     workspace: str | None = None,
     project_root: str | None = None,
     path_resolver: PathResolver | None = None,
+    earned: Mapping[str, str] | None = None,
 ) -> AgentPolicy:
     """Compile an agent's level, lists and overrides into an ``AgentPolicy``.
 
     ``levels`` comes from ``SynthOrgConfig.access_levels()``; ``path_resolver``
     (``os.path.realpath`` in production) makes path checks follow symlinks.
+    ``earned`` maps tool categories to the level the agent has earned there
+    through trust: a category earned below ``level`` (the configured ceiling)
+    is decided at the stricter of the two; earning more than the ceiling
+    changes nothing. The custom level is outside the order and ignores it.
     """
     if level not in levels:
         raise AccessLevelUnknownError(
             f"unknown access level {level!r}; allowed: {', '.join(levels)}"
         )
     constraints = levels[level].merged(overrides)
-    workspace_path = _absolute(workspace, "workspace")
-    project_path = _absolute(project_root, "project root")
-    denied_names = tuple(denied)
-    scope_roots = _scope_roots(constraints, workspace_path, project_path)
-    profile = (level, constraints, bool(scope_roots))
-    return AgentPolicy(
-        name=name,
+    common = {
+        "name": name,
+        "workspace": _absolute(workspace, "workspace"),
+        "project_root": _absolute(project_root, "project root"),
+        "allowed": tuple(allowed),
+        "denied": tuple(denied),
+        "path_resolver": path_resolver,
+    }
+    scoped: dict[str, AgentPolicy] = {}
+    by_level: dict[str, AgentPolicy] = {}
+    ceiling_rank = LEVEL_RANK.get(level)
+    for category, earned_level in (earned or {}).items():
+        if ceiling_rank is None:
+            break
+        if earned_level not in LEVEL_RANK or earned_level not in levels:
+            raise AccessLevelUnknownError(
+                f"unknown earned level {earned_level!r} for {category}; "
+                f"allowed: {', '.join(LEVEL_RANK)}"
+            )
+        if LEVEL_RANK[earned_level] >= ceiling_rank:
+            continue
+        if earned_level not in by_level:
+            by_level[earned_level] = _compile(
+                level=earned_level,
+                constraints=stricter(levels[earned_level], constraints),
+                ceiling=level,
+                **common,  # type: ignore[arg-type]
+            )
+        scoped[category] = by_level[earned_level]
+    return _compile(
         level=level,
         constraints=constraints,
-        workspace=workspace_path,
-        scope_roots=scope_roots,
-        allowed_keys=frozenset(name_key(n) for n in allowed),
-        denied_keys=frozenset(name_key(n) for n in denied_names),
-        denied_skeletons=frozenset(name_skeleton(n) for n in denied_names),
-        categories=frozenset(c.value for c in constraints.categories),
-        approval_patterns=ActionPatternSet.of(constraints.requires_approval),
-        host_rules=tuple(parse_host_rule(h) for h in constraints.allowed_hosts),
-        allowed_commands=frozenset(constraints.allowed_commands),
-        path_resolver=path_resolver,
-        static_verdicts=_shared_verdicts(profile),
+        category_policies=scoped,
+        **common,  # type: ignore[arg-type]
     )

@@ -4,6 +4,8 @@ Resolution, first match wins:
     denied list > allowed list > custom-deny > the level's categories > deny.
 A tool granted by the allowed list or the level's categories must still pass
 every sub-constraint (and, when arguments are given, every argument check).
+A category where the agent has earned less trust than its configured level
+is decided with the stricter policy of the two (``AgentPolicy.for_category``).
 Then approval: the level's ``requires_approval`` action types need one human,
 safety class ``financial`` one, ``privileged`` two distinct humans.
 
@@ -13,6 +15,7 @@ Both functions are pure: no I/O beyond the optional path resolver.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from typing import Final
 
 from trust_app.policy.agent import AgentPolicy
@@ -110,9 +113,16 @@ def decide(
         f"agent {agent.name!r} at level {agent.level}; tool {tool.name!r} "
         f"({tool.category}, {tool.action_type}, {tool.safety_class})"
     ]
+    scoped = agent.for_category(tool.category)
+    if scoped is not agent:
+        trace.append(
+            f"trust: {tool.category} earned at level {scoped.level}, below the configured "
+            f"{agent.level}; deciding at {scoped.level}"
+        )
+        agent = scoped
     granted = _grant(agent, tool, trace)
     if isinstance(granted, Decision):
-        return granted
+        return _with_trust_hint(agent, granted)
     violation, lines = static_verdict(agent, tool)
     trace.extend(lines)
     if violation is None and arguments is not None:
@@ -120,14 +130,26 @@ def decide(
             return _deny(Rule.INVALID_ARGUMENTS, "arguments must be a JSON object", trace)
         violation = argument_violation(agent, tool, arguments, trace)
     if violation is not None:
-        return _deny(violation[0], violation[1], trace)
+        return _with_trust_hint(agent, _deny(violation[0], violation[1], trace))
     return _approval(agent, tool, granted, trace)
+
+
+def _with_trust_hint(agent: AgentPolicy, decision: Decision) -> Decision:
+    """A denial at a level lowered by trust says how the agent can get the access back."""
+    if agent.ceiling is None or not decision.denied:
+        return decision
+    hint = (
+        f"; this agent has earned level {agent.level} here (configured {agent.ceiling}): "
+        "access grows as it completes work without errors"
+    )
+    return replace(decision, reason=decision.reason + hint)
 
 
 def permitted_without_arguments(agent: AgentPolicy, tool: ToolView) -> bool:
     """Same verdict as ``not decide(agent, tool).denied``, without building the trace."""
     if not tool.enabled or tool.category not in _KNOWN_CATEGORIES:
         return False
+    agent = agent.for_category(tool.category)
     if tool.key in agent.denied_keys or tool.skeleton in agent.denied_skeletons:
         return False
     if tool.key not in agent.allowed_keys and tool.category not in agent.categories:
