@@ -1,5 +1,8 @@
 """Config sections other than ``trust``: tool access, autonomy, approval, tools, MCP servers.
 
+The ``autonomy`` and ``approval`` models live in ``common.config.approval`` and are
+re-exported here.
+
 Every action-type string is checked against the built-ins plus
 ``tool_access.custom_action_types`` (passed in the validation context as
 ``action_types``), so a typo is an error, never a silently skipped approval.
@@ -9,22 +12,33 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from enum import StrEnum
 from types import MappingProxyType
 from typing import Any, Final, Literal
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
+from common.config.approval import (
+    DEFAULT_AUTONOMY_PRESETS,
+    ApprovalBudget,
+    ApprovalMatch,
+    ApprovalRateLimit,
+    ApprovalRule,
+    ApprovalSection,
+    ArgumentCondition,
+    AutonomyPreset,
+    AutonomyPresetName,
+    AutonomySection,
+    ExpiryPolicy,
+    RiskTierName,
+)
 from trust_app.policy.action_types import (
     DEFAULT_ACTION_TYPES,
     ActionTypeRegistry,
     check_action_type_syntax,
 )
-from trust_app.policy.categories import ToolCategory
 from trust_app.policy.levels import (
     AccessLevelOverride,
     AccessLevelPolicy,
-    ActionPattern,
     LevelName,
     resolve_levels,
 )
@@ -53,123 +67,6 @@ class ToolAccessSection(StrictModel):
     def access_levels(self) -> MappingProxyType[str, AccessLevelPolicy]:
         """The five levels: seed defaults with this section's overrides applied."""
         return resolve_levels(self.levels)
-
-
-class AutonomyPresetName(StrEnum):
-    """The autonomy presets an agent can run under."""
-
-    FULL = "full"
-    SEMI = "semi"
-    SUPERVISED = "supervised"
-    LOCKED = "locked"
-
-
-class AutonomyPreset(StrictModel):
-    """Which action types are approved automatically and which need a human.
-
-    ``unlisted`` says what happens to an action type neither list covers.
-    Safety-class approvals (financial, privileged) apply under every preset.
-    """
-
-    auto_approve: tuple[ActionPattern, ...] = ()
-    human_approval: tuple[ActionPattern, ...] = ()
-    unlisted: Literal["auto_approve", "human_approval"] = "human_approval"
-
-    @model_validator(mode="after")
-    def _no_contradiction(self) -> AutonomyPreset:
-        both = sorted(set(self.auto_approve) & set(self.human_approval))
-        if both:
-            raise ValueError(f"{', '.join(both)} listed in both auto_approve and human_approval")
-        return self
-
-
-DEFAULT_AUTONOMY_PRESETS: Final[MappingProxyType[str, AutonomyPreset]] = MappingProxyType(
-    {
-        AutonomyPresetName.FULL: AutonomyPreset(unlisted="auto_approve"),
-        AutonomyPresetName.SEMI: AutonomyPreset(
-            human_approval=(
-                "vcs:push",
-                "deploy",
-                "comms:external",
-                "budget",
-                "org",
-                "db:mutate",
-                "db:admin",
-                "arch:decide",
-                "tool:create",
-            ),
-            unlisted="auto_approve",
-        ),
-        AutonomyPresetName.SUPERVISED: AutonomyPreset(
-            auto_approve=("code:read", "vcs:read", "memory:read", "db:query"),
-            unlisted="human_approval",
-        ),
-        AutonomyPresetName.LOCKED: AutonomyPreset(unlisted="human_approval"),
-    }
-)
-
-
-class AutonomySection(StrictModel):
-    """``autonomy``: the default preset and the presets (missing ones keep their defaults)."""
-
-    default: AutonomyPresetName = AutonomyPresetName.SEMI
-    presets: dict[AutonomyPresetName, AutonomyPreset] = Field(
-        default_factory=lambda: {
-            AutonomyPresetName(k): v for k, v in DEFAULT_AUTONOMY_PRESETS.items()
-        }
-    )
-
-    @field_validator("presets")
-    @classmethod
-    def _fill_defaults(
-        cls, value: dict[AutonomyPresetName, AutonomyPreset]
-    ) -> dict[AutonomyPresetName, AutonomyPreset]:
-        return {**{AutonomyPresetName(k): v for k, v in DEFAULT_AUTONOMY_PRESETS.items()}, **value}
-
-
-_TOOL_GLOB_RE: Final = re.compile(r"^[^\s\x00-\x1f]{1,128}$")
-
-
-class ApprovalMatch(StrictModel):
-    """What an approval rule applies to: exactly one of a tool glob, an action type or category."""
-
-    tool: str | None = None
-    action_type: ActionPattern | None = None
-    category: ToolCategory | None = None
-
-    @field_validator("tool")
-    @classmethod
-    def _glob(cls, value: str | None) -> str | None:
-        if value is not None and not _TOOL_GLOB_RE.match(value):
-            raise ValueError("tool glob must be 1-128 characters without whitespace")
-        return value
-
-    @model_validator(mode="after")
-    def _exactly_one(self) -> ApprovalMatch:
-        given = [f for f in ("tool", "action_type", "category") if getattr(self, f) is not None]
-        if len(given) != 1:
-            raise ValueError("give exactly one of: tool, action_type, category")
-        return self
-
-
-class ApprovalRule(StrictModel):
-    """One approval rule; the approval policy evaluates rules in order."""
-
-    match: ApprovalMatch
-    disposition: Literal["auto_approve", "require_approval", "deny"]
-    required_approvals: int | None = Field(default=None, ge=1, le=5)
-
-    @model_validator(mode="after")
-    def _approvals_only_when_required(self) -> ApprovalRule:
-        if self.required_approvals is not None and self.disposition != "require_approval":
-            raise ValueError("required_approvals applies only to disposition require_approval")
-        return self
-
-
-class ApprovalSection(StrictModel):
-    """``approval``: ordered rules."""
-
-    rules: tuple[ApprovalRule, ...] = ()
 
 
 class ToolSettings(StrictModel):
@@ -248,3 +145,24 @@ def check_server_names(value: tuple[McpServer, ...]) -> tuple[McpServer, ...]:
     if duplicates:
         raise ValueError(f"duplicate MCP server names: {', '.join(duplicates)}")
     return value
+
+
+__all__ = [
+    "DEFAULT_AUTONOMY_PRESETS",
+    "ApprovalBudget",
+    "ApprovalMatch",
+    "ApprovalRateLimit",
+    "ApprovalRule",
+    "ApprovalSection",
+    "ArgumentCondition",
+    "AutonomyPreset",
+    "AutonomyPresetName",
+    "AutonomySection",
+    "ExpiryPolicy",
+    "McpServer",
+    "RiskTierName",
+    "ToolAccessSection",
+    "ToolSettings",
+    "check_server_names",
+    "check_tool_names",
+]
