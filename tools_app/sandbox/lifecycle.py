@@ -21,6 +21,7 @@ import hashlib
 import os
 import socket
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -104,6 +105,9 @@ def reclaim_orphans(client: Any) -> list[str]:
     return removed
 
 
+# Bounds the wait for a racing worker's container to become visible (~5 s).
+ADOPT_ATTEMPTS = 60
+
 CreateContainer = Callable[[str, ContainerRequest, dict[str, str]], Any]
 
 
@@ -186,7 +190,7 @@ class ContainerLifecycle:
             if exc.status_code != 409:
                 raise
             # Another worker created it first: share theirs.
-            container = self.client.containers.get(name)
+            container = self._adopt(name, request, key)
             reused = True
         container.reload()
         if container.status != "running":
@@ -199,6 +203,21 @@ class ContainerLifecycle:
                 container.start()
                 reused = False
         return container, reused
+
+    def _adopt(self, name: str, request: ContainerRequest, key: str) -> Any:
+        """The container another worker is creating under ``name``.
+
+        The engine reserves the name before the container can be looked up,
+        so a 409 may be followed by a moment of 404; retry briefly, and if
+        the winner gave up meanwhile, create it ourselves.
+        """
+        errors = sdk_errors()
+        for attempt in range(ADOPT_ATTEMPTS):
+            try:
+                return self.client.containers.get(name)
+            except errors.NotFound:
+                time.sleep(min(0.005 * (attempt + 1), 0.1))
+        return self._create(name, request, self._labels(key, request.owner))
 
     def after_call(self, lease: ContainerLease) -> None:
         """A call finished normally: per-call containers go now, others stay."""

@@ -8,6 +8,7 @@ path out of the workspace.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -51,7 +52,15 @@ def restrict_path(
     symlinks are resolved. Relative entries, ``.`` and empty entries (which mean
     the current directory) are dropped. When nothing survives, ``default``.
     """
+    return _restrict_path(candidate, tuple(safe_prefixes), default)
+
+
+# Resolving symlinks for every entry costs milliseconds per call; the answer
+# changes only when root edits system directories, so remember it briefly.
+@functools.lru_cache(maxsize=256)
+def _restrict_path(candidate: str | None, safe_prefixes: tuple[str, ...], default: str) -> str:
     prefixes = tuple(os.path.normpath(p) for p in safe_prefixes)
+    prefixes_real = tuple(os.path.realpath(p) for p in prefixes)
     kept: list[str] = []
     for entry in (candidate or "").split(os.pathsep):
         if not entry or not os.path.isabs(entry):
@@ -59,9 +68,7 @@ def restrict_path(
         norm = os.path.normpath(entry)
         real = os.path.realpath(norm)
         inside = any(is_within(norm, p) for p in prefixes)
-        resolves_inside = any(
-            is_within(real, p) or is_within(real, os.path.realpath(p)) for p in prefixes
-        )
+        resolves_inside = any(is_within(real, p) for p in (*prefixes, *prefixes_real))
         if inside and resolves_inside and norm not in kept:
             kept.append(norm)
     return os.pathsep.join(kept) if kept else default

@@ -94,7 +94,7 @@ def outside_dir() -> Iterator[Path]:
     shutil.rmtree(path, ignore_errors=True)
 
 
-def docker_engine():  # type: ignore[no-untyped-def]
+def docker_engine():
     """A client for the engine at DOCKER_HOST, with the sandbox image built."""
     from tools_app.sandbox.engine import connect
     from tools_app.sandbox.image import build_sandbox_image
@@ -110,7 +110,7 @@ def docker_engine():  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture(scope="session")
-def docker_client():  # type: ignore[no-untyped-def]
+def docker_client():
     """The engine the docker tests run against (fails loudly when missing)."""
     client = docker_engine()
     yield client

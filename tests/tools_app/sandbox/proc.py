@@ -24,6 +24,25 @@ def processes_with_marker(marker: str) -> list[int]:
     return found
 
 
+def processes_with_environ(entry: str) -> list[int]:
+    """Live (non-zombie) processes whose environment holds ``entry`` (NAME=value)."""
+    wanted = entry.encode()
+    found: list[int] = []
+    for proc in os.scandir("/proc"):
+        if not proc.name.isdigit() or int(proc.name) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{proc.name}/environ", "rb") as handle:
+                environ = handle.read().split(b"\0")
+            with open(f"/proc/{proc.name}/stat", encoding="utf-8") as handle:
+                state = handle.read().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if wanted in environ and state != "Z":
+            found.append(int(proc.name))
+    return found
+
+
 def processes_of_user(name: str) -> list[int]:
     """Live processes owned by the user ``name`` (none when the user is missing)."""
     try:

@@ -7,30 +7,15 @@ from collections.abc import Iterator
 import pytest
 
 from tests.tools_app.sandbox.attacks import AttackSuite
-from tests.tools_app.sandbox.proc import processes_of_user
 from tests.tools_app.sandbox.test_namespace import NETWORK_PROBE
 from tools_app.sandbox.docker import KEEPALIVE_COMMAND, DockerSandbox, DockerSettings
-from tools_app.sandbox.identity import DEFAULT_SANDBOX_USER
 from tools_app.sandbox.lifecycle import LABEL_MANAGED, LifecycleStrategy
 from tools_app.sandbox.protocol import MIB, KilledBy, Limits, MountMode, Owner
 
 SETTINGS = DockerSettings(pids_limit=32, memory_limit_bytes=512 * MIB, grace_period_seconds=60)
 
 
-def keepalive_pids() -> set[int]:
-    """Host pids of the containers' keep-alive (pid 1) processes."""
-    found: set[int] = set()
-    for pid in processes_of_user(DEFAULT_SANDBOX_USER):
-        try:
-            with open(f"/proc/{pid}/cmdline", "rb") as handle:
-                if b"synthorg-keepalive" in handle.read():
-                    found.add(pid)
-        except OSError:
-            continue
-    return found
-
-
-def managed_ids(client) -> set[str]:  # type: ignore[no-untyped-def]
+def managed_ids(client) -> set[str]:
     containers = client.containers.list(all=True, filters={"label": f"{LABEL_MANAGED}=true"})
     return {c.id for c in containers}
 
@@ -49,10 +34,6 @@ class DockerAttackSuite(AttackSuite):
     def make_backend(self) -> DockerSandbox:
         return DockerSandbox(self.settings)
 
-    def leftover_processes(self) -> list[int]:
-        keep = keepalive_pids()
-        return [pid for pid in processes_of_user(DEFAULT_SANDBOX_USER) if pid not in keep]
-
     def assert_no_leaked_resources(self) -> None:
         backend_ids = set(self._backend.lifecycle().live_containers().values())
         mine = {
@@ -66,7 +47,7 @@ class DockerAttackSuite(AttackSuite):
         assert len(backend_ids) <= 1
 
     @pytest.fixture
-    def backend(self) -> Iterator[DockerSandbox]:  # type: ignore[override]
+    def backend(self) -> Iterator[DockerSandbox]:
         backend = self.make_backend()
         self._backend = backend
         yield backend
@@ -175,7 +156,7 @@ def test_closing_the_backend_returns_every_descriptor_and_container(docker_clien
             owner=Owner(agent_id=f"closing-{index % 3}"),
         )
         assert backend.run(spec).exit_code == 0
-    assert len(managed_ids(docker_client) - before) == 3
+    assert len(backend.lifecycle().live_containers()) == 3
     backend.close()
     assert open_fd_count() <= fds
     assert managed_ids(docker_client) <= before

@@ -17,8 +17,13 @@ class TestSubprocessSandbox(AttackSuite):
     def make_backend(self) -> SubprocessSandbox:
         return SubprocessSandbox()
 
+    @pytest.fixture(autouse=True)
+    def _scratch_before(self) -> None:
+        DEFAULT_SCRATCH_ROOT.mkdir(mode=0o711, exist_ok=True)
+        self.scratch_before = set(DEFAULT_SCRATCH_ROOT.iterdir())
+
     def assert_no_leaked_resources(self) -> None:
-        assert list(DEFAULT_SCRATCH_ROOT.iterdir()) == []
+        assert set(DEFAULT_SCRATCH_ROOT.iterdir()) <= self.scratch_before
 
     def test_runs_as_the_unprivileged_sandbox_user(self, backend, workspace):
         result = self.run(backend, workspace, "id", "-u")

@@ -1,0 +1,152 @@
+"""Sandbox overhead: `true` and `python3 -c pass` through each backend vs a bare subprocess.
+
+Prints one JSON object per line: {"figure", "unit", "p50", "p95", "note"}.
+Goals on this machine: subprocess within 1.3x bare; namespace at most 15 ms
+over bare; docker warm exec p50 at most 120 ms, cold at most 800 ms.
+Docker figures need DOCKER_HOST (or the default socket) and the image.
+Bounded: a fixed number of runs per figure and a time budget per figure.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tools_app.sandbox.docker import DockerSandbox, DockerSettings
+from tools_app.sandbox.errors import SandboxError
+from tools_app.sandbox.lifecycle import LifecycleStrategy
+from tools_app.sandbox.namespace import NamespaceSandbox
+from tools_app.sandbox.protocol import Owner, SandboxBackend, SandboxSpec, WorkspaceMount
+from tools_app.sandbox.subprocess import SubprocessSandbox
+
+COMMANDS = {"true": ("true",), "python": ("python3", "-c", "pass")}
+RUNS = 200
+DOCKER_WARM_RUNS = 60
+DOCKER_COLD_RUNS = 15
+BUDGET_SECONDS = 60.0
+
+
+def measure(action: Callable[[], object], runs: int) -> list[float]:
+    """Milliseconds per run, after two warm-up runs, within the time budget."""
+    for _ in range(2):
+        action()
+    samples: list[float] = []
+    end = time.monotonic() + BUDGET_SECONDS
+    for _ in range(runs):
+        start = time.perf_counter()
+        action()
+        samples.append((time.perf_counter() - start) * 1000)
+        if time.monotonic() > end:
+            break
+    return samples
+
+
+def p(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 3)
+
+
+def emit(figure: str, samples: list[float], note: str) -> None:
+    print(
+        json.dumps(
+            {
+                "figure": figure,
+                "unit": "ms",
+                "p50": p(samples, 0.5),
+                "p95": p(samples, 0.95),
+                "note": note,
+            }
+        ),
+        flush=True,
+    )
+
+
+def bare(argv: tuple[str, ...], cwd: Path) -> Callable[[], object]:
+    def run() -> object:
+        return subprocess.run(argv, cwd=cwd, capture_output=True, check=False)
+
+    return run
+
+
+def through(backend: SandboxBackend, spec: SandboxSpec) -> Callable[[], object]:
+    def run() -> object:
+        result = backend.run(spec)
+        if result.exit_code != 0:
+            raise SystemExit(
+                f"{backend.name}: {spec.argv} exited {result.exit_code}: {result.stderr}"
+            )
+        return result
+
+    return run
+
+
+def main() -> None:
+    root = Path(tempfile.mkdtemp(prefix="synthorg-bench-"))
+    root.chmod(0o755)
+    if os.geteuid() == 0:
+        script = Path(__file__).resolve().parents[1] / "docker" / "ensure-sandbox-user.sh"
+        subprocess.run(["sh", str(script)], check=True, capture_output=True)
+    try:
+        baseline: dict[str, float] = {}
+        for label, argv in COMMANDS.items():
+            samples = measure(bare(argv, root), RUNS)
+            baseline[label] = p(samples, 0.5)
+            emit(f"bare subprocess {label}", samples, "baseline")
+        for label, argv in COMMANDS.items():
+            spec = SandboxSpec(argv=argv, workspace=WorkspaceMount(root))
+            samples = measure(through(SubprocessSandbox(), spec), RUNS)
+            ratio = p(samples, 0.5) / baseline[label]
+            emit(f"subprocess {label}", samples, f"ratio {ratio:.2f}x bare (goal <= 1.3x)")
+        for label, argv in COMMANDS.items():
+            spec = SandboxSpec(argv=argv, workspace=WorkspaceMount(root))
+            try:
+                samples = measure(through(NamespaceSandbox(), spec), RUNS)
+            except (SandboxError, SystemExit) as exc:
+                print(json.dumps({"figure": f"namespace {label}", "error": str(exc)}), flush=True)
+                continue
+            over = p(samples, 0.5) - baseline[label]
+            ratio = p(samples, 0.5) / baseline[label]
+            note = f"ratio {ratio:.2f}x bare, +{over:.1f} ms (goal <= +15 ms)"
+            emit(f"namespace {label}", samples, note)
+        bench_docker(root, baseline)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def bench_docker(root: Path, baseline: dict[str, float]) -> None:
+    warm = DockerSandbox(DockerSettings(strategy=LifecycleStrategy.PER_AGENT))
+    cold = DockerSandbox(DockerSettings(strategy=LifecycleStrategy.PER_CALL))
+    try:
+        for label, argv in COMMANDS.items():
+            spec = SandboxSpec(argv=argv, workspace=WorkspaceMount(root), owner=Owner("bench"))
+            samples = measure(through(warm, spec), DOCKER_WARM_RUNS)
+            emit(
+                f"docker warm exec {label}",
+                samples,
+                f"ratio {p(samples, 0.5) / baseline[label]:.1f}x bare (goal p50 <= 120 ms)",
+            )
+        spec = SandboxSpec(argv=("true",), workspace=WorkspaceMount(root))
+        samples = measure(through(cold, spec), DOCKER_COLD_RUNS)
+        emit(
+            "docker cold true",
+            samples,
+            "new container: create, start, exec, remove (goal p50 <= 800 ms)",
+        )
+    except SandboxError as exc:
+        print(json.dumps({"figure": "docker", "error": exc.reason}), flush=True)
+    finally:
+        warm.close()
+        cold.close()
+
+
+if __name__ == "__main__":
+    main()
