@@ -23,6 +23,7 @@ app.conf.update(
     task_routes={
         "synthorg_site.tasks.*": {"queue": "maintenance"},
         "tools_app.sweep_*": {"queue": "maintenance"},
+        "approvals_app.sweep_*": {"queue": "maintenance"},
     },
     # A message not acknowledged within this time is delivered again; keep it above
     # every task's hard time limit so a slow call is never run twice by redelivery.
@@ -41,6 +42,16 @@ app.conf.update(
         "sweep-abandoned-invocations": {
             "task": "tools_app.sweep_abandoned_invocations",
             "schedule": 5.0,
+            "options": {"queue": "maintenance"},
+        },
+        "sweep-expired-approvals": {
+            "task": "approvals_app.sweep_expired_approvals",
+            "schedule": 1.0,
+            "options": {"queue": "maintenance"},
+        },
+        "sweep-escalate-approvals": {
+            "task": "approvals_app.sweep_escalate_approvals",
+            "schedule": 15.0,
             "options": {"queue": "maintenance"},
         },
     },
@@ -70,6 +81,9 @@ def _bind_request_id(task: Any = None, **_: Any) -> None:
     )
     if request_id:
         structlog.contextvars.bind_contextvars(request_id=request_id)
+    # Tasks that run every few seconds (heartbeats) stay out of the log.
+    if task is not None and not getattr(task, "quiet", False):
+        _log.info("task_started")
 
 
 @signals.task_postrun.connect

@@ -55,6 +55,10 @@ def logging_config(*, fmt: str, level: str) -> None:
                 "django.db.backends": {"level": "INFO"},
                 "daphne": {"level": "WARNING"},
                 "celery": {"level": level},
+                # One line per task received/succeeded drowns everything else (the
+                # heartbeat runs every few seconds); invocations log their own events.
+                "celery.app.trace": {"level": "WARNING"},
+                "celery.worker.strategy": {"level": "WARNING"},
             },
         }
     )

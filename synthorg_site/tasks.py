@@ -7,7 +7,7 @@ from celery import shared_task
 from synthorg_site.heartbeat import write_beat_heartbeat
 
 
-@shared_task(name="synthorg_site.tasks.beat_heartbeat", ignore_result=True)
+@shared_task(name="synthorg_site.tasks.beat_heartbeat", ignore_result=True, quiet=True)
 def beat_heartbeat() -> None:
     """Proves beat schedules and a maintenance worker runs what it schedules."""
     write_beat_heartbeat()

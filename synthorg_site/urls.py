@@ -20,6 +20,7 @@ urlpatterns = [
     path("", include("tools_app.urls")),
     path("api/v1/", include("tools_app.api.urls")),
     path("api/v1/", include("trust_app.api.urls")),
+    path("api/v1/", include("approvals_app.api.urls")),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
 ]

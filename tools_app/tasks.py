@@ -23,7 +23,7 @@ def execute_invocation(invocation_id: str) -> None:
     invocation_execute(invocation_id=uuid.UUID(invocation_id), worker=worker)
 
 
-@shared_task(name="tools_app.sweep_abandoned_invocations")
+@shared_task(name="tools_app.sweep_abandoned_invocations", quiet=True)
 def sweep_abandoned_invocations() -> int:
     """Settle running calls whose worker died and whose message will not come back."""
     from tools_app.services.invocation_sweep import invocations_abandoned_settle

@@ -54,6 +54,11 @@ def _http_answers(url: str) -> bool:
         return True
 
 
+def _healthy(url: str) -> bool:
+    with urllib.request.urlopen(url, timeout=2) as response:  # noqa: S310 - own loopback URL
+        return response.status == 200
+
+
 def child_specs(*, host: str, port: int, concurrency: int) -> list[ChildSpec]:
     env = dict(os.environ)
     python = sys.executable
@@ -86,6 +91,10 @@ def child_specs(*, host: str, port: int, concurrency: int) -> list[ChildSpec]:
                   "-c", str(concurrency), "-n", f"worker@{socket.gethostname()}",
                   "--without-gossip", "--without-mingle", "-l", "INFO"],
             env=env,
+            # Ready once /healthz is green: the worker's heartbeat and its sandbox
+            # probes are in, so "console ready" is never printed early.
+            ready=lambda: _healthy(url),
+            ready_timeout=180.0,
         ),
         ChildSpec(
             name="beat",

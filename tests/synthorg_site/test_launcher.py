@@ -73,9 +73,10 @@ def _wait_healthy(process: subprocess.Popen[str], log: Path, port: int) -> dict[
     def healthy() -> bool:
         if process.poll() is not None:
             raise AssertionError(f"launcher exited early:\n{log.read_text()}")
-        return http_status(f"http://127.0.0.1:{port}/healthz") == 200
+        ready = "console ready at" in log.read_text(errors="replace")
+        return ready and http_status(f"http://127.0.0.1:{port}/healthz") == 200
 
-    wait_until(healthy, timeout=90, what="the console's /healthz to answer 200")
+    wait_until(healthy, timeout=180, what="the console to say it is ready, /healthz 200")
     children = _children(log)
     assert set(children) == {"redis", "web", "worker", "beat"}, log.read_text()
     return children
