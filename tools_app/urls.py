@@ -1,5 +1,17 @@
-"""Console pages of tools_app (the API lives in tools_app/api/ where there is one)."""
+"""Console pages of tools_app (the API lives in tools_app/api/)."""
 
-from django.urls import path  # noqa: F401 - pages are added here
+from django.urls import path
 
-urlpatterns: list = []
+from tools_app import views_audit
+
+urlpatterns = [
+    path("audit/", views_audit.audit_list, name="audit-list"),
+    path("audit/export.csv", views_audit.audit_export_csv, name="audit-export-csv"),
+    path("audit/export.jsonl", views_audit.audit_export_jsonl, name="audit-export-jsonl"),
+    path("audit/<int:event_id>/", views_audit.audit_event, name="audit-event"),
+    path(
+        "audit/invocations/<uuid:invocation_id>/",
+        views_audit.audit_invocation,
+        name="audit-invocation",
+    ),
+]

@@ -1,0 +1,279 @@
+"""Reads of the audit log for the console pages, the audit API and the exports.
+
+Pages are cut by keyset on the event id (``id < cursor``, newest first), never by
+OFFSET, so the hundredth page costs what the first does on a table of millions.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, fields
+from datetime import date, datetime, time
+from typing import Any
+
+from django.db.models import QuerySet, TextField
+from django.db.models.functions import Cast
+from django.utils import timezone
+from django.utils.dateparse import parse_date, parse_datetime
+from django.utils.http import urlencode
+
+from common.errors import InvalidArgumentError
+from tools_app.models import AuditEvent, Invocation
+from tools_app.sanitize import redact_secrets
+
+PAGE_SIZE_DEFAULT = 50
+PAGE_SIZE_MAX = 500
+EXPORT_CHUNK_ROWS = 2000
+FILTER_MAX_LENGTH = 200
+
+# Query parameter -> the model field it matches exactly (each has an (field, id) index).
+EXACT_FILTERS: Mapping[str, str] = {
+    "agent": "agent_name",
+    "tool": "tool",
+    "category": "category",
+    "action_type": "action_type",
+    "outcome": "outcome",
+    "status": "status",
+    "actor": "actor_name",
+    "kind": "kind",
+}
+
+# The columns of the CSV export and the keys of each JSON Lines record, in order.
+EXPORT_COLUMNS: tuple[str, ...] = (
+    "id",
+    "created_at",
+    "kind",
+    "actor_type",
+    "actor_id",
+    "actor_name",
+    "agent_id",
+    "agent_name",
+    "invocation_id",
+    "tool",
+    "category",
+    "action_type",
+    "arguments_hash",
+    "outcome",
+    "status",
+    "rule",
+    "reason",
+    "duration_ms",
+    "request_id",
+    "prev_hash",
+    "hash",
+)
+
+
+@dataclass(frozen=True)
+class AuditFilters:
+    """What a person narrowed the audit log to; empty strings mean "any"."""
+
+    agent: str = ""
+    tool: str = ""
+    category: str = ""
+    action_type: str = ""
+    outcome: str = ""
+    status: str = ""
+    actor: str = ""
+    kind: str = ""
+    q: str = ""
+    invocation: uuid.UUID | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+
+    def as_query(self) -> dict[str, str]:
+        """The filters as query parameters (for next-page and export links)."""
+        query: dict[str, str] = {}
+        for spec in fields(self):
+            value = getattr(self, spec.name)
+            if value in ("", None):
+                continue
+            query[spec.name] = value.isoformat() if isinstance(value, datetime) else str(value)
+        return query
+
+    @property
+    def active(self) -> bool:
+        return bool(self.as_query())
+
+
+def _moment(name: str, raw: str, *, end_of_day: bool) -> datetime:
+    moment = parse_datetime(raw)
+    if moment is None:
+        day: date | None = parse_date(raw)
+        if day is None:
+            raise InvalidArgumentError(
+                f"{name}: {raw!r} is not an ISO 8601 date or date-time "
+                "(e.g. 2026-01-31 or 2026-01-31T12:00:00Z)"
+            )
+        moment = datetime.combine(day, time.max if end_of_day else time.min)
+    if timezone.is_naive(moment):
+        moment = timezone.make_aware(moment, timezone.get_default_timezone())
+    return moment
+
+
+def audit_filters_parse(params: Mapping[str, Any]) -> AuditFilters:
+    """Filters from query parameters; a malformed value is refused with the field named."""
+    values: dict[str, Any] = {}
+    for name in (*EXACT_FILTERS, "q"):
+        raw = str(params.get(name) or "").strip()
+        if len(raw) > FILTER_MAX_LENGTH:
+            raise InvalidArgumentError(f"{name}: at most {FILTER_MAX_LENGTH} characters")
+        values[name] = raw
+    raw_invocation = str(params.get("invocation") or "").strip()
+    if raw_invocation:
+        try:
+            values["invocation"] = uuid.UUID(raw_invocation)
+        except ValueError:
+            raise InvalidArgumentError(
+                f"invocation: {raw_invocation!r} is not an invocation id"
+            ) from None
+    for name in ("since", "until"):
+        raw = str(params.get(name) or "").strip()
+        if raw:
+            values[name] = _moment(name, raw, end_of_day=name == "until")
+    filters = AuditFilters(**values)
+    if filters.since and filters.until and filters.since > filters.until:
+        raise InvalidArgumentError("since: must not be later than until")
+    return filters
+
+
+def page_size_parse(raw: Any) -> int:
+    """The `limit` parameter: 1 to PAGE_SIZE_MAX, PAGE_SIZE_DEFAULT when absent."""
+    if raw in (None, ""):
+        return PAGE_SIZE_DEFAULT
+    try:
+        size = int(raw)
+    except (TypeError, ValueError):
+        raise InvalidArgumentError(f"limit: {raw!r} is not a whole number") from None
+    if not 1 <= size <= PAGE_SIZE_MAX:
+        raise InvalidArgumentError(f"limit: must be between 1 and {PAGE_SIZE_MAX}")
+    return size
+
+
+def cursor_parse(raw: Any) -> int | None:
+    """The `cursor` parameter: the id the next page starts below."""
+    if raw in (None, ""):
+        return None
+    try:
+        cursor = int(raw)
+    except (TypeError, ValueError):
+        raise InvalidArgumentError(f"cursor: {raw!r} is not a cursor from a `next` link") from None
+    if cursor < 1:
+        raise InvalidArgumentError("cursor: must be positive")
+    return cursor
+
+
+def audit_events(filters: AuditFilters) -> QuerySet[AuditEvent]:
+    """Events matching `filters`, newest first."""
+    events = AuditEvent.objects.all()
+    for name, field in EXACT_FILTERS.items():
+        value = getattr(filters, name)
+        if value:
+            events = events.filter(**{field: value})
+    if filters.invocation is not None:
+        events = events.filter(invocation_id=filters.invocation)
+    if filters.since is not None:
+        events = events.filter(created_at__gte=filters.since)
+    if filters.until is not None:
+        events = events.filter(created_at__lte=filters.until)
+    if filters.q:
+        events = events.filter(reason__icontains=filters.q)
+    return events.order_by("-id")
+
+
+@dataclass(frozen=True)
+class AuditPage:
+    events: list[AuditEvent]
+    next_cursor: int | None
+
+
+def audit_page(
+    filters: AuditFilters, *, cursor: int | None, size: int, with_data: bool = False
+) -> AuditPage:
+    """One page of events below `cursor`; `next_cursor` is None on the last page."""
+    events = audit_events(filters)
+    if cursor is not None:
+        events = events.filter(id__lt=cursor)
+    if not with_data:
+        events = events.defer("data")  # the list page never shows it; it can be large
+    rows = list(events[: size + 1])
+    more = len(rows) > size
+    rows = rows[:size]
+    return AuditPage(events=rows, next_cursor=rows[-1].id if more and rows else None)
+
+
+def audit_page_query(filters: AuditFilters, cursor: int | None, size: int | None = None) -> str:
+    """The query string of a page: filters, cursor, and the page size when not the default."""
+    query = filters.as_query()
+    if cursor is not None:
+        query["cursor"] = str(cursor)
+    if size is not None and size != PAGE_SIZE_DEFAULT:
+        query["limit"] = str(size)
+    return urlencode(query)
+
+
+def audit_export_rows(filters: AuditFilters) -> Iterator[tuple[Any, ...]]:
+    """Every matching event as a tuple of EXPORT_COLUMNS plus its data as JSON text.
+
+    Streamed from the database in chunks: memory stays flat however many rows match.
+    """
+    rows = (
+        audit_events(filters)
+        .annotate(data_text=Cast("data", TextField()))
+        .values_list(*EXPORT_COLUMNS, "data_text")
+    )
+    return rows.iterator(chunk_size=EXPORT_CHUNK_ROWS)
+
+
+def audit_event_get(event_id: int) -> AuditEvent | None:
+    return AuditEvent.objects.filter(id=event_id).first()
+
+
+def invocation_timeline(invocation_id: uuid.UUID) -> list[AuditEvent]:
+    """Every event of one call, in the order it happened."""
+    return list(AuditEvent.objects.filter(invocation_id=invocation_id).order_by("id"))
+
+
+@dataclass(frozen=True)
+class EventOutput:
+    """What the detail page shows of the call behind an event."""
+
+    invocation: Invocation | None
+    trace: list[str]
+    sanitised: str
+    raw_redacted: str | None
+    arguments: str | None  # JSON text, secrets redacted
+    data: str  # the event's recorded data as JSON text
+    show_raw: bool  # auditors see raw output and arguments (secrets still redacted)
+
+
+def event_output(event: AuditEvent, *, with_raw: bool) -> EventOutput:
+    """The decision trace and output of the event's call; raw output only when `with_raw`.
+
+    Raw output goes through secret redaction again on the way out: it is kept raw for
+    forensics, never shown with credentials in clear.
+    """
+    invocation = (
+        Invocation.objects.filter(id=event.invocation_id).first() if event.invocation_id else None
+    )
+    data = event.data or {}
+    trace = list(
+        data.get("trace") or (invocation.decision.get("trace") if invocation else []) or []
+    )
+    arguments = data.get("arguments")
+    if arguments is None and invocation is not None:
+        arguments = invocation.arguments_redacted
+    raw = None
+    if with_raw and invocation is not None:
+        raw = redact_secrets(invocation.raw_content)
+    return EventOutput(
+        invocation=invocation,
+        trace=[str(step) for step in trace],
+        sanitised=invocation.content if invocation else "",
+        raw_redacted=raw,
+        arguments=None if arguments is None else json.dumps(arguments, indent=2, default=str),
+        data=json.dumps(data, indent=2, default=str) if data else "",
+        show_raw=with_raw,
+    )
