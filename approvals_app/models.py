@@ -38,9 +38,17 @@ class ApprovalRequest(UUIDModel, TimestampedModel):
     rule = models.CharField(max_length=200, blank=True)
     expires_at = models.DateTimeField(db_index=True)
     decided_at = models.DateTimeField(null=True, blank=True)
+    # Fixed when the request is made, so a later config change cannot loosen it.
+    owner_may_approve = models.BooleanField(default=False)
+    on_expiry = models.CharField(max_length=10, default="expire")
+    # Flagged to admins when still pending after the configured time.
+    escalated_at = models.DateTimeField(null=True, blank=True)
+    # Who settled it, in words ("alice", "alice, bob", "expired"), for the inbox and a 409.
+    decided_by = models.CharField(max_length=300, blank=True)
 
     class Meta:
         ordering = ["expires_at"]
+        indexes = [models.Index(fields=["status", "created_at"])]
 
     def __str__(self) -> str:
         return f"approval {self.id} ({self.status})"
@@ -66,3 +74,37 @@ class ApprovalDecision(models.Model):
 
     def __str__(self) -> str:
         return f"{self.person_name} {self.decision}"
+
+
+class ApprovalGrant(UUIDModel):
+    """ "Approve and remember": one agent may call one tool with these arguments for a while.
+
+    Either ``arguments_hash`` (the exact arguments) or ``pattern`` (argument name →
+    glob) is set. A grant is live until ``expires_at`` unless revoked.
+    """
+
+    agent = models.ForeignKey(
+        "trust_app.Agent", on_delete=models.CASCADE, related_name="approval_grants"
+    )
+    tool = models.CharField(max_length=200)
+    arguments_hash = models.CharField(max_length=64, blank=True)
+    pattern = models.JSONField(default=dict, blank=True)
+    source_request = models.ForeignKey(
+        ApprovalRequest, null=True, blank=True, on_delete=models.SET_NULL, related_name="grants"
+    )
+    granted_by = models.ForeignKey(
+        "auth.User", null=True, on_delete=models.SET_NULL, related_name="approval_grants"
+    )
+    granted_by_name = models.CharField(max_length=150)
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField(db_index=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    revoked_by_name = models.CharField(max_length=150, blank=True)
+    uses = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["agent", "tool", "expires_at"])]
+
+    def __str__(self) -> str:
+        return f"grant {self.id} of {self.tool} by {self.granted_by_name}"

@@ -11,15 +11,17 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import timedelta
 from typing import Any
 
-from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from approvals_app.models import ApprovalRequest, RiskTier
-from common.errors import ConflictError, InvalidArgumentError, NotFoundError
+from approvals_app.services import (
+    approval_rate_limited,
+    approval_request_open,
+    approval_route,
+)
+from common.errors import ConflictError, InvalidArgumentError, NotFoundError, RateLimitedError
 from synthorg_site.logs import current_request_id
 from tools_app.canonical import arguments_hash
 from tools_app.contracts import ToolContract
@@ -92,16 +94,6 @@ def _existing(agent: Agent, call: CallRequest, digest: str) -> Submitted | None:
     return Submitted(invocation=existing, created=False)
 
 
-def _risk_tier(contract: ToolContract, decision: Decision) -> str:
-    if contract.safety_class.value == "privileged" or decision.required_approvals >= 2:
-        return RiskTier.CRITICAL
-    if contract.safety_class.value in ("financial", "write"):
-        return RiskTier.HIGH
-    if contract.safety_class.value == "network":
-        return RiskTier.MEDIUM
-    return RiskTier.LOW
-
-
 def invocation_submit(
     *,
     agent: Agent,
@@ -135,6 +127,14 @@ def invocation_submit(
         raise InvalidArgumentError(reason, details={"problems": problems})
 
     decision = decide(agent_policy(agent), tool_view(contract), call.arguments)
+    if not decision.denied:
+        limited = approval_rate_limited(agent=agent, contract=contract, arguments=call.arguments)
+        if limited is not None:
+            _refuse(
+                agent=agent, call=call, kind="invocation.refused", outcome="rate_limited",
+                reason=limited.reason, window=limited.window,
+            )  # fmt: skip
+            raise RateLimitedError(limited.reason, retry_after=limited.retry_after)
     try:
         return _record(
             agent=agent,
@@ -164,6 +164,12 @@ def _record(
     batch_id: uuid.UUID | None,
     batch_max_concurrency: int | None,
 ) -> Submitted:
+    # Step 4: the approval policy routes the permission decision (rules, autonomy,
+    # budgets, grants); what it returns is what the call records.
+    routed = approval_route(
+        agent=agent, contract=contract, decision=decision, arguments=call.arguments, digest=digest
+    )
+    decision = routed.decision
     status = {
         Outcome.ALLOW: InvocationStatus.QUEUED,
         Outcome.DENY: InvocationStatus.DENIED,
@@ -183,7 +189,7 @@ def _record(
         arguments_redacted=redact_structure(dict(call.arguments), known_secrets()),
         arguments_hash=digest,
         status=status,
-        decision=decision.as_dict(),
+        decision=routed.decision_data(),
         idempotency_key=call.idempotency_key or None,
         task_id=call.task_id,
         batch_id=batch_id,
@@ -198,16 +204,7 @@ def _record(
         error_message=decision.reason if denied else "",
     )
     if status == InvocationStatus.PENDING_APPROVAL:
-        ttl = settings.SYNTHORG_APPROVAL_TTL_SECONDS
-        ApprovalRequest.objects.create(
-            invocation=invocation,
-            arguments_hash=digest,
-            required_approvals=max(decision.required_approvals, 1),
-            risk_tier=_risk_tier(contract, decision),
-            reason=decision.reason,
-            rule=decision.rule,
-            expires_at=now + timedelta(seconds=ttl),
-        )
+        approval_request_open(invocation=invocation, routed=routed)
     audit_record(
         kind="invocation.decided",
         actor=Actor.agent(agent),

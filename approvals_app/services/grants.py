@@ -1,0 +1,110 @@
+""" "Approve and remember": grants an operator gives one agent for one tool, for a while."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from approvals_app.models import ApprovalGrant, ApprovalRequest
+from common.errors import ConflictError, ForbiddenError, InvalidArgumentError
+from common.roles import ROLES_THAT_DECIDE, has_any_role
+from common.settings_config import synthorg_config
+from tools_app.services.audit import Actor, audit_record
+
+PATTERN_FIELDS_MAX = 20
+PATTERN_GLOB_MAX = 500
+
+
+@dataclass(frozen=True)
+class GrantSpec:
+    """How long to remember, and the argument pattern (empty: the exact arguments)."""
+
+    minutes: int
+    pattern: dict[str, str] = field(default_factory=dict)
+
+
+def _check(spec: GrantSpec) -> None:
+    limit = synthorg_config().approval.grant_max_minutes
+    if not 1 <= spec.minutes <= limit:
+        raise InvalidArgumentError(f"a grant lasts 1 to {limit} minutes")
+    if len(spec.pattern) > PATTERN_FIELDS_MAX:
+        raise InvalidArgumentError(f"a grant pattern names at most {PATTERN_FIELDS_MAX} fields")
+    for name, glob in spec.pattern.items():
+        if not isinstance(name, str) or not isinstance(glob, str) or not name or not glob:
+            raise InvalidArgumentError("a grant pattern maps argument names to non-empty globs")
+        if len(glob) > PATTERN_GLOB_MAX:
+            raise InvalidArgumentError(f"a grant glob has at most {PATTERN_GLOB_MAX} characters")
+        if glob.strip("*?") == "":
+            # A bare wildcard would grant every value: name the values instead.
+            raise InvalidArgumentError(f"the glob for {name!r} matches everything")
+
+
+@transaction.atomic
+def approval_grant_create(
+    *,
+    agent: Any,
+    tool: str,
+    person: Any,
+    spec: GrantSpec,
+    arguments_hash: str,
+    source_request: ApprovalRequest | None = None,
+) -> ApprovalGrant:
+    """Remember an approval: later calls it covers are approved, naming the grant."""
+    if not has_any_role(person, ROLES_THAT_DECIDE):
+        raise ForbiddenError("granting needs the operators or admins role")
+    _check(spec)
+    grant = ApprovalGrant.objects.create(
+        agent=agent,
+        tool=tool,
+        arguments_hash="" if spec.pattern else arguments_hash,
+        pattern=dict(spec.pattern),
+        source_request=source_request,
+        granted_by=person,
+        granted_by_name=person.get_username(),
+        expires_at=timezone.now() + timedelta(minutes=spec.minutes),
+    )
+    audit_record(
+        kind="approval.grant_created",
+        actor=Actor.person(person),
+        agent=agent,
+        invocation_id=source_request.invocation_id if source_request else None,
+        tool=tool,
+        arguments_hash=grant.arguments_hash,
+        outcome="granted",
+        reason=f"for {spec.minutes} minutes",
+        data={
+            "grant": str(grant.id),
+            "pattern": grant.pattern,
+            "expires_at": grant.expires_at.isoformat(),
+        },
+    )
+    return grant
+
+
+@transaction.atomic
+def approval_grant_revoke(*, grant: ApprovalGrant | Any, person: Any) -> ApprovalGrant:
+    """Revoke a grant now (compare-and-set: a second revoke is a 409)."""
+    if not has_any_role(person, ROLES_THAT_DECIDE):
+        raise ForbiddenError("revoking grants needs the operators or admins role")
+    grant_id = grant.id if isinstance(grant, ApprovalGrant) else grant
+    now = timezone.now()
+    revoked = ApprovalGrant.objects.filter(id=grant_id, revoked_at__isnull=True).update(
+        revoked_at=now, revoked_by_name=person.get_username()
+    )
+    if not revoked:
+        raise ConflictError("this grant was already revoked")
+    found = ApprovalGrant.objects.select_related("agent").get(id=grant_id)
+    audit_record(
+        kind="approval.grant_revoked",
+        actor=Actor.person(person),
+        agent=found.agent,
+        tool=found.tool,
+        arguments_hash=found.arguments_hash,
+        outcome="revoked",
+        data={"grant": str(found.id), "uses": found.uses},
+    )
+    return found

@@ -1,0 +1,179 @@
+"""Step 4 of a call inside the submit transaction: route, count budgets, open the request.
+
+``approval_route`` builds the plain facts, lets the pure policy decide, and
+answers what ``invocation_submit`` records. Budgets are counted in the database
+under a lock on the agent's row, so two concurrent calls never spend one slot
+twice. Rate limits are sliding windows in Redis, checked before anything is
+recorded (``approval_rate_limited``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F
+from django.utils import timezone
+
+from approvals_app.events import ApprovalChange, approval_change_on_commit
+from approvals_app.models import ApprovalGrant, ApprovalRequest
+from approvals_app.policy import (
+    BudgetQuery,
+    CallFacts,
+    GrantView,
+    Route,
+    expiry_of,
+    rate_windows,
+    route,
+)
+from approvals_app.selectors import approval_grants_live
+from common.settings_config import synthorg_config
+from tools_app.contracts import ToolContract
+from tools_app.models import Invocation
+from trust_app.models import Agent
+from trust_app.policy import Decision
+
+
+@dataclass(frozen=True)
+class Routed:
+    """The final decision to record, and what an approval request needs."""
+
+    route: Route
+
+    @property
+    def decision(self) -> Decision:
+        return self.route.decision
+
+    def decision_data(self) -> dict[str, Any]:
+        """The decision as stored on the invocation; a budgeted call carries its budget key."""
+        data = self.route.decision.as_dict()
+        if self.route.budget_key:
+            data["budget"] = self.route.budget_key
+        if self.route.grant_id:
+            data["grant"] = self.route.grant_id
+        return data
+
+
+def call_facts(agent: Agent, contract: ToolContract, arguments: Mapping[str, Any]) -> CallFacts:
+    """The plain facts the approval policy reads about one call."""
+    return CallFacts(
+        agent=agent.name,
+        autonomy=agent.autonomy,
+        tool=contract.name,
+        category=contract.category.value,
+        action_type=contract.resolved_action_type,
+        safety_class=contract.safety_class.value,
+        arguments=arguments,
+    )
+
+
+def _grant_views(agent: Agent, tool: str, now: datetime) -> Sequence[GrantView]:
+    return [
+        GrantView(
+            id=str(g.id),
+            tool=g.tool,
+            granted_by=g.granted_by_name,
+            arguments_hash=g.arguments_hash or None,
+            pattern=g.pattern or {},
+        )
+        for g in approval_grants_live(agent=agent, tool=tool, now=now).order_by("created_at")
+    ]
+
+
+def approval_route(
+    *,
+    agent: Agent,
+    contract: ToolContract,
+    decision: Decision,
+    arguments: Mapping[str, Any],
+    digest: str,
+    now: datetime | None = None,
+) -> Routed:
+    """Route the permission decision; must run inside the transaction that records the call."""
+    if not transaction.get_connection().in_atomic_block:
+        raise RuntimeError("approval_route must run inside the transaction that records the call")
+    now = now or timezone.now()
+    config = synthorg_config()
+    locked = False
+
+    def budget_used(query: BudgetQuery) -> int:
+        nonlocal locked
+        if not locked:
+            # Serialise this agent's budget checks until the call is recorded.
+            Agent.objects.select_for_update().filter(id=agent.id).values_list("id").first()
+            locked = True
+        return Invocation.objects.filter(
+            agent=agent, created_at__gte=query.since, decision__budget=query.key
+        ).count()
+
+    routed = route(
+        facts=call_facts(agent, contract, arguments),
+        base=decision,
+        approval=config.approval,
+        autonomy=config.autonomy,
+        now=now,
+        digest=digest,
+        budget_used=budget_used,
+        grants=lambda: _grant_views(agent, contract.name, now),
+    )
+    if routed.grant_id:
+        ApprovalGrant.objects.filter(id=routed.grant_id).update(uses=F("uses") + 1)
+    return Routed(routed)
+
+
+def approval_request_open(*, invocation: Invocation, routed: Routed) -> ApprovalRequest:
+    """Open the approval request of a call that waits for people (in the submit transaction)."""
+    config = synthorg_config()
+    decision = routed.decision
+    ttl, on_expiry = expiry_of(
+        config.approval, routed.route.risk_tier, settings.SYNTHORG_APPROVAL_TTL_SECONDS
+    )
+    request = ApprovalRequest.objects.create(
+        invocation=invocation,
+        arguments_hash=invocation.arguments_hash,
+        required_approvals=max(decision.required_approvals, 1),
+        risk_tier=routed.route.risk_tier,
+        reason=decision.reason,
+        rule=decision.rule,
+        expires_at=invocation.created_at + timedelta(seconds=ttl),
+        owner_may_approve=routed.route.owner_may_approve,
+        on_expiry=on_expiry,
+    )
+    approval_change_on_commit(request.id, ApprovalChange.NEW)
+    return request
+
+
+@dataclass(frozen=True)
+class RateRefusal:
+    """A call over a rate limit: the words for the agent and the seconds to wait."""
+
+    reason: str
+    retry_after: int
+    window: str
+
+
+def approval_rate_limited(
+    *, agent: Agent, contract: ToolContract, arguments: Mapping[str, Any]
+) -> RateRefusal | None:
+    """Count the call against every configured window; the first one over answers."""
+    from tools_app.ratelimit import rate_limit_hit
+
+    facts = call_facts(agent, contract, arguments)
+    for window in rate_windows(facts, str(agent.id), synthorg_config().approval):
+        wait = rate_limit_hit(window.key, limit=window.limit, window_seconds=window.window_seconds)
+        if wait:
+            seconds = f"{window.window_seconds:g}"
+            return RateRefusal(
+                reason=(
+                    f"rate limit: at most {window.limit} calls per {seconds}s for "
+                    f"{window.label}; retry in {wait}s"
+                ),
+                retry_after=max(1, math.ceil(wait)),
+                window=window.key,
+            )
+    return None

@@ -1,0 +1,105 @@
+"""Shared steps of every settlement: move the invocation, record the audit row, push.
+
+Callers hold the request's row lock inside their transaction.
+"""
+
+from __future__ import annotations
+
+import functools
+from datetime import datetime
+
+from django.db import transaction
+
+from approvals_app.events import ApprovalChange, approval_change_on_commit
+from approvals_app.models import ApprovalRequest, ApprovalStatus
+from tools_app.models import Invocation, InvocationStatus
+from tools_app.services.audit import Actor, audit_record
+from tools_app.services.invocation_state import invocation_transition
+
+
+def release_invocation(invocation: Invocation) -> bool:
+    """pending_approval → queued; enqueue on commit (a held batch member waits its turn)."""
+    held = invocation.batch_max_concurrency is not None
+    moved = invocation_transition(
+        invocation_id=invocation.id,
+        from_statuses=[InvocationStatus.PENDING_APPROVAL],
+        to_status=InvocationStatus.QUEUED,
+        held=held,
+    )
+    if not moved:
+        return False
+    if held and invocation.batch_id is not None:
+        from tools_app.services.invocation_batch import batch_release
+
+        transaction.on_commit(functools.partial(batch_release, batch_id=invocation.batch_id))
+    else:
+        from tools_app.tasks import enqueue_invocation
+
+        transaction.on_commit(functools.partial(enqueue_invocation, invocation))
+    return True
+
+
+def refuse_invocation(invocation: Invocation, *, status: str, code: str, message: str) -> bool:
+    """pending_approval → a terminal status with the reason the agent reads."""
+    from django.utils import timezone
+
+    return invocation_transition(
+        invocation_id=invocation.id,
+        from_statuses=[InvocationStatus.PENDING_APPROVAL],
+        to_status=status,
+        finished_at=timezone.now(),
+        is_error=True,
+        error_code=code,
+        error_message=message,
+    )
+
+
+def close_request(
+    request: ApprovalRequest, *, status: str, decided_by: str, now: datetime, **fields: object
+) -> None:
+    """Write the request's final state (it is locked by the caller) and push on commit."""
+    request.status = status
+    request.decided_by = decided_by[:300]
+    request.decided_at = now
+    for name, value in fields.items():
+        setattr(request, name, value)
+    request.save(update_fields=["status", "decided_by", "decided_at", "updated_at", *fields.keys()])
+    approval_change_on_commit(request.id, ApprovalChange.SETTLED)
+
+
+def audit_settlement(
+    request: ApprovalRequest,
+    *,
+    kind: str,
+    actor: Actor,
+    outcome: str,
+    reason: str = "",
+    data: dict[str, object] | None = None,
+) -> None:
+    """The audit row of one settlement, in the caller's transaction."""
+    invocation = request.invocation
+    status = Invocation.objects.values_list("status", flat=True).get(id=invocation.id)
+    audit_record(
+        kind=kind,
+        actor=actor,
+        agent=invocation.agent,
+        invocation_id=invocation.id,
+        tool=invocation.tool,
+        category=invocation.category,
+        action_type=invocation.action_type,
+        arguments_hash=request.arguments_hash,
+        outcome=outcome,
+        status=status,
+        reason=reason,
+        rule=request.rule,
+        data={
+            "approval": str(request.id),
+            "risk_tier": request.risk_tier,
+            "required_approvals": request.required_approvals,
+            "approvals": request.approvals,
+            **(data or {}),
+        },
+    )
+
+
+PENDING = ApprovalStatus.PENDING

@@ -1,0 +1,22 @@
+"""Thin Celery tasks: the beat sweeps for expiry and escalation."""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+
+# quiet: it runs every second, so its start is not logged.
+@shared_task(name="approvals_app.sweep_expired_approvals", quiet=True)
+def sweep_expired_approvals() -> int:
+    """Settle approval requests whose time ran out."""
+    from approvals_app.services import approvals_expire_due
+
+    return approvals_expire_due()
+
+
+@shared_task(name="approvals_app.sweep_escalate_approvals", quiet=True)
+def sweep_escalate_approvals() -> int:
+    """Flag approval requests pending longer than the configured time."""
+    from approvals_app.services import approvals_escalate_due
+
+    return approvals_escalate_due()
