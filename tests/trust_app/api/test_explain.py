@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from django.test import Client
 
@@ -14,12 +16,15 @@ pytestmark = pytest.mark.django_db
 
 def _bearer(role: str) -> dict[str, str]:
     person = person_create(username=f"p-{role}", role=role, password=None)
-    return {"HTTP_AUTHORIZATION": f"Bearer {person_token_issue(person=person)}"}
+    return {"Authorization": f"Bearer {person_token_issue(person=person)}"}
 
 
-def _explain(headers: dict[str, str], agent_id: object, body: dict[str, object]):  # type: ignore[no-untyped-def]
+def _explain(headers: dict[str, str], agent_id: object, body: dict[str, object]) -> Any:
     return Client().post(
-        f"/api/v1/agents/{agent_id}/explain/", body, content_type="application/json", **headers
+        f"/api/v1/agents/{agent_id}/explain/",
+        body,
+        content_type="application/json",
+        headers=headers,
     )
 
 
@@ -61,7 +66,7 @@ def test_only_admins_may_explain(role: str) -> None:
 def test_agents_and_strangers_are_refused() -> None:
     created = agent_create(name="self-explainer", access_level="standard")
     as_agent = _explain(
-        {"HTTP_AUTHORIZATION": f"Bearer {created.token}"}, created.agent.id, {"tool": "read_file"}
+        {"Authorization": f"Bearer {created.token}"}, created.agent.id, {"tool": "read_file"}
     )
     assert as_agent.status_code == 403
     assert _explain({}, created.agent.id, {"tool": "read_file"}).status_code == 401
