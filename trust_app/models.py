@@ -91,3 +91,201 @@ class AgentPermissions(models.Model):
 
     def __str__(self) -> str:
         return f"permissions of {self.agent.name}"
+
+
+# --- Progressive trust -------------------------------------------------------
+
+
+class TrustState(models.Model):
+    """An agent's earned trust: a level per track, the score, and the clocks.
+
+    Written only by the trust services, which lock the agent's row first so
+    two evaluations never interleave; ``version`` counts the writes.
+    """
+
+    agent = models.OneToOneField(
+        Agent, on_delete=models.CASCADE, primary_key=True, related_name="trust_state"
+    )
+    strategy = models.CharField(max_length=20)
+    levels = models.JSONField(default=dict)
+    level_since = models.JSONField(default=dict)
+    score = models.FloatField(default=0.0)
+    track_scores = models.JSONField(default=dict)
+    reasons = models.JSONField(default=list)
+    started_at = models.DateTimeField()
+    last_verified_at = models.DateTimeField()
+    last_evaluated_at = models.DateTimeField(null=True, blank=True)
+    version = models.PositiveIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"trust of {self.agent_id}"
+
+
+class TrustChangeKind(models.TextChoices):
+    PROMOTION = "promotion"
+    DEMOTION = "demotion"
+    RESET = "reset"
+
+
+class TrustChange(UUIDModel):
+    """One promotion, demotion or reset, with who decided and why."""
+
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="trust_changes")
+    track = models.CharField(max_length=40)
+    from_level = models.CharField(max_length=20, blank=True)
+    to_level = models.CharField(max_length=20, blank=True)
+    kind = models.CharField(max_length=20, choices=TrustChangeKind.choices)
+    automatic = models.BooleanField(default=False)
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    decided_by_name = models.CharField(max_length=150, blank=True)
+    reason = models.TextField(blank=True)
+    reasons = models.JSONField(default=list)
+    score = models.FloatField(default=0.0)
+    created_at = models.DateTimeField(db_index=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.track} {self.from_level}->{self.to_level}"
+
+
+class TrustScoreSample(models.Model):
+    """The score after an evaluation that changed it, for the chart."""
+
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="trust_scores")
+    at = models.DateTimeField()
+    score = models.FloatField()
+
+    class Meta:
+        ordering = ["at"]
+        indexes = [models.Index(fields=["agent", "at"])]
+
+    def __str__(self) -> str:
+        return f"{self.score:.2f} at {self.at}"
+
+
+class InvocationResult(models.TextChoices):
+    SUCCESS = "success"
+    FAILURE = "failure"
+    ERROR = "error"
+    DENIAL = "denial"
+
+
+class TrustInvocationOutcome(models.Model):
+    """How one of the agent's calls ended, as evidence (one row per call)."""
+
+    invocation = models.OneToOneField(
+        "tools_app.Invocation", on_delete=models.CASCADE, related_name="trust_outcome"
+    )
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="trust_outcomes")
+    category = models.CharField(max_length=40)
+    task_id = models.CharField(max_length=200, blank=True)
+    result = models.CharField(max_length=10, choices=InvocationResult.choices)
+    at = models.DateTimeField(db_index=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["agent", "task_id"])]
+
+    def __str__(self) -> str:
+        return f"{self.result} {self.category}"
+
+
+class TaskDifficulty(models.TextChoices):
+    TRIVIAL = "trivial"
+    EASY = "easy"
+    MEDIUM = "medium"
+    HARD = "hard"
+    EXPERT = "expert"
+
+
+class TaskOutcome(UUIDModel):
+    """A task an orchestrator reported for an agent."""
+
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="task_outcomes")
+    task_id = models.CharField(max_length=200)
+    difficulty = models.CharField(max_length=10, choices=TaskDifficulty.choices)
+    quality = models.FloatField()
+    completed = models.BooleanField()
+    categories = models.JSONField(default=list)
+    reported_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    reported_by_name = models.CharField(max_length=150, blank=True)
+    created_at = models.DateTimeField(db_index=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["agent", "task_id"], name="task_outcome_once")
+        ]
+
+    def __str__(self) -> str:
+        return f"task {self.task_id}"
+
+
+class InvocationFeedback(UUIDModel):
+    """A person's rating (1–5) of one call, with an optional note."""
+
+    invocation = models.ForeignKey(
+        "tools_app.Invocation", on_delete=models.CASCADE, related_name="feedback"
+    )
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="feedback")
+    person = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    person_name = models.CharField(max_length=150)
+    category = models.CharField(max_length=40)
+    rating = models.PositiveSmallIntegerField()
+    note = models.TextField(blank=True)
+    created_at = models.DateTimeField(db_index=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["invocation", "person"], name="feedback_once")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.rating}/5 by {self.person_name}"
+
+
+class PromotionStatus(models.TextChoices):
+    PENDING = "pending"
+    APPROVED = "approved"
+    DENIED = "denied"
+    WITHDRAWN = "withdrawn"
+
+
+class PromotionRequest(UUIDModel):
+    """A promotion a strategy recommends and a person must decide (single use)."""
+
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="promotion_requests")
+    track = models.CharField(max_length=40)
+    from_level = models.CharField(max_length=20)
+    to_level = models.CharField(max_length=20)
+    status = models.CharField(
+        max_length=20, choices=PromotionStatus.choices, default=PromotionStatus.PENDING
+    )
+    reasons = models.JSONField(default=list)
+    score = models.FloatField(default=0.0)
+    created_at = models.DateTimeField(db_index=True)
+    decided_at = models.DateTimeField(null=True, blank=True)
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    decided_by_name = models.CharField(max_length=150, blank=True)
+    decision_reason = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["agent", "track"],
+                condition=models.Q(status="pending"),
+                name="one_pending_promotion_per_track",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"promote {self.agent_id} {self.track} to {self.to_level}"

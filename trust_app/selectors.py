@@ -27,7 +27,13 @@ def agent_overrides(agent: Agent) -> SubConstraintOverrides | None:
 
 
 def agent_policy(agent: Agent) -> AgentPolicy:
-    """The agent's effective policy: its level from the config, its lists and overrides."""
+    """The agent's effective policy: its level from the config, its lists and overrides.
+
+    The configured level is a ceiling: where the agent has earned less trust,
+    that category is decided at the stricter of the two.
+    """
+    from trust_app.selectors_trust import agent_earned_levels
+
     config = synthorg_config()
     permissions = agent_permissions(agent)
     return build_agent_policy(
@@ -39,4 +45,5 @@ def agent_policy(agent: Agent) -> AgentPolicy:
         overrides=agent_overrides(agent),
         workspace=agent.workspace,
         path_resolver=os.path.realpath,
+        earned=agent_earned_levels(agent),
     )

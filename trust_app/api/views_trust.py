@@ -1,0 +1,178 @@
+"""People's API for progressive trust: task outcomes, feedback, promotions, reset."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+from typing import Any
+
+from drf_spectacular.utils import extend_schema
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from common.api_people import PersonView, roles_required
+from common.errors import InvalidArgumentError, NotFoundError
+from common.roles import Role
+from tools_app.models import Invocation
+from trust_app.models import Agent, PromotionRequest, PromotionStatus
+from trust_app.selectors_trust import agent_trust_summary, promotion_as_dict, promotion_list
+from trust_app.services_trust import trust_reset
+from trust_app.services_trust_evidence import invocation_feedback_record, task_outcome_report
+from trust_app.services_trust_promotion import promotion_decide
+
+DECIDERS = roles_required(Role.OPERATOR, Role.ADMIN)
+
+
+def _body(
+    request: Request, required: Iterable[str], optional: Iterable[str] = ()
+) -> dict[str, Any]:
+    data = request.data
+    if not isinstance(data, dict):
+        raise InvalidArgumentError("the body must be a JSON object")
+    needed, allowed = tuple(required), {*required, *optional}
+    unknown = sorted(set(data) - allowed)
+    if unknown:
+        raise InvalidArgumentError(
+            f"unknown field {', '.join(unknown)}; allowed: {', '.join(sorted(allowed))}"
+        )
+    missing = [name for name in needed if name not in data]
+    if missing:
+        raise InvalidArgumentError(f"{', '.join(missing)}: required")
+    return dict(data)
+
+
+def _agent(agent_id: uuid.UUID) -> Agent:
+    agent = Agent.objects.filter(id=agent_id).first()
+    if agent is None:
+        raise NotFoundError(f"no agent {agent_id}")
+    return agent
+
+
+def _json(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_json(v) for v in value]
+    if hasattr(value, "isoformat"):
+        return value.isoformat()
+    return value
+
+
+class TaskOutcomeView(PersonView, APIView):
+    permission_classes = [DECIDERS]
+
+    @extend_schema(
+        summary="Report a task outcome for an agent", request=dict, responses={201: dict}
+    )
+    def post(self, request: Request, agent_id: uuid.UUID) -> Response:
+        agent = _agent(agent_id)
+        body = _body(request, ("task_id", "difficulty", "quality", "completed"), ("categories",))
+        categories = body.get("categories", [])
+        if not isinstance(categories, list):
+            raise InvalidArgumentError("categories: a list of tool categories")
+        outcome = task_outcome_report(
+            agent=agent,
+            person=request.user,
+            task_id=body["task_id"],
+            difficulty=body["difficulty"],
+            quality=body["quality"],
+            completed=body["completed"],
+            categories=categories,
+        )
+        summary = agent_trust_summary(agent)
+        return Response(
+            {
+                "id": str(outcome.id),
+                "agent": str(agent.id),
+                "task_id": outcome.task_id,
+                "difficulty": outcome.difficulty,
+                "quality": outcome.quality,
+                "completed": outcome.completed,
+                "categories": outcome.categories,
+                "created_at": outcome.created_at.isoformat(),
+                "trust": {"score": summary["score"], "levels": summary["levels"]},
+            },
+            status=201,
+        )
+
+
+class InvocationFeedbackView(PersonView, APIView):
+    permission_classes = [DECIDERS]
+
+    @extend_schema(summary="Rate one call from 1 to 5", request=dict, responses={201: dict})
+    def post(self, request: Request, invocation_id: uuid.UUID) -> Response:
+        invocation = Invocation.objects.select_related("agent").filter(id=invocation_id).first()
+        if invocation is None:
+            raise NotFoundError(f"no invocation {invocation_id}")
+        body = _body(request, ("rating",), ("note",))
+        feedback = invocation_feedback_record(
+            invocation=invocation,
+            person=request.user,
+            rating=body["rating"],
+            note=body.get("note", ""),
+        )
+        return Response(
+            {
+                "id": str(feedback.id),
+                "invocation": str(invocation.id),
+                "rating": feedback.rating,
+                "note": feedback.note,
+                "by": feedback.person_name,
+                "created_at": feedback.created_at.isoformat(),
+            },
+            status=201,
+        )
+
+
+class PromotionListView(PersonView, APIView):
+    permission_classes = [DECIDERS]
+
+    @extend_schema(summary="Promotion requests, ?status=pending", responses={200: dict})
+    def get(self, request: Request) -> Response:
+        status = request.query_params.get("status") or None
+        if status is not None and status not in PromotionStatus.values:
+            raise InvalidArgumentError(f"status: one of {', '.join(PromotionStatus.values)}")
+        rows = promotion_list(status=status)[:500]
+        return Response({"results": [promotion_as_dict(r) for r in rows]})
+
+
+class PromotionDecideView(PersonView, APIView):
+    permission_classes = [DECIDERS]
+
+    @extend_schema(
+        summary="Approve or deny a promotion request", request=dict, responses={200: dict}
+    )
+    def post(self, request: Request, promotion_id: uuid.UUID) -> Response:
+        promotion = PromotionRequest.objects.filter(id=promotion_id).first()
+        if promotion is None:
+            raise NotFoundError(f"no promotion request {promotion_id}")
+        body = _body(request, ("decision", "reason"))
+        decided = promotion_decide(
+            request=promotion,
+            person=request.user,
+            decision=body["decision"],
+            reason=body["reason"],
+        )
+        return Response(promotion_as_dict(decided))
+
+
+class AgentTrustView(PersonView, APIView):
+    permission_classes = [DECIDERS]
+
+    @extend_schema(summary="An agent's trust matrix, evidence and history", responses={200: dict})
+    def get(self, request: Request, agent_id: uuid.UUID) -> Response:
+        return Response(_json(agent_trust_summary(_agent(agent_id))))
+
+
+class AgentTrustResetView(PersonView, APIView):
+    permission_classes = [roles_required(Role.ADMIN)]
+
+    @extend_schema(
+        summary="Start an agent's trust over (admins)", request=dict, responses={200: dict}
+    )
+    def post(self, request: Request, agent_id: uuid.UUID) -> Response:
+        agent = _agent(agent_id)
+        body = _body(request, ("reason",))
+        trust_reset(agent=agent, person=request.user, reason=body["reason"])
+        return Response(_json(agent_trust_summary(agent)))

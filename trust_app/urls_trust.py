@@ -1,0 +1,127 @@
+"""The trust page of one agent: /agents/<id>/trust/ (operators and admins read; admins reset).
+
+Include with ``path("", include("trust_app.urls_trust"))`` in the site's urls.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import render
+from django.urls import path, reverse
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import SafeString
+from django.views.decorators.http import require_POST
+
+from common.errors import SynthOrgError
+from common.roles import ROLES_THAT_DECIDE, Role, has_any_role
+from trust_app.models import Agent, PromotionRequest
+from trust_app.selectors_trust import agent_trust_summary
+from trust_app.services_trust import trust_reset
+from trust_app.services_trust_promotion import promotion_decide
+
+CHART_WIDTH, CHART_HEIGHT = 480, 120
+
+
+def score_chart(points: list[dict[str, Any]]) -> SafeString | str:
+    """The score over time as an inline SVG line (no script needed)."""
+    if len(points) < 2:
+        return ""
+    first, last = points[0]["at"], points[-1]["at"]
+    span = (last - first).total_seconds() or 1.0
+    coords = [
+        (
+            round((p["at"] - first).total_seconds() / span * CHART_WIDTH, 1),
+            round(CHART_HEIGHT - p["score"] * CHART_HEIGHT, 1),
+        )
+        for p in points
+    ]
+    line = " ".join(f"{x},{y}" for x, y in coords)
+    dots = format_html_join("", '<circle cx="{}" cy="{}" r="2"></circle>', coords)
+    return format_html(
+        '<svg class="trust-chart" role="img" aria-label="trust score over time" '
+        'viewBox="0 0 {} {}" width="{}" height="{}"><polyline fill="none" stroke="currentColor" '
+        'points="{}"></polyline>{}</svg>',
+        CHART_WIDTH,
+        CHART_HEIGHT,
+        CHART_WIDTH,
+        CHART_HEIGHT,
+        line,
+        dots,
+    )
+
+
+def _agent_for(request: HttpRequest, agent_id: uuid.UUID) -> Agent:
+    if not has_any_role(request.user, ROLES_THAT_DECIDE):
+        raise PermissionDenied("operators and admins only")
+    agent = Agent.objects.filter(id=agent_id).first()
+    if agent is None:
+        raise Http404("no such agent")
+    return agent
+
+
+@login_required
+def agent_trust_page(request: HttpRequest, agent_id: uuid.UUID) -> HttpResponse:
+    """The trust matrix, evidence, history and chart of one agent."""
+    agent = _agent_for(request, agent_id)
+    summary = agent_trust_summary(agent)
+    context = {
+        "agent": agent,
+        "summary": summary,
+        "chart_svg": score_chart(summary["chart"]),
+        "can_reset": has_any_role(request.user, {Role.ADMIN}),
+    }
+    return render(request, "trust/agent_trust.html", context)
+
+
+@login_required
+@require_POST
+def agent_trust_reset(request: HttpRequest, agent_id: uuid.UUID) -> HttpResponse:
+    """Admins start an agent's trust over."""
+    agent = _agent_for(request, agent_id)
+    try:
+        trust_reset(agent=agent, person=request.user, reason=request.POST.get("reason", ""))
+    except SynthOrgError as exc:
+        if exc.http_status == 403:
+            raise PermissionDenied(exc.message) from exc
+        messages.error(request, exc.message)
+    return HttpResponseRedirect(reverse("trust-agent", args=[agent.id]))
+
+
+@login_required
+@require_POST
+def promotion_decide_page(request: HttpRequest, promotion_id: uuid.UUID) -> HttpResponse:
+    """Approve or deny a promotion request from the agent's trust page."""
+    if not has_any_role(request.user, ROLES_THAT_DECIDE):
+        raise PermissionDenied("operators and admins only")
+    promotion = PromotionRequest.objects.filter(id=promotion_id).first()
+    if promotion is None:
+        raise Http404("no such promotion request")
+    try:
+        promotion_decide(
+            request=promotion,
+            person=request.user,
+            decision=request.POST.get("decision", ""),
+            reason=request.POST.get("reason", ""),
+        )
+    except SynthOrgError as exc:
+        if exc.http_status == 403:
+            raise PermissionDenied(exc.message) from exc
+        messages.error(request, exc.message)
+    return HttpResponseRedirect(reverse("trust-agent", args=[promotion.agent_id]))
+
+
+urlpatterns = [
+    path("agents/<uuid:agent_id>/trust/", agent_trust_page, name="trust-agent"),
+    path("agents/<uuid:agent_id>/trust/reset/", agent_trust_reset, name="trust-agent-reset"),
+    path(
+        "promotions/<uuid:promotion_id>/decide/",
+        promotion_decide_page,
+        name="trust-promotion-decide",
+    ),
+]
