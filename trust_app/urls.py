@@ -1,5 +1,18 @@
-"""Console pages of trust_app (the API lives in trust_app/api/ where there is one)."""
+"""Console pages of trust_app (the API lives in trust_app/api/)."""
 
-from django.urls import path  # noqa: F401 - pages are added here
+from django.urls import path
 
-urlpatterns: list = []
+from trust_app import views_agents
+
+urlpatterns = [
+    path("agents/", views_agents.agent_index, name="agent-list"),
+    path("agents/<uuid:agent_id>/", views_agents.agent_detail, name="agent-detail"),
+    path("agents/<uuid:agent_id>/edit/", views_agents.agent_edit, name="agent-edit"),
+    path("agents/<uuid:agent_id>/explain/", views_agents.agent_explain_panel, name="agent-explain"),
+    path("agents/<uuid:agent_id>/tokens/", views_agents.agent_token_create, name="agent-tokens"),
+    path(
+        "agents/<uuid:agent_id>/tokens/<uuid:token_id>/revoke/",
+        views_agents.agent_token_revoke_view,
+        name="agent-token-revoke",
+    ),
+]
