@@ -2,9 +2,11 @@
 
 from django.urls import path
 
-from tools_app import views_audit
+from tools_app import views_audit, views_tools
 
 urlpatterns = [
+    path("tools/", views_tools.tool_index, name="tool-list"),
+    path("tools/<str:name>/switch/", views_tools.tool_switch, name="tool-switch"),
     path("audit/", views_audit.audit_list, name="audit-list"),
     path("audit/export.csv", views_audit.audit_export_csv, name="audit-export-csv"),
     path("audit/export.jsonl", views_audit.audit_export_jsonl, name="audit-export-jsonl"),
