@@ -28,6 +28,7 @@ BUILTIN_TOOL_MODULES: tuple[str, ...] = (
     "tools_app.builtin.code",
     "tools_app.builtin.git",
     "tools_app.builtin.web",
+    "tools_app.builtin.memory",
 )
 
 # Settings each built-in tool reads from `tools.<name>` in the config, beyond the
@@ -45,6 +46,9 @@ _FILE_KEYS = frozenset(
 )
 _NET_KEYS = frozenset({"dns_server", "dns_port"})
 TOOL_SETTINGS_KEYS: dict[str, frozenset[str]] = {
+    "memory_store": frozenset({"max_content_chars", "max_tags", "max_memories_per_agent"}),
+    "memory_search": frozenset({"max_results"}),
+    "memory_recall": frozenset(),
     **dict.fromkeys(
         ("read_file", "write_file", "edit_file", "list_directory", "delete_file", "stat"),
         _FILE_KEYS,

@@ -1,5 +1,15 @@
 from tools_app.models.audit import AuditEvent
+from tools_app.models.disclosure import ToolDisclosureState
 from tools_app.models.invocation import TERMINAL_STATUSES, Invocation, InvocationStatus
+from tools_app.models.memory import AgentMemory
 from tools_app.models.registry import ToolDefinition
 
-__all__ = ["TERMINAL_STATUSES", "AuditEvent", "Invocation", "InvocationStatus", "ToolDefinition"]
+__all__ = [
+    "TERMINAL_STATUSES",
+    "AgentMemory",
+    "AuditEvent",
+    "Invocation",
+    "InvocationStatus",
+    "ToolDefinition",
+    "ToolDisclosureState",
+]
