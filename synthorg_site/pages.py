@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from common.roles import roles_of
-from synthorg_site.health import health_report
+from tools_app.selectors_dashboard import dashboard_metrics
+from trust_app.views_access import page_for
 
 
-@login_required
+@page_for()
 def dashboard(request: HttpRequest) -> HttpResponse:
-    """The landing page for every signed-in person; people without a role get 403."""
-    if not roles_of(request.user):
-        raise PermissionDenied("your account has no role: ask an admin to add you to a group")
-    return render(request, "dashboard.html", {"health": health_report()})
+    """The landing page for every signed-in person with a role; htmx polls its live part."""
+    metrics = dashboard_metrics()
+    context = {"metrics": metrics, "health": metrics["health"]}
+    if getattr(request, "htmx", False):
+        return render(request, "dashboard.html#live", context)
+    return render(request, "dashboard.html", context)

@@ -1,0 +1,95 @@
+"""The dashboard: every role gets it; its figures come from the audit log and approvals."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+import pytest
+from django.db import transaction
+from django.test import Client
+from django.utils import timezone
+
+from approvals_app.models import ApprovalRequest, ApprovalStatus
+from tests.common.permission_suite import EVERYONE, PermissionSuite, signed_in
+from tools_app.models import Invocation
+from tools_app.services.audit import Actor, audit_record
+from trust_app.models import Agent
+from trust_app.services import agent_create, person_create
+
+pytestmark = pytest.mark.django_db
+
+
+class TestDashboardAccess(PermissionSuite):
+    path = "/"
+    allowed = EVERYONE
+
+
+@pytest.fixture
+def auditor() -> Client:
+    person_create(username="audrey", role="auditor", password=None)
+    return signed_in("audrey")
+
+
+def decided(agent: Agent, outcome: str, rule: str = "") -> None:
+    with transaction.atomic():
+        audit_record(kind="invocation.decided", actor=Actor.agent(agent), agent=agent,
+                     tool="read_file", outcome=outcome, rule=rule)  # fmt: skip
+
+
+def approval(agent: Agent, status: str, waited: float | None) -> None:
+    invocation = Invocation.objects.create(
+        agent=agent, tool="read_file", category="file_system", action_type="file:read",
+        safety_class="read", arguments_hash="0" * 64, status="pending_approval",
+    )  # fmt: skip
+    request = ApprovalRequest.objects.create(
+        invocation=invocation, arguments_hash="0" * 64, status=status,
+        expires_at=timezone.now() + timedelta(minutes=5),
+    )  # fmt: skip
+    if waited is not None:
+        ApprovalRequest.objects.filter(pk=request.pk).update(
+            decided_at=request.created_at + timedelta(seconds=waited)
+        )
+
+
+def metrics_of(html: str) -> dict:
+    script = html.split('<script id="dashboard-metrics" type="application/json">')[1]
+    return json.loads(script.split("</script>")[0])
+
+
+def test_the_dashboard_charts_calls_denials_approvals_and_health(auditor: Client) -> None:
+    agent = agent_create(name="dash", access_level="standard").agent
+    for outcome, rule in [
+        ("allow", "level"),
+        ("allow", "level"),
+        ("deny", "denied_list"),
+        ("deny", "network"),
+        ("deny", "network"),
+        ("require_approval", "x"),
+    ]:
+        decided(agent, outcome, rule)  # fmt: skip
+    approval(agent, ApprovalStatus.PENDING, None)
+    approval(agent, ApprovalStatus.PENDING, None)
+    for seconds in (10, 20, 60):
+        approval(agent, ApprovalStatus.APPROVED, seconds)
+    response = auditor.get("/")
+    html = response.content.decode()
+    assert "/static/vendor/chartjs/chart-4.6.1.umd.min.js" in html
+    assert 'id="chart-calls"' in html and 'id="chart-denials"' in html
+    assert 'id="health"' in html and 'data-part="database"' in html
+    metrics = metrics_of(html)
+    series = metrics["calls_per_hour"]["series"]
+    assert series["allow"][-1] == 2 and series["deny"][-1] == 3
+    assert series["require_approval"][-1] == 1
+    assert len(metrics["calls_per_hour"]["labels"]) == 24
+    assert metrics["denials_by_rule"] == {"labels": ["network", "denied_list"], "counts": [2, 1]}
+    assert metrics["pending_approvals"] == 2
+    assert metrics["median_decision_seconds"] == 20
+    assert metrics["backends"]["database"] is True
+
+
+def test_htmx_polls_only_the_live_part(auditor: Client) -> None:
+    html = auditor.get("/", HTTP_HX_REQUEST="true").content.decode()
+    assert html.lstrip().startswith('<div id="live"')
+    assert "<html" not in html and 'hx-trigger="every 10s"' in html
+    assert "pending_approvals" in html
