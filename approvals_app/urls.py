@@ -1,5 +1,15 @@
-"""Console pages of approvals_app (the API lives in approvals_app/api/ where there is one)."""
+"""Console pages of approvals_app (the API lives in approvals_app/api/)."""
 
-from django.urls import path  # noqa: F401 - pages are added here
+from django.urls import path
 
-urlpatterns: list = []
+from approvals_app import views
+
+urlpatterns = [
+    path("approvals/", views.inbox, name="approvals-inbox"),
+    path("approvals/decide/", views.decide, name="approvals-decide"),
+    path(
+        "approvals/grants/<uuid:grant_id>/revoke/",
+        views.grant_revoke,
+        name="approvals-grant-revoke",
+    ),
+]

@@ -4,4 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-websocket_urlpatterns: list[Any] = []
+from approvals_app.routing import websocket_urlpatterns as approvals_websockets
+
+websocket_urlpatterns: list[Any] = [*approvals_websockets]

@@ -27,13 +27,15 @@ def signed_in(person: Any) -> Client:
 
 
 def bearer(person: Any) -> dict[str, str]:
-    return {"HTTP_AUTHORIZATION": f"Bearer {person_token_issue(person=person)}"}
+    return {"Authorization": f"Bearer {person_token_issue(person=person)}"}
 
 
-def decide(client: Client, request_id: Any, body: dict[str, Any], **headers: str) -> Any:
+def decide(
+    client: Client, request_id: Any, body: dict[str, Any], headers: dict[str, str] | None = None
+) -> Any:
     return client.post(
         f"/api/v1/approvals/{request_id}/decide/", json.dumps(body),
-        content_type="application/json", **headers,
+        content_type="application/json", headers=headers or {},
     )  # fmt: skip
 
 
@@ -46,7 +48,9 @@ def test_pending_list_for_operators_with_what_is_asked(
     request_row: ApprovalRequest, make_person: Callable[..., Any]
 ) -> None:
     client = Client()
-    answer = client.get("/api/v1/approvals/?status=pending", **bearer(make_person("operator")))
+    answer = client.get(
+        "/api/v1/approvals/?status=pending", headers=bearer(make_person("operator"))
+    )
     assert answer.status_code == 200
     [item] = answer.json()["approvals"]
     assert item["id"] == str(request_row.id) and item["status"] == "pending"
@@ -57,12 +61,12 @@ def test_pending_list_for_operators_with_what_is_asked(
     assert (item["required_approvals"], item["approvals"], item["risk_tier"]) == (1, 0, "low")
     assert answer.json()["results"] == answer.json()["approvals"]
     assert (
-        client.get("/api/v1/approvals/?status=approved", **bearer(make_person("admin"))).json()[
-            "approvals"
-        ]
+        client.get(
+            "/api/v1/approvals/?status=approved", headers=bearer(make_person("admin"))
+        ).json()["approvals"]
         == []
     )
-    bad = client.get("/api/v1/approvals/?status=nope", **bearer(make_person("admin")))
+    bad = client.get("/api/v1/approvals/?status=nope", headers=bearer(make_person("admin")))
     assert bad.status_code == 400 and bad.json()["error"]["code"] == "invalid_argument"
 
 
@@ -80,11 +84,11 @@ def test_auditors_agents_and_strangers_are_refused(
         from trust_app.services import agent_create
 
         created = agent_create(name="forger", access_level="elevated")
-        headers = {"HTTP_AUTHORIZATION": f"Bearer {created.token}"}
+        headers = {"Authorization": f"Bearer {created.token}"}
     status = 401 if role == "anonymous" else 403
     client = Client()
-    assert client.get("/api/v1/approvals/", **headers).status_code == status
-    answer = decide(client, request_row.id, {"decision": "approve"}, **headers)
+    assert client.get("/api/v1/approvals/", headers=headers).status_code == status
+    answer = decide(client, request_row.id, {"decision": "approve"}, headers)
     assert answer.status_code == status
     assert answer.json()["error"]["code"] == ("unauthenticated" if status == 401 else "forbidden")
     request_row.refresh_from_db()
@@ -99,12 +103,12 @@ def test_a_session_decides_with_csrf_and_a_second_decision_is_409(
     assert decide(client, request_row.id, {"decision": "approve"}).status_code == 403  # no CSRF
     client.get("/")  # any page sets the CSRF cookie
     token = client.cookies["csrftoken"].value
-    answer = decide(client, request_row.id, {"decision": "approve"}, HTTP_X_CSRFTOKEN=token)
+    answer = decide(client, request_row.id, {"decision": "approve"}, {"X-CSRFToken": token})
     assert answer.status_code == 200, answer.content
     assert (answer.json()["status"], answer.json()["decided_by"]) == ("approved", "winner")
     assert answer.json()["invocation"]["status"] == "queued"
     late = decide(Client(), request_row.id, {"decision": "deny", "reason": "x"},
-                  **bearer(make_person("admin")))  # fmt: skip
+                  headers=bearer(make_person("admin")))  # fmt: skip
     assert late.status_code == 409
     assert late.json()["error"]["details"]["decided_by"] == "winner"
     assert "already approved by winner" in late.json()["error"]["message"]
@@ -114,10 +118,10 @@ def test_expired_is_409_and_deny_without_reason_is_400(
     request_row: ApprovalRequest, make_person: Callable[..., Any]
 ) -> None:
     headers = bearer(make_person("operator"))
-    no_reason = decide(Client(), request_row.id, {"decision": "deny"}, **headers)
+    no_reason = decide(Client(), request_row.id, {"decision": "deny"}, headers)
     assert no_reason.status_code == 400
     ApprovalRequest.objects.filter(id=request_row.id).update(expires_at=timezone.now())
-    answer = decide(Client(), request_row.id, {"decision": "approve"}, **headers)
+    answer = decide(Client(), request_row.id, {"decision": "approve"}, headers)
     assert answer.status_code == 409 and answer.json()["error"]["details"]["status"] == "expired"
     assert Invocation.objects.get(id=request_row.invocation_id).status == "expired"
 
@@ -127,13 +131,13 @@ def test_the_agents_owner_is_403(
 ) -> None:
     owner = make_person("admin")
     request = ApprovalRequest.objects.get(invocation=submit(make_agent_row(owner=owner)))
-    answer = decide(Client(), request.id, {"decision": "approve"}, **bearer(owner))
+    answer = decide(Client(), request.id, {"decision": "approve"}, headers=bearer(owner))
     assert answer.status_code == 403 and "you own agent" in answer.json()["error"]["message"]
 
 
 def test_unknown_request_is_404(make_person: Callable[..., Any]) -> None:
     answer = decide(Client(), "00000000-0000-0000-0000-000000000000", {"decision": "approve"},
-                    **bearer(make_person("operator")))  # fmt: skip
+                    headers=bearer(make_person("operator")))  # fmt: skip
     assert answer.status_code == 404
 
 
