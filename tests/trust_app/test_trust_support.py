@@ -49,6 +49,7 @@ trust:
 @pytest.fixture
 def trust_config(tmp_path: Path, settings: Any) -> Iterator[Callable[[str], None]]:
     """Write a config file for this test and load it; the defaults come back afterwards."""
+    original = django_settings.SYNTHORG_CONFIG
 
     def use(text: str) -> None:
         path = tmp_path / f"synthorg-{uuid.uuid4().hex[:6]}.yaml"
@@ -57,7 +58,7 @@ def trust_config(tmp_path: Path, settings: Any) -> Iterator[Callable[[str], None
         config_reload()
 
     yield use
-    settings.SYNTHORG_CONFIG = django_settings.SYNTHORG_CONFIG
+    settings.SYNTHORG_CONFIG = original
     config_reload()
 
 

@@ -33,6 +33,7 @@ from tools_app.services.audit import Actor, audit_record
 from tools_app.services.invocation_state import invocation_transition
 from tools_app.worker_runtime import sandbox_backends
 from trust_app.selectors import agent_policy
+from trust_app.services_trust_evidence import trust_invocation_outcome_record
 
 log = structlog.get_logger("synthorg.invocation")
 
@@ -134,7 +135,9 @@ def _context(invocation: Invocation, backend: Any) -> ToolContext:
         owner=Owner(agent_id=str(agent.id), task_id=invocation.task_id or None),
         task_id=invocation.task_id or None,
         settings=tool_settings.model_dump(exclude_none=True),
-        sub_constraints=policy.constraints.model_dump(mode="json"),
+        sub_constraints=policy.for_category(invocation.category).constraints.model_dump(
+            mode="json"
+        ),
     )
 
 
@@ -289,6 +292,7 @@ def _finish(*, invocation: Invocation, settled: Settled) -> None:
                 duration_ms=settled.duration_ms,
                 data={"exit_code": settled.exit_code, "truncated": settled.truncated},
             )
+            trust_invocation_outcome_record(invocation=invocation)
     if done and invocation.batch_id is not None:
         from tools_app.services.invocation_batch import batch_release
 

@@ -34,6 +34,7 @@ from tools_app.services.audit import Actor, audit_record
 from trust_app.models import Agent
 from trust_app.policy import Decision, Outcome, decide, name_key
 from trust_app.selectors import agent_policy
+from trust_app.services_trust_evidence import trust_invocation_outcome_record
 
 MAX_SCHEMA_ERRORS = 10
 
@@ -220,6 +221,8 @@ def _record(
         rule=decision.rule,
         data={"trace": list(decision.trace), "arguments": invocation.arguments_redacted},
     )
+    if denied:
+        trust_invocation_outcome_record(invocation=invocation)
     if status == InvocationStatus.QUEUED and not invocation.held:
         from tools_app.tasks import enqueue_invocation
 
