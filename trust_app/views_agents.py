@@ -7,7 +7,9 @@ import uuid
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_POST
+from django_htmx.http import HttpResponseClientRedirect
 
 from common.errors import InvalidArgumentError
 from common.roles import Role
@@ -125,6 +127,9 @@ def agent_edit(request: HttpRequest, agent_id: uuid.UUID) -> HttpResponse:
         messages.success(request, f"Saved: {', '.join(effect.changed_fields)} changed.")
     else:
         messages.info(request, "Nothing changed.")
+    if getattr(request, "htmx", False):
+        # The form lives in a panel; after saving, the whole page shows the new state.
+        return HttpResponseClientRedirect(reverse("agent-detail", args=[agent.id]))
     return redirect("agent-detail", agent_id=agent.id)
 
 

@@ -233,3 +233,13 @@ def test_try_a_call_shows_the_decision_and_trace_and_runs_nothing(
     unknown = admin.post(f"/agents/{agent.id}/explain/", {"tool": "nope", "arguments": "{}"})
     assert unknown.status_code == 400 and "unknown tool" in unknown.content.decode()
     assert (AuditEvent.objects.count(), Invocation.objects.count()) == before
+
+
+def test_saving_from_the_htmx_panel_reloads_the_whole_page(admin: Client, agent: Agent) -> None:
+    response = admin.post(
+        f"/agents/{agent.id}/edit/",
+        {"access_level": "restricted", "autonomy": "semi", "action": "save"},
+        HTTP_HX_REQUEST="true",
+    )
+    assert response.status_code == 200
+    assert response["HX-Redirect"] == f"/agents/{agent.id}/"
