@@ -34,7 +34,9 @@ def web_call(client: AgentClient, key: str) -> dict[str, Any]:
 
 @pytest.mark.django_db(transaction=True)
 def test_admin_moves_an_agent_to_restricted_and_its_next_web_call_is_refused(
-    daphne_server: str, page: Any, make_agent: Callable[..., AgentClient]
+    daphne_server: str,
+    page: Any,
+    make_agent: Callable[..., AgentClient],  # noqa: F811 - the fixture imported above
 ) -> None:
     client = make_agent("standard")
     before = web_call(client, "before")
