@@ -23,6 +23,7 @@ app.conf.update(
     task_routes={
         "synthorg_site.tasks.*": {"queue": "maintenance"},
         "tools_app.sweep_*": {"queue": "maintenance"},
+        "trust_app.*": {"queue": "maintenance"},
         "approvals_app.sweep_*": {"queue": "maintenance"},
     },
     # A message not acknowledged within this time is delivered again; keep it above
@@ -39,6 +40,11 @@ app.conf.update(
     worker_redirect_stdouts=False,
     beat_schedule={
         "beat-heartbeat": {"task": "synthorg_site.tasks.beat_heartbeat", "schedule": 2.0},
+        "trust-evaluate-all": {
+            "task": "trust_app.evaluate_all",
+            "schedule": 3600.0,
+            "options": {"queue": "maintenance"},
+        },
         "sweep-abandoned-invocations": {
             "task": "tools_app.sweep_abandoned_invocations",
             "schedule": 5.0,

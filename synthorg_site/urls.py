@@ -16,6 +16,7 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("", include("approvals_app.urls")),
+    path("", include("trust_app.urls_trust")),
     path("", include("trust_app.urls")),
     path("", include("tools_app.urls")),
     path("api/v1/", include("tools_app.api.urls")),
