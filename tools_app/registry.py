@@ -29,6 +29,7 @@ BUILTIN_TOOL_MODULES: tuple[str, ...] = (
     "tools_app.builtin.git",
     "tools_app.builtin.web",
     "tools_app.builtin.memory",
+    "tools_app.builtin.database",
 )
 
 # Settings each built-in tool reads from `tools.<name>` in the config, beyond the
@@ -45,7 +46,19 @@ _FILE_KEYS = frozenset(
     }
 )
 _NET_KEYS = frozenset({"dns_server", "dns_port"})
+_DATABASE_KEYS = frozenset(
+    {
+        "connections",
+        "max_rows",
+        "statement_timeout_seconds",
+        "connect_timeout_seconds",
+        "max_query_chars",
+        "max_cell_chars",
+    }
+)
 TOOL_SETTINGS_KEYS: dict[str, frozenset[str]] = {
+    **dict.fromkeys(("sql_query", "db_mutate"), _DATABASE_KEYS),
+    "schema_inspect": _DATABASE_KEYS | {"max_tables"},
     "memory_store": frozenset({"max_content_chars", "max_tags", "max_memories_per_agent"}),
     "memory_search": frozenset({"max_results"}),
     "memory_recall": frozenset(),

@@ -19,6 +19,7 @@ def known_secrets() -> tuple[str, ...]:
     if redis_password:
         found.append(redis_password)
     found.extend(_configured_header_values())
+    found.extend(_database_connection_passwords())
     return tuple(s for s in found if len(s) >= 8)
 
 
@@ -38,3 +39,14 @@ def _configured_header_values() -> list[str]:
                 if credential:
                     values.append(credential)
     return values
+
+
+def _database_connection_passwords() -> list[str]:
+    """Passwords in the URLs of the database tools' configured connections."""
+    from common.settings_config import synthorg_config
+    from tools_app.builtin.database_config import connection_passwords
+
+    sections = {
+        name: section.model_extra or {} for name, section in synthorg_config().tools.items()
+    }
+    return connection_passwords(sections)

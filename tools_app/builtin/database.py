@@ -1,0 +1,287 @@
+"""Database tools: ``sql_query``, ``schema_inspect`` (reads) and ``db_mutate`` (writes).
+
+Every call names a connection from the tool's own settings (``tools.<tool>.
+connections``, see ``database_config``); an agent never gives a URL or host. Reads
+are checked statically (one statement, read keywords only, no side-effecting
+functions) and then run where the database itself enforces reading: PostgreSQL in
+a READ ONLY transaction through a server-side cursor, SQLite on a ``mode=ro``
+handle with a read-only authorizer. Every statement has a timeout and every result
+a row limit, with a truncation flag.
+
+Writes are a separate tool with their own action type (``db:mutate``), safety
+class (write) and connection list, so policies can route them to a human; schema
+changes are refused by both (they are ``db:admin``).
+
+They run in the worker process, not the database category's sandbox: that sandbox
+has no network, and the only targets are the admin's named connections (see
+``database_postgres``). A connection that cannot be reached fails closed.
+
+Settings (``tools.<tool>``; all optional): ``connections``, ``max_rows`` (1000),
+``statement_timeout_seconds`` (10), ``connect_timeout_seconds`` (5),
+``max_query_chars`` (20000), ``max_cell_chars`` (4000); ``schema_inspect`` also
+``max_tables`` (200).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+from tools_app.builtin.base import RefusalCode, ToolContext, ToolOutcome, ToolRefusedError
+from tools_app.builtin.database_config import (
+    DatabaseConnection,
+    DatabaseToolSettings,
+    connection_for,
+    database_settings,
+)
+from tools_app.builtin.database_postgres import (
+    StatementTimeoutError,
+    postgres_mutate,
+    postgres_read,
+    postgres_schema,
+)
+from tools_app.builtin.database_rows import QueryResult
+from tools_app.builtin.database_schema import SCHEMA_INSPECT_CONTRACT, schema_tables
+from tools_app.builtin.database_sql import check_mutation, check_read_query
+from tools_app.builtin.database_sqlite import sqlite_mutate, sqlite_read, sqlite_schema
+from tools_app.contracts import ToolContract
+from trust_app.policy.categories import SafetyClass, ToolCategory
+
+_CONNECTION_PROPERTY: Final = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": 64,
+    "description": "Name of a connection configured for this tool.",
+}
+_QUERY_INPUT: Final = {
+    "type": "object",
+    "properties": {
+        "connection": _CONNECTION_PROPERTY,
+        "query": {"type": "string", "minLength": 1, "maxLength": 1_000_000},
+        "parameters": {
+            "type": "array",
+            "items": {"type": ["string", "number", "boolean", "null"]},
+            "maxItems": 1000,
+            "description": "Values bound to %s placeholders (PostgreSQL) or ? (SQLite).",
+        },
+    },
+    "required": ["connection", "query"],
+    "additionalProperties": False,
+}
+_ROWS_OUTPUT: Final = {
+    "type": "object",
+    "properties": {
+        "connection": {"type": "string"},
+        "columns": {"type": "array", "items": {"type": "string"}},
+        "rows": {"type": "array", "items": {"type": "array"}},
+        "row_count": {"type": "integer"},
+        "truncated": {"type": "boolean"},
+        "cells_truncated": {"type": "boolean"},
+    },
+    "required": ["connection", "columns", "rows", "row_count", "truncated"],
+    "additionalProperties": False,
+}
+_COMMON_FAILURES: Final = (
+    "HOST_NOT_ALLOWED: no connection of that name is configured for you.",
+    "LIMIT_EXCEEDED: the query is longer than the configured maximum.",
+    "CONNECTION_FAILED: the configured database cannot be reached; nothing ran.",
+    "timed_out: the statement ran past the configured statement timeout.",
+)
+
+SQL_QUERY_CONTRACT: Final = ToolContract(
+    name="sql_query",
+    category=ToolCategory.DATABASE,
+    action_type="db:query",
+    safety_class=SafetyClass.READ,
+    idempotent=True,
+    summary="Run one read-only SQL query on a configured database connection.",
+    description=(
+        "Runs exactly one SELECT, WITH, VALUES or TABLE statement on the named connection "
+        "in a read-only transaction with a statement timeout. Returns column names and "
+        "rows (at most the configured row limit; `truncated` says there were more). "
+        "Writes, schema changes, COPY, SET and several statements are refused."
+    ),
+    input_schema=_QUERY_INPUT,
+    output_schema=_ROWS_OUTPUT,
+    failure_modes=(
+        "INVALID_ARGUMENT: more than one statement, or a statement that writes, locks, "
+        "copies or changes settings.",
+        *_COMMON_FAILURES,
+    ),
+)
+
+DB_MUTATE_CONTRACT: Final = ToolContract(
+    name="db_mutate",
+    category=ToolCategory.DATABASE,
+    action_type="db:mutate",
+    safety_class=SafetyClass.WRITE,
+    idempotency="required",
+    cost_tier="medium",
+    summary="Insert, update or delete rows with one SQL statement on a configured connection.",
+    description=(
+        "Runs exactly one INSERT, UPDATE, DELETE or MERGE (optionally with WITH) on the "
+        "named connection in its own transaction, committed when it succeeds. Returns "
+        "the number of rows affected and any RETURNING rows. Schema changes are refused."
+    ),
+    input_schema=_QUERY_INPUT,
+    output_schema=_ROWS_OUTPUT,
+    failure_modes=(
+        "INVALID_ARGUMENT: more than one statement, a read, or a schema change.",
+        *_COMMON_FAILURES,
+    ),
+)
+
+
+def _checked_call(
+    context: ToolContext, arguments: Mapping[str, Any]
+) -> tuple[DatabaseToolSettings, str, DatabaseConnection, str, Sequence[Any] | None]:
+    settings = database_settings(context.settings)
+    name = str(arguments.get("connection", ""))
+    connection = connection_for(settings, name, context.agent_name)
+    query = arguments.get("query")
+    if not isinstance(query, str):
+        raise ToolRefusedError(RefusalCode.INVALID_ARGUMENT, "query must be a string")
+    if len(query) > settings.max_query_chars:
+        raise ToolRefusedError(
+            RefusalCode.LIMIT_EXCEEDED,
+            f"the query is {len(query)} characters; the limit is {settings.max_query_chars}",
+        )
+    parameters = arguments.get("parameters")
+    if parameters is not None and not isinstance(parameters, list):
+        raise ToolRefusedError(RefusalCode.INVALID_ARGUMENT, "parameters must be a list")
+    return settings, name, connection, query, parameters
+
+
+def _outcome(result: QueryResult, name: str, started: float) -> ToolOutcome:
+    return ToolOutcome(
+        content=result.as_text(),
+        structured=result.as_dict(name),
+        truncated=result.truncated or result.cells_truncated,
+        duration_ms=int((time.monotonic() - started) * 1000),
+    )
+
+
+def _timed_out(settings: DatabaseToolSettings, started: float) -> ToolOutcome:
+    return ToolOutcome(
+        content=f"the statement ran past its timeout of {settings.statement_timeout_seconds}s "
+        "and was cancelled by the database",
+        is_error=True,
+        error_code="STATEMENT_TIMEOUT",
+        timed_out=True,
+        duration_ms=int((time.monotonic() - started) * 1000),
+    )
+
+
+class SqlQueryTool:
+    """``sql_query``: one read on a named connection, enforced read-only by the database."""
+
+    contract: ToolContract = SQL_QUERY_CONTRACT
+
+    def run(self, context: ToolContext, arguments: Mapping[str, Any]) -> ToolOutcome:
+        """Check the connection and the text, then read with the configured limits."""
+        settings, name, connection, query, parameters = _checked_call(context, arguments)
+        check_read_query(query)
+        started = time.monotonic()
+        limits: dict[str, Any] = {
+            "name": name,
+            "sql": query,
+            "parameters": parameters,
+            "max_rows": settings.max_rows,
+            "max_cell_chars": settings.max_cell_chars,
+            "statement_timeout": settings.statement_timeout_seconds,
+        }
+        try:
+            if connection.engine == "sqlite":
+                result = sqlite_read(path=connection.sqlite_path, **limits)
+            else:
+                result = postgres_read(
+                    url=connection.url,
+                    connect_timeout=settings.connect_timeout_seconds,
+                    **limits,
+                )
+        except StatementTimeoutError:
+            return _timed_out(settings, started)
+        return _outcome(result, name, started)
+
+
+class DbMutateTool:
+    """``db_mutate``: one row change on a named connection, in its own transaction."""
+
+    contract: ToolContract = DB_MUTATE_CONTRACT
+
+    def run(self, context: ToolContext, arguments: Mapping[str, Any]) -> ToolOutcome:
+        """Check the connection and the text, then change rows and commit."""
+        settings, name, connection, query, parameters = _checked_call(context, arguments)
+        check_mutation(query)
+        started = time.monotonic()
+        limits: dict[str, Any] = {
+            "name": name,
+            "sql": query,
+            "parameters": parameters,
+            "max_rows": settings.max_rows,
+            "max_cell_chars": settings.max_cell_chars,
+            "statement_timeout": settings.statement_timeout_seconds,
+        }
+        try:
+            if connection.engine == "sqlite":
+                result = sqlite_mutate(path=connection.sqlite_path, **limits)
+            else:
+                result = postgres_mutate(
+                    url=connection.url,
+                    connect_timeout=settings.connect_timeout_seconds,
+                    **limits,
+                )
+        except StatementTimeoutError:
+            return _timed_out(settings, started)
+        return _outcome(result, name, started)
+
+
+class SchemaInspectTool:
+    """``schema_inspect``: the tables, views and columns a connection's role can see."""
+
+    contract: ToolContract = SCHEMA_INSPECT_CONTRACT
+
+    def run(self, context: ToolContext, arguments: Mapping[str, Any]) -> ToolOutcome:
+        """List tables (optionally one schema or table) up to the configured maximum."""
+        settings = database_settings(context.settings)
+        name = str(arguments.get("connection", ""))
+        connection = connection_for(settings, name, context.agent_name)
+        schema, table = arguments.get("schema"), arguments.get("table")
+        started = time.monotonic()
+        try:
+            if connection.engine == "sqlite":
+                columns = sqlite_schema(
+                    path=connection.sqlite_path,
+                    name=name,
+                    table=table,
+                    statement_timeout=settings.statement_timeout_seconds,
+                )
+                if schema not in (None, "main"):
+                    columns = []
+            else:
+                columns = postgres_schema(
+                    url=connection.url,
+                    name=name,
+                    schema=schema,
+                    table=table,
+                    statement_timeout=settings.statement_timeout_seconds,
+                    connect_timeout=settings.connect_timeout_seconds,
+                )
+        except StatementTimeoutError:
+            return _timed_out(settings, started)
+        tables, truncated = schema_tables(columns, settings.max_tables)
+        text = "\n".join(
+            f"{t['schema']}.{t['name']} ({t['kind']}): "
+            + ", ".join(f"{c['name']} {c['type']}" for c in t["columns"])
+            for t in tables
+        )
+        return ToolOutcome(
+            content=text or "no tables visible",
+            structured={"connection": name, "tables": tables, "truncated": truncated},
+            truncated=truncated,
+            duration_ms=int((time.monotonic() - started) * 1000),
+        )
+
+
+TOOLS: Final = (SqlQueryTool(), SchemaInspectTool(), DbMutateTool())
