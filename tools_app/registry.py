@@ -30,6 +30,7 @@ BUILTIN_TOOL_MODULES: tuple[str, ...] = (
     "tools_app.builtin.web",
     "tools_app.builtin.memory",
     "tools_app.builtin.database",
+    "tools_app.builtin.discovery",
 )
 
 # Settings each built-in tool reads from `tools.<name>` in the config, beyond the
@@ -58,6 +59,11 @@ _DATABASE_KEYS = frozenset(
 )
 TOOL_SETTINGS_KEYS: dict[str, frozenset[str]] = {
     **dict.fromkeys(("sql_query", "db_mutate"), _DATABASE_KEYS),
+    "list_tools": frozenset({"l1_token_budget"}),
+    "load_tool": frozenset(
+        {"l2_token_budget", "auto_unload_on_budget_pressure", "unload_threshold_percent"}
+    ),
+    "load_tool_resource": frozenset(),
     "schema_inspect": _DATABASE_KEYS | {"max_tables"},
     "memory_store": frozenset({"max_content_chars", "max_tags", "max_memories_per_agent"}),
     "memory_search": frozenset({"max_results"}),
