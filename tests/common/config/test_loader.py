@@ -180,7 +180,7 @@ TYPOS = [
     ("trust:\n  strategy: weigthed\n", "trust.strategy", "'weighted'"),
     ("trust:\n  initial_level: standard\n", "trust.strategy", "'disabled'"),
     ("trust:\n  strategy: disabled\n  initial_level: root\n", "trust.initial_level", "'elevated'"),
-    ("tools:\n  read_file:\n    timeout: 3\n", "tools.read_file.timeout", "timeout_seconds"),
+    ("tools:\n  read_file:\n    enabled: maybe\n", "tools.read_file.enabled", "bool"),
     (
         "mcp_servers:\n  - {name: a, transport: sse, url: 'https://x.example'}\n",
         "mcp_servers[0].transport",
