@@ -7,6 +7,7 @@ import functools
 from django.db import transaction
 from django.utils import timezone
 
+from approvals_app.events import ApprovalChange, approval_change_on_commit
 from approvals_app.models import ApprovalRequest, ApprovalStatus
 from tools_app.models import Invocation, InvocationStatus
 from tools_app.services.audit import Actor, audit_record
@@ -37,9 +38,13 @@ def invocation_cancel(*, invocation: Invocation, actor: Actor) -> Invocation:
         error_message=f"cancelled by {actor.name}",
     )
     if cancelled:
-        ApprovalRequest.objects.filter(
+        pending = ApprovalRequest.objects.filter(
             invocation_id=invocation.id, status=ApprovalStatus.PENDING
-        ).update(status=ApprovalStatus.CANCELLED, decided_at=timezone.now())
+        )
+        for request_id in list(pending.values_list("id", flat=True)):
+            # The operators' inbox drops the request as soon as the agent withdraws it.
+            approval_change_on_commit(request_id, ApprovalChange.SETTLED)
+        pending.update(status=ApprovalStatus.CANCELLED, decided_at=timezone.now())
         audit_record(
             kind="invocation.cancelled",
             actor=actor,
