@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from common.testing import require
 from tools_app.builtin.base import ToolContext
 from tools_app.sandbox.identity import DEFAULT_SANDBOX_USER, resolve_identity
 from tools_app.sandbox.namespace import NamespaceSandbox, probe_namespace
@@ -32,15 +33,6 @@ from tools_app.sandbox.workspace import grant_workspace
 
 WORKSPACE_ROOT = Path("/tmp/synthorg-test-workspaces")
 ENSURE_USER_SCRIPT = Path(__file__).resolve().parents[3] / "docker" / "ensure-sandbox-user.sh"
-
-
-def require(condition: bool, reason: str) -> None:
-    """Fail (or, with SYNTHORG_TEST_ALLOW_SKIP=1, skip) when a prerequisite is missing."""
-    if condition:
-        return
-    if os.environ.get("SYNTHORG_TEST_ALLOW_SKIP") == "1":
-        pytest.skip(reason)
-    pytest.fail(f"prerequisite missing: {reason} (set SYNTHORG_TEST_ALLOW_SKIP=1 to skip)")
 
 
 def ensure_sandbox_user() -> None:

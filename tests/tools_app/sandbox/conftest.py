@@ -14,19 +14,11 @@ from pathlib import Path
 
 import pytest
 
+from common.testing import require
 from tools_app.sandbox.identity import DEFAULT_SANDBOX_USER, resolve_identity
 from tools_app.sandbox.workspace import grant_workspace
 
 WORKSPACE_ROOT = Path("/tmp/synthorg-test-workspaces")
-
-
-def require(condition: bool, reason: str) -> None:
-    """Fail (or, with SYNTHORG_TEST_ALLOW_SKIP=1, skip) when a prerequisite is missing."""
-    if condition:
-        return
-    if os.environ.get("SYNTHORG_TEST_ALLOW_SKIP") == "1":
-        pytest.skip(reason)
-    pytest.fail(f"prerequisite missing: {reason} (set SYNTHORG_TEST_ALLOW_SKIP=1 to skip)")
 
 
 @pytest.fixture(scope="session", autouse=True)
