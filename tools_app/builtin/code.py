@@ -26,6 +26,7 @@ from tools_app.builtin.base import (
     ToolOutcome,
     ToolRefusedError,
 )
+from tools_app.builtin.process_output import PROCESS_OUTPUT_SCHEMA
 from tools_app.builtin.terminal import outcome_from_result
 from tools_app.contracts import ToolContract
 from tools_app.sandbox.errors import SandboxError
@@ -72,19 +73,7 @@ CODE_RUNNER_CONTRACT: Final = ToolContract(
         "required": ["language", "code"],
         "additionalProperties": False,
     },
-    output_schema={
-        "type": "object",
-        "properties": {
-            "exit_code": {"type": ["integer", "null"]},
-            "stdout": {"type": "string"},
-            "stderr": {"type": "string"},
-            "stdout_truncated": {"type": "boolean"},
-            "stderr_truncated": {"type": "boolean"},
-            "timed_out": {"type": "boolean"},
-        },
-        "required": ["exit_code", "stdout", "stderr", "timed_out"],
-        "additionalProperties": False,
-    },
+    output_schema=dict(PROCESS_OUTPUT_SCHEMA),
     failure_modes=(
         "SANDBOX_NOT_ISOLATED: the code-execution sandbox here is not namespace or docker.",
         "INVALID_ARGUMENT: unknown language, or code with a NUL byte.",

@@ -25,7 +25,7 @@ Settings (``tools.<tool>``; all optional): ``connections``, ``max_rows`` (1000),
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from tools_app.builtin.base import RefusalCode, ToolContext, ToolOutcome, ToolRefusedError
@@ -173,6 +173,38 @@ def _timed_out(settings: DatabaseToolSettings, started: float) -> ToolOutcome:
     )
 
 
+def _run_statement(
+    context: ToolContext,
+    arguments: Mapping[str, Any],
+    *,
+    check: Callable[[str], Any],
+    sqlite: Callable[..., Any],
+    postgres: Callable[..., Any],
+) -> ToolOutcome:
+    """Check the connection and the text, then run it on the connection's engine."""
+    settings, name, connection, query, parameters = _checked_call(context, arguments)
+    check(query)
+    started = time.monotonic()
+    limits: dict[str, Any] = {
+        "name": name,
+        "sql": query,
+        "parameters": parameters,
+        "max_rows": settings.max_rows,
+        "max_cell_chars": settings.max_cell_chars,
+        "statement_timeout": settings.statement_timeout_seconds,
+    }
+    try:
+        if connection.engine == "sqlite":
+            result = sqlite(path=connection.sqlite_path, **limits)
+        else:
+            result = postgres(
+                url=connection.url, connect_timeout=settings.connect_timeout_seconds, **limits
+            )
+    except StatementTimeoutError:
+        return _timed_out(settings, started)
+    return _outcome(result, name, started)
+
+
 class SqlQueryTool:
     """``sql_query``: one read on a named connection, enforced read-only by the database."""
 
@@ -180,29 +212,9 @@ class SqlQueryTool:
 
     def run(self, context: ToolContext, arguments: Mapping[str, Any]) -> ToolOutcome:
         """Check the connection and the text, then read with the configured limits."""
-        settings, name, connection, query, parameters = _checked_call(context, arguments)
-        check_read_query(query)
-        started = time.monotonic()
-        limits: dict[str, Any] = {
-            "name": name,
-            "sql": query,
-            "parameters": parameters,
-            "max_rows": settings.max_rows,
-            "max_cell_chars": settings.max_cell_chars,
-            "statement_timeout": settings.statement_timeout_seconds,
-        }
-        try:
-            if connection.engine == "sqlite":
-                result = sqlite_read(path=connection.sqlite_path, **limits)
-            else:
-                result = postgres_read(
-                    url=connection.url,
-                    connect_timeout=settings.connect_timeout_seconds,
-                    **limits,
-                )
-        except StatementTimeoutError:
-            return _timed_out(settings, started)
-        return _outcome(result, name, started)
+        return _run_statement(
+            context, arguments, check=check_read_query, sqlite=sqlite_read, postgres=postgres_read
+        )
 
 
 class DbMutateTool:
@@ -212,29 +224,9 @@ class DbMutateTool:
 
     def run(self, context: ToolContext, arguments: Mapping[str, Any]) -> ToolOutcome:
         """Check the connection and the text, then change rows and commit."""
-        settings, name, connection, query, parameters = _checked_call(context, arguments)
-        check_mutation(query)
-        started = time.monotonic()
-        limits: dict[str, Any] = {
-            "name": name,
-            "sql": query,
-            "parameters": parameters,
-            "max_rows": settings.max_rows,
-            "max_cell_chars": settings.max_cell_chars,
-            "statement_timeout": settings.statement_timeout_seconds,
-        }
-        try:
-            if connection.engine == "sqlite":
-                result = sqlite_mutate(path=connection.sqlite_path, **limits)
-            else:
-                result = postgres_mutate(
-                    url=connection.url,
-                    connect_timeout=settings.connect_timeout_seconds,
-                    **limits,
-                )
-        except StatementTimeoutError:
-            return _timed_out(settings, started)
-        return _outcome(result, name, started)
+        return _run_statement(
+            context, arguments, check=check_mutation, sqlite=sqlite_mutate, postgres=postgres_mutate
+        )
 
 
 class SchemaInspectTool:

@@ -25,6 +25,7 @@ from tools_app.builtin.base import (
     ToolRefusedError,
 )
 from tools_app.builtin.fs_paths import AgentPath, PathRules, check_agent_path, workspace_roots
+from tools_app.builtin.process_output import PROCESS_OUTPUT_SCHEMA
 from tools_app.builtin.shell_parse import (
     ShellSyntaxRefusedError,
     parse_command_line,
@@ -88,19 +89,7 @@ SHELL_COMMAND_CONTRACT: Final = ToolContract(
         "oneOf": [{"required": ["argv"]}, {"required": ["command"]}],
         "additionalProperties": False,
     },
-    output_schema={
-        "type": "object",
-        "properties": {
-            "exit_code": {"type": ["integer", "null"]},
-            "stdout": {"type": "string"},
-            "stderr": {"type": "string"},
-            "stdout_truncated": {"type": "boolean"},
-            "stderr_truncated": {"type": "boolean"},
-            "timed_out": {"type": "boolean"},
-        },
-        "required": ["exit_code", "stdout", "stderr", "timed_out"],
-        "additionalProperties": False,
-    },
+    output_schema=dict(PROCESS_OUTPUT_SCHEMA),
     failure_modes=(
         "BINARY_NOT_ALLOWED: the program, or one it would run, is denied or not allowed.",
         "INVALID_ARGUMENT: the command line uses refused syntax, or command strings are off.",

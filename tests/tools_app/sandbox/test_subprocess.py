@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from common.testing import require
 from tests.tools_app.sandbox.attacks import AttackSuite
 from tools_app.sandbox.errors import SandboxUserMissingError, SandboxWorkspaceAccessError
 from tools_app.sandbox.protocol import SandboxSpec, WorkspaceMount
@@ -42,8 +43,8 @@ class TestSubprocessSandbox(AttackSuite):
         assert not home.exists()
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="only a root worker switches user")
 def test_root_worker_without_sandbox_user_refuses_every_call(workspace):
+    require(os.geteuid() == 0, "running as root (only a root worker switches user)")
     backend = SubprocessSandbox(run_as_user="synthorg-no-such-user")
     spec = SandboxSpec(argv=("id",), workspace=WorkspaceMount(workspace))
     with pytest.raises(SandboxUserMissingError, match="never run as root"):
@@ -52,8 +53,8 @@ def test_root_worker_without_sandbox_user_refuses_every_call(workspace):
     assert not report.ok and "synthorg-no-such-user" in report.reason
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="only a root worker switches user")
 def test_workspace_the_sandbox_user_cannot_read_is_refused_with_the_fix(workspace):
+    require(os.geteuid() == 0, "running as root (only a root worker switches user)")
     os.chmod(workspace, 0o700)
     os.chown(workspace, 0, 0)
     spec = SandboxSpec(argv=("ls",), workspace=WorkspaceMount(workspace))
