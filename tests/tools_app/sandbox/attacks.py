@@ -7,8 +7,10 @@ sees the workspace at its host path and one that mounts it at /workspace.
 from __future__ import annotations
 
 import os
+import pwd
 import shutil
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,6 +25,8 @@ from tests.tools_app.sandbox.proc import (
     rss_high_water_kib,
 )
 from tools_app.sandbox.errors import SandboxWorkspaceEscapeError
+from tools_app.sandbox.identity import DEFAULT_SANDBOX_USER
+from tools_app.sandbox.limits import count_user_processes
 from tools_app.sandbox.paths import SAFE_PATH_PREFIXES, is_within
 from tools_app.sandbox.protocol import (
     MIB,
@@ -313,6 +317,7 @@ class AttackSuite:
         fds = open_fd_count()
         for index in range(200):
             argv = ("true",) if index % 2 else ("sh", "-c", "sleep 30 & echo $$")
+            wait_for_sandbox_user_room()
             result = self.run(backend, workspace, *argv)
             assert result.exit_code == 0, (index, result)
         assert open_fd_count() <= fds
@@ -321,6 +326,24 @@ class AttackSuite:
 
     def assert_no_leaked_resources(self) -> None:
         """Backends with extra resources (containers, scratch dirs) check them here."""
+
+
+def wait_for_sandbox_user_room(*, below: int = 32, seconds: float = 10.0) -> None:
+    """Let processes of earlier calls finish exiting before the next call.
+
+    The process limit counts every process of the sandbox user, so on a busy
+    machine the teardown of the previous call can still hold slots; waiting
+    (bounded) keeps this test about leaks, not about how fast the kernel reaps.
+    """
+    if os.geteuid() != 0:
+        return
+    try:
+        uid = pwd.getpwnam(DEFAULT_SANDBOX_USER).pw_uid
+    except KeyError:
+        return
+    deadline = time.monotonic() + seconds
+    while count_user_processes(uid) >= below and time.monotonic() < deadline:
+        time.sleep(0.01)
 
 
 def describe(pids: list[int]) -> list[str]:
