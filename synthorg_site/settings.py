@@ -205,6 +205,8 @@ SYNTHORG_INVOCATION_LEASE_SECONDS = env.float("SYNTHORG_INVOCATION_LEASE_SECONDS
 # An idempotent call whose worker keeps dying is failed after this many attempts.
 SYNTHORG_INVOCATION_MAX_ATTEMPTS = env.int("SYNTHORG_INVOCATION_MAX_ATTEMPTS", default=3)
 SYNTHORG_BATCH_MAX_CALLS = env.int("SYNTHORG_BATCH_MAX_CALLS", default=50)
+# How long an MCP tools/call waits for a person to decide before answering "pending".
+SYNTHORG_MCP_APPROVAL_WAIT_SECONDS = env.int("SYNTHORG_MCP_APPROVAL_WAIT_SECONDS", default=60)
 DATA_UPLOAD_MAX_MEMORY_SIZE = SYNTHORG_MAX_REQUEST_BYTES
 
 REST_FRAMEWORK: dict[str, object] = {

@@ -1,0 +1,113 @@
+"""Who may speak to /mcp/: agent tokens only; strangers 401, people 403."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+import pytest
+from django.utils import timezone
+
+from tests.tools_app.api.conftest import AgentClient
+from tests.tools_app.mcp.conftest import with_mcp
+from trust_app.models import AgentToken
+from trust_app.services import person_create, person_token_issue
+
+pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
+
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "probe", "version": "1"},
+    },
+}
+ACCEPT = {"Accept": "application/json, text/event-stream"}
+
+
+def _post(url: str, token: str | None = None) -> httpx.Response:
+    headers = dict(ACCEPT)
+    if token is not None:
+        headers["Authorization"] = f"Bearer {token}"
+    return httpx.post(url, json=INITIALIZE, headers=headers)
+
+
+@pytest.mark.parametrize("path", ["/mcp/", "/mcp"])
+def test_no_token_is_401_and_says_what_to_send(daphne_server: str, path: str) -> None:
+    response = _post(daphne_server + path)
+    assert response.status_code == 401
+    error = response.json()["error"]
+    assert error["code"] == "unauthenticated"
+    assert "Authorization: Bearer <agent token>" in error["message"]
+    assert response.headers["WWW-Authenticate"].startswith("Bearer")
+    assert response.headers["X-Request-ID"]
+
+
+def test_a_revoked_or_forged_agent_token_is_401(
+    daphne_server: str, make_agent: Callable[..., AgentClient]
+) -> None:
+    client = make_agent()
+    assert _post(daphne_server + "/mcp/", client.token).status_code == 200
+    forged = client.token[:-4] + "AAAA"
+    response = _post(daphne_server + "/mcp/", forged)
+    assert response.status_code == 401
+    assert "unknown, revoked" in response.json()["error"]["message"]
+    AgentToken.objects.filter(agent=client.agent).update(revoked_at=timezone.now())
+    assert _post(daphne_server + "/mcp/", client.token).status_code == 401
+    assert _post(daphne_server + "/mcp/", "not-a-token").status_code == 401
+
+
+def test_the_official_client_without_a_valid_token_gets_nowhere(daphne_server: str) -> None:
+    async def work(session: Any) -> Any:
+        return await session.list_tools()
+
+    with pytest.raises(BaseException) as raised:  # the SDK may wrap it in a group
+        with_mcp(daphne_server, "soa_AAAAAAAA_" + "x" * 43, work)
+    assert "401" in repr(raised.value) or "Unauthorized" in repr(raised.value), raised.value
+
+
+def test_a_person_token_is_refused(daphne_server: str) -> None:
+    person = person_create(username="mcp-scripter", role="admin", password=None)
+    token = person_token_issue(person=person)
+    response = _post(daphne_server + "/mcp/", token)
+    assert response.status_code == 403
+    assert response.json()["error"]["code"] == "forbidden"
+
+
+def test_a_signed_in_session_is_not_an_agent(daphne_server: str) -> None:
+    person_create(username="mcp-sess", role="operator", password="pw-sess-123456")
+    with httpx.Client(base_url=daphne_server) as browser:
+        browser.get("/accounts/login/")
+        browser.post(
+            "/accounts/login/",
+            data={
+                "username": "mcp-sess",
+                "password": "pw-sess-123456",
+                "csrfmiddlewaretoken": browser.cookies["csrftoken"],
+            },
+            headers={"Referer": daphne_server + "/accounts/login/"},
+        )
+        assert browser.get("/").status_code == 200, "signed in"
+        response = browser.post("/mcp/", json=INITIALIZE, headers=ACCEPT)
+    assert response.status_code == 401
+
+
+def test_the_path_without_a_slash_serves_the_same_gateway(
+    daphne_server: str, make_agent: Callable[..., AgentClient]
+) -> None:
+    client = make_agent()
+
+    async def work(session: Any) -> Any:
+        return await session.list_tools()
+
+    listed = with_mcp(daphne_server, client.token, work, path="/mcp")
+    assert "read_file" in {t.name for t in listed.tools}
+
+
+def test_django_still_serves_everything_else(daphne_server: str) -> None:
+    assert httpx.get(daphne_server + "/api/v1/me/").status_code == 401
+    assert httpx.get(daphne_server + "/mcp-not/").status_code == 404

@@ -1,0 +1,210 @@
+"""The gateway as an ASGI application at /mcp/, in front of Django.
+
+Each request gets a request id (like every Django request), a Host check against
+ALLOWED_HOSTS, and the agent bearer token check of the REST API: no token or an
+unknown one is 401, a person's token 403. Only then does it reach the SDK's
+Streamable HTTP session manager, stateless and answering JSON, so any web node can
+serve any request.
+
+daphne runs no ASGI lifespan, so the session manager is started on the first request
+of each event loop, in a task of its own that lives as long as the loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+from asgiref.sync import sync_to_async
+from django.conf import settings
+from django.db import close_old_connections
+from django.http.request import split_domain_port, validate_host
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from synthorg_site.logs import REQUEST_ID_HEADER, request_id_from
+from tools_app.mcp.server import CALLER_SCOPE_KEY, McpCaller, gateway_server
+from trust_app.auth import agent_for_token, person_for_token
+from trust_app.tokens import token_kind
+
+MCP_PATHS = frozenset({"/mcp", "/mcp/"})
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True)
+class _Refusal:
+    status: int
+    code: str
+    message: str
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope.get("headers", ()):
+        if key.lower() == name:
+            return bytes(value).decode("latin-1")
+    return None
+
+
+def _bearer(scope: Scope) -> str | None:
+    scheme, _, value = (_header(scope, b"authorization") or "").partition(" ")
+    if scheme.lower() != "bearer" or not value.strip():
+        return None
+    return value.strip()
+
+
+def caller_for(token: str | None, request_id: str) -> McpCaller | _Refusal:
+    """The agent a bearer token belongs to, or why the request is refused."""
+    if token is None:
+        return _Refusal(
+            401, "unauthenticated", "send Authorization: Bearer <agent token> (the MCP gateway "
+            "takes agent tokens only)",
+        )  # fmt: skip
+    kind = token_kind(token)
+    if kind == "person" and person_for_token(token) is not None:
+        return _Refusal(
+            403, "forbidden", "the MCP gateway takes an agent token; people use the console"
+        )
+    agent = agent_for_token(token) if kind == "agent" else None
+    if agent is None:
+        message = (
+            "the agent token is unknown, revoked, or its agent is inactive"
+            if kind == "agent"
+            else "the bearer token is not a valid agent token"
+        )
+        return _Refusal(401, "unauthenticated", message)
+    return McpCaller(agent=agent, request_id=request_id)
+
+
+def _host_allowed(scope: Scope) -> bool:
+    host = _header(scope, b"host") or ""
+    domain, _port = split_domain_port(host)
+    allowed = list(settings.ALLOWED_HOSTS)
+    if settings.DEBUG and not allowed:
+        allowed = [".localhost", "127.0.0.1", "[::1]"]
+    return bool(domain) and validate_host(domain, allowed)
+
+
+async def _refuse(send: Send, refusal: _Refusal) -> None:
+    body = json.dumps(
+        {"error": {"code": refusal.code, "message": refusal.message, "details": {}}}
+    ).encode()
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    if refusal.status == 401:
+        headers.append((b"www-authenticate", b'Bearer realm="synthorg"'))
+    await send({"type": "http.response.start", "status": refusal.status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+@dataclass
+class _Running:
+    loop: asyncio.AbstractEventLoop
+    manager: StreamableHTTPSessionManager
+    ready: asyncio.Future[None]
+    task: asyncio.Task[None]
+
+
+class GatewaySessionManager:
+    """One running SDK session manager per event loop, started on first use."""
+
+    def __init__(self) -> None:
+        self._running: _Running | None = None
+
+    def _new_manager(self) -> StreamableHTTPSessionManager:
+        return StreamableHTTPSessionManager(
+            app=gateway_server(),
+            json_response=True,
+            stateless=True,
+            max_request_body_size=settings.SYNTHORG_MAX_REQUEST_BYTES,
+        )
+
+    async def manager(self) -> StreamableHTTPSessionManager:
+        loop = asyncio.get_running_loop()
+        running = self._running
+        if running is None or running.loop is not loop or running.task.done():
+            # No await between the check and the assignment: one start per loop.
+            manager = self._new_manager()
+            ready: asyncio.Future[None] = loop.create_future()
+            # A fresh context: the manager's task must not keep the first request's
+            # request id (or anything else it bound) for the life of the process.
+            task = loop.create_task(self._serve(manager, ready), context=contextvars.Context())
+            running = _Running(loop=loop, manager=manager, ready=ready, task=task)
+            self._running = running
+        await asyncio.shield(running.ready)
+        return running.manager
+
+    @staticmethod
+    async def _serve(manager: StreamableHTTPSessionManager, ready: asyncio.Future[None]) -> None:
+        try:
+            async with manager.run():
+                ready.set_result(None)
+                await asyncio.Event().wait()  # until the loop shuts down and cancels us
+        except BaseException as exc:
+            if not ready.done():
+                ready.set_exception(exc if isinstance(exc, Exception) else RuntimeError(str(exc)))
+            raise
+
+
+class McpGateway:
+    """The /mcp endpoint: request id, Host check, agent authentication, then the SDK."""
+
+    def __init__(self) -> None:
+        self.sessions = GatewaySessionManager()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        request_id = request_id_from(_header(scope, REQUEST_ID_HEADER.lower().encode()))
+
+        async def send_with_request_id(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = [*message.get("headers", ()), (b"x-request-id", request_id.encode())]
+                message = {**message, "headers": headers}
+            await send(message)
+
+        with structlog.contextvars.bound_contextvars(request_id=request_id):
+            if not _host_allowed(scope):
+                await _refuse(
+                    send_with_request_id,
+                    _Refusal(400, "bad_request", "the Host header is not in ALLOWED_HOSTS"),
+                )
+                return
+            await sync_to_async(close_old_connections)()
+            try:
+                caller = await sync_to_async(caller_for)(_bearer(scope), request_id)
+                if isinstance(caller, _Refusal):
+                    log.info("mcp_refused", status=caller.status, reason=caller.message)
+                    await _refuse(send_with_request_id, caller)
+                    return
+                manager = await self.sessions.manager()
+                scope = {**scope, CALLER_SCOPE_KEY: caller}
+                await manager.handle_request(scope, receive, send_with_request_id)
+            finally:
+                await sync_to_async(close_old_connections)()
+
+
+class McpMount:
+    """HTTP to /mcp and /mcp/ goes to the gateway, everything else to `fallback`."""
+
+    def __init__(self, gateway: ASGIApp, fallback: ASGIApp) -> None:
+        self.gateway = gateway
+        self.fallback = fallback
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and _relative_path(scope) in MCP_PATHS:
+            await self.gateway(scope, receive, send)
+        else:
+            await self.fallback(scope, receive, send)
+
+
+def _relative_path(scope: Scope) -> str:
+    path: str = scope.get("path", "")
+    root: str = scope.get("root_path", "")
+    return path[len(root) :] if root and path.startswith(root) else path
+
+
+def mcp_mount(fallback: Any) -> McpMount:
+    """Wrap Django's ASGI application so /mcp/ is served by the gateway."""
+    return McpMount(McpGateway(), fallback)
