@@ -24,6 +24,7 @@ from django.conf import settings
 from django.db import close_old_connections
 from django.http.request import split_domain_port, validate_host
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp_types import INVALID_REQUEST
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from synthorg_site.logs import REQUEST_ID_HEADER, request_id_from
@@ -90,8 +91,18 @@ def _host_allowed(scope: Scope) -> bool:
 
 
 async def _refuse(send: Send, refusal: _Refusal) -> None:
+    # A JSON-RPC error, as the SDK answers its own HTTP-level refusals, so MCP clients
+    # show the message; `data.code` is the REST API's error code.
     body = json.dumps(
-        {"error": {"code": refusal.code, "message": refusal.message, "details": {}}}
+        {
+            "jsonrpc": "2.0",
+            "id": None,
+            "error": {
+                "code": INVALID_REQUEST,
+                "message": refusal.message,
+                "data": {"code": refusal.code, "status": refusal.status},
+            },
+        }
     ).encode()
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     if refusal.status == 401:
