@@ -37,7 +37,7 @@ class ApprovalListView(PersonView, APIView):
     permission_classes = [roles_required(Role.OPERATOR, Role.ADMIN)]
 
     @extend_schema(
-        summary="Approval requests, oldest deadline first",
+        summary="Approval requests, oldest deadline first, as {results, next}",
         parameters=[OpenApiParameter("status", str, enum=list(ApprovalStatus.values))],
         responses={200: dict},
     )
@@ -46,7 +46,7 @@ class ApprovalListView(PersonView, APIView):
         if status is not None and status not in ApprovalStatus.values:
             raise InvalidArgumentError(f"status must be one of: {', '.join(ApprovalStatus.values)}")
         rows = [approval_json(r) for r in approval_requests(status=status)[:LIST_MAX]]
-        return Response({"approvals": rows, "results": rows, "next": None})
+        return Response({"results": rows, "next": None})
 
 
 class ApprovalDecideView(PersonView, APIView):

@@ -52,18 +52,19 @@ def test_pending_list_for_operators_with_what_is_asked(
         "/api/v1/approvals/?status=pending", headers=bearer(make_person("operator"))
     )
     assert answer.status_code == 200
-    [item] = answer.json()["approvals"]
+    assert set(answer.json()) == {"results", "next"}
+    assert answer.json()["next"] is None
+    [item] = answer.json()["results"]
     assert item["id"] == str(request_row.id) and item["status"] == "pending"
     assert item["invocation"]["tool"] == "test_echo"
     assert item["invocation"]["arguments"] == {"text": "hi"}
     assert item["agent"]["autonomy"] == "locked"
     assert item["rule"] == "autonomy:locked" and item["trace"]
     assert (item["required_approvals"], item["approvals"], item["risk_tier"]) == (1, 0, "low")
-    assert answer.json()["results"] == answer.json()["approvals"]
     assert (
         client.get(
             "/api/v1/approvals/?status=approved", headers=bearer(make_person("admin"))
-        ).json()["approvals"]
+        ).json()["results"]
         == []
     )
     bad = client.get("/api/v1/approvals/?status=nope", headers=bearer(make_person("admin")))
