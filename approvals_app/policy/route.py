@@ -13,7 +13,8 @@ Order, first decisive step wins:
   5. a call that would ask one person and that a live grant covers is approved,
      naming the grant.
 The rule that decided is named in the decision; every step is in its trace.
-Rate limits are separate (``rate_windows``): they answer 429 before routing.
+Rate limits are separate (``rate_windows``: ``approval.rate_limits`` and each tool's
+``tools.<name>.max_calls_per_minute``): they answer 429 before routing.
 """
 
 from __future__ import annotations
@@ -308,8 +309,15 @@ class RateWindow:
     label: str
 
 
-def rate_windows(facts: CallFacts, agent_id: str, approval: ApprovalSection) -> list[RateWindow]:
-    """The configured rate limits this call counts against, in config order."""
+def rate_windows(
+    facts: CallFacts,
+    agent_id: str,
+    approval: ApprovalSection,
+    tool_max_per_minute: int | None = None,
+) -> list[RateWindow]:
+    """The rate limits this call counts against: ``approval.rate_limits`` in config order,
+    then the tool's own ``tools.<name>.max_calls_per_minute`` (per agent, 60 s window).
+    """
     windows = []
     for index, limit in enumerate(approval.rate_limits):
         if limit.match is not None and not match_holds(limit.match, facts):
@@ -328,6 +336,16 @@ def rate_windows(facts: CallFacts, agent_id: str, approval: ApprovalSection) -> 
         }[limit.per.value]
         windows.append(
             RateWindow(f"approval:{name}:{scope}", limit.max_calls, limit.window_seconds, label)
+        )
+    if tool_max_per_minute is not None and tool_max_per_minute > 0:
+        tool = facts.tool.casefold()
+        windows.append(
+            RateWindow(
+                f"tool:{tool}:max_calls_per_minute:agent:{agent_id}",
+                tool_max_per_minute,
+                60.0,
+                f"agent {facts.agent} with {facts.tool} (tools.{facts.tool}.max_calls_per_minute)",
+            )
         )
     return windows
 

@@ -3,8 +3,9 @@
 ``approval_route`` builds the plain facts, lets the pure policy decide, and
 answers what ``invocation_submit`` records. Budgets are counted in the database
 under a lock on the agent's row, so two concurrent calls never spend one slot
-twice. Rate limits are sliding windows in Redis, checked before anything is
-recorded (``approval_rate_limited``).
+twice. Rate limits (``approval.rate_limits`` and ``tools.<name>.max_calls_per_minute``)
+are sliding windows in Redis, checked before anything is recorded
+(``approval_rate_limited``).
 """
 
 from __future__ import annotations
@@ -163,8 +164,10 @@ def approval_rate_limited(
     """Count the call against every configured window; the first one over answers."""
     from tools_app.ratelimit import rate_limit_hit
 
+    config = synthorg_config()
     facts = call_facts(agent, contract, arguments)
-    for window in rate_windows(facts, str(agent.id), synthorg_config().approval):
+    per_minute = config.tool_settings(contract.name).max_calls_per_minute
+    for window in rate_windows(facts, str(agent.id), config.approval, per_minute):
         wait = rate_limit_hit(window.key, limit=window.limit, window_seconds=window.window_seconds)
         if wait:
             seconds = f"{window.window_seconds:g}"

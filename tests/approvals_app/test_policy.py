@@ -321,6 +321,20 @@ def test_rate_windows_per_agent_per_tool_and_per_tool() -> None:
     assert [w.key for w in web][-1] == "approval:rate_limit3:tool:http_request"
 
 
+def test_a_tools_max_calls_per_minute_is_a_window_per_agent_after_the_configured_ones() -> None:
+    approval = config({"rate_limits": [{"per": "agent", "max_calls": 100, "window_seconds": 60}]})
+    windows = rate_windows(facts("Git_Push"), "A1", approval.approval, 3)
+    assert [w.key for w in windows] == [
+        "approval:rate_limit1:agent:A1",
+        "tool:git_push:max_calls_per_minute:agent:A1",
+    ]
+    tool_window = windows[-1]
+    assert (tool_window.limit, tool_window.window_seconds) == (3, 60.0)
+    assert "tools.Git_Push.max_calls_per_minute" in tool_window.label
+    assert rate_windows(facts("git_push"), "A2", approval.approval, 3)[-1].key.endswith(":A2")
+    assert len(rate_windows(facts("git_push"), "A1", approval.approval, None)) == 1
+
+
 def test_expiry_never_approves_high_or_critical() -> None:
     approval = ApprovalSection.model_validate(
         {"expiry": {"low": {"ttl_seconds": 60, "on_expiry": "approve"}}}

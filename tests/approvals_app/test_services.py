@@ -300,3 +300,24 @@ def test_rate_limit_answers_with_retry_after_and_is_audited(
     assert submit(agent, "test_counter", {}).status == "queued"  # another tool, another window
     refused = AuditEvent.objects.get(outcome="rate_limited")
     assert "at most 2 calls per 60s" in refused.reason
+
+
+def test_a_tools_max_calls_per_minute_limits_each_agent_with_that_tool(
+    make_agent_row: Callable[..., Any],
+    submit: Callable[..., Any],
+    approval_config: Callable[[str], None],
+) -> None:
+    from common.errors import RateLimitedError
+
+    approval_config("tools:\n  test_echo: {max_calls_per_minute: 2}\n")
+    agent = make_agent_row(autonomy="full")
+    assert [submit(agent).status for _ in range(2)] == ["queued", "queued"]
+    with pytest.raises(RateLimitedError) as caught:
+        submit(agent)
+    assert 1 <= caught.value.retry_after <= 60
+    assert "at most 2 calls per 60s" in caught.value.message
+    assert "tools.test_echo.max_calls_per_minute" in caught.value.message
+    assert submit(agent, "test_counter", {}).status == "queued"  # another tool is not limited
+    assert submit(make_agent_row(autonomy="full")).status == "queued"  # nor another agent
+    refused = AuditEvent.objects.get(outcome="rate_limited")
+    assert refused.tool == "test_echo" and "max_calls_per_minute" in refused.reason

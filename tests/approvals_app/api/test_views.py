@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -173,3 +174,27 @@ def test_twenty_concurrent_decisions_exactly_one_wins(
     assert sorted(statuses) == [200] + [409] * 19
     request.refresh_from_db()
     assert request.decisions.count() == 1 and request.status in ("approved", "denied")
+
+
+def test_a_call_over_the_tools_max_calls_per_minute_is_429_with_retry_after(
+    approval_config: Callable[[str], None],
+) -> None:
+    from trust_app.services import agent_create
+
+    approval_config("tools:\n  test_echo: {max_calls_per_minute: 1}\n")
+    name = f"limited-{uuid.uuid4().hex[:8]}"
+    created = agent_create(name=name, access_level="standard", autonomy="full")
+    headers = {"Authorization": f"Bearer {created.token}"}
+    client = Client()
+
+    def call() -> Any:
+        body = json.dumps({"tool": "test_echo", "arguments": {"text": "x"}})
+        return client.post(
+            "/api/v1/invocations/", body, content_type="application/json", headers=headers
+        )
+
+    assert call().status_code == 201
+    refused = call()
+    assert refused.status_code == 429, refused.content
+    assert refused.json()["error"]["code"] == "rate_limited"
+    assert 1 <= int(refused.headers["Retry-After"]) <= 60
