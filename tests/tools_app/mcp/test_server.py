@@ -3,18 +3,26 @@ a real Celery worker, PostgreSQL and Redis; every call through the REST pipeline
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from django.db import connection
+from mcp.client import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from common.testing import RunningProcess
+from approvals_app.models import ApprovalRequest
+from approvals_app.services import approval_decide
+from common.testing import RunningProcess, wait_until
 from tests.tools_app.api.conftest import AgentClient
 from tests.tools_app.mcp.conftest import with_mcp
 from tools_app.models import AuditEvent, Invocation
 from tools_app.registry import tool_catalog
-from trust_app.services import workspace_grant
+from trust_app.services import person_create, workspace_grant
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
@@ -136,9 +144,6 @@ def test_an_unknown_tool_is_an_error_and_audited(
 def test_a_call_awaiting_approval_names_its_invocation_and_a_repeat_gets_the_result(
     daphne_server: str, make_agent: Callable[..., AgentClient]
 ) -> None:
-    from approvals_app.models import ApprovalRequest
-    from approvals_app.services import approval_decide
-    from trust_app.services import person_create
 
     client = make_agent(autonomy="locked")
     meta = {"synthorg/wait": 0, "synthorg/idempotency_key": "mcp-approve-1"}
@@ -161,3 +166,56 @@ def test_a_call_awaiting_approval_names_its_invocation_and_a_repeat_gets_the_res
     assert done.meta["synthorg/invocation"] == str(invocation.id)
     assert _text(done) == "approved\n"
     assert Invocation.objects.filter(agent=client.agent).count() == 1
+
+
+def test_an_approval_given_while_the_call_waits_answers_with_the_result(
+    daphne_server: str, make_agent: Callable[..., AgentClient]
+) -> None:
+
+    client = make_agent(autonomy="locked")
+    operator = person_create(username="mcp-live-operator", role="operator", password=None)
+
+    def approve_when_asked() -> None:
+        try:
+            asked = ApprovalRequest.objects.filter(invocation__agent=client.agent, status="pending")
+            wait_until(asked.exists, timeout=60, what="the call's approval request")
+            approval_decide(request=asked.get(), person=operator, decision="approve")
+        finally:
+            connection.close()
+
+    async def work(session: Any) -> Any:
+        call = asyncio.ensure_future(session.call_tool("test_echo", {"text": "worth the wait"}))
+        await asyncio.to_thread(approve_when_asked)
+        return await call
+
+    result = with_mcp(daphne_server, client.token, work)
+    assert result.is_error is False, _text(result)
+    assert _text(result) == "worth the wait\n"
+    invocation = Invocation.objects.get(id=result.meta["synthorg/invocation"])
+    assert invocation.status == "succeeded"
+    assert invocation.approval.status == "approved"
+
+
+def test_a_client_on_the_newest_protocol_lists_and_calls_the_same_way(
+    daphne_server: str, make_agent: Callable[..., AgentClient]
+) -> None:
+    client = make_agent(denied=["test_counter"])
+
+    async def main() -> tuple[str, Any, Any, Any]:
+        http = create_mcp_http_client(headers={"Authorization": f"Bearer {client.token}"})
+        transport = streamable_http_client(daphne_server + "/mcp/", http_client=http)
+        async with http, Client(transport, mode="auto") as mcp:
+            listed = await mcp.list_tools()
+            echoed = await mcp.call_tool("test_echo", {"text": "newest"})
+            denied = await mcp.call_tool("test_counter", {"seconds": 0})
+            return mcp.protocol_version, listed, echoed, denied
+
+    version, listed, echoed, denied = asyncio.run(main())
+    assert version in MODERN_PROTOCOL_VERSIONS
+    rest = client.http.get("/api/v1/tools/").json()["tools"]
+    assert [t.name for t in listed.tools] == [t["name"] for t in rest]
+    assert echoed.is_error is False and _text(echoed) == "newest\n"
+    assert denied.is_error is True and _text(denied).startswith("denied: ")
+    assert AuditEvent.objects.filter(
+        agent_id=client.agent.id, kind="invocation.decided", outcome="deny"
+    ).exists()
