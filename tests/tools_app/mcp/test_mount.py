@@ -111,3 +111,13 @@ def test_the_path_without_a_slash_serves_the_same_gateway(
 def test_django_still_serves_everything_else(daphne_server: str) -> None:
     assert httpx.get(daphne_server + "/api/v1/me/").status_code == 401
     assert httpx.get(daphne_server + "/mcp-not/").status_code == 404
+
+
+def test_a_host_outside_allowed_hosts_is_refused(
+    daphne_server: str, make_agent: Callable[..., AgentClient]
+) -> None:
+    client = make_agent()
+    headers = {**ACCEPT, "Authorization": f"Bearer {client.token}", "Host": "evil.example"}
+    response = httpx.post(daphne_server + "/mcp/", json=INITIALIZE, headers=headers)
+    assert response.status_code == 400
+    assert "ALLOWED_HOSTS" in response.json()["error"]["message"]
