@@ -37,7 +37,7 @@ from trust_app.selectors import agent_policy
 SERVER_NAME = "synthorg-console"
 CALLER_SCOPE_KEY = "synthorg.mcp_caller"
 
-# Optional `_meta` keys of tools/call, the REST body's other fields.
+# Optional `_meta` keys of tools/call: the REST body's other fields, with its limits.
 META_IDEMPOTENCY_KEY = "synthorg/idempotency_key"
 META_TASK_ID = "synthorg/task_id"
 META_WAIT = "synthorg/wait"
@@ -173,6 +173,8 @@ async def _call_tool(
     caller = _caller(ctx)
     meta: Mapping[str, Any] = params.meta or {}
     with structlog.contextvars.bound_contextvars(request_id=caller.request_id):
+        if len(params.name) > _MAX_KEY_LENGTH:
+            return request_problem_result(f"a tool name has at most {_MAX_KEY_LENGTH} characters")
         try:
             call = CallRequest(
                 tool=params.name,

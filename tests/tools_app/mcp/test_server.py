@@ -219,3 +219,17 @@ def test_a_client_on_the_newest_protocol_lists_and_calls_the_same_way(
     assert AuditEvent.objects.filter(
         agent_id=client.agent.id, kind="invocation.decided", outcome="deny"
     ).exists()
+
+
+def test_a_malformed_meta_field_is_an_error_and_nothing_is_submitted(
+    daphne_server: str, make_agent: Callable[..., AgentClient]
+) -> None:
+    client = make_agent()
+
+    async def work(session: Any) -> Any:
+        return await session.call_tool("test_echo", {"text": "x"}, meta={"synthorg/wait": "soon"})
+
+    result = with_mcp(daphne_server, client.token, work)
+    assert result.is_error is True
+    assert "synthorg/wait must be an integer" in _text(result)
+    assert not Invocation.objects.filter(agent=client.agent).exists()
