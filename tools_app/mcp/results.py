@@ -59,6 +59,11 @@ def _pending_text(invocation: Invocation) -> str:
         f"invocation {invocation.id} awaits approval by a person; it was not run. "
         f"GET /api/v1/invocations/{invocation.id}/?wait=60 answers once it is decided"
     )
+    if invocation.idempotency_key:
+        text += (
+            ", and so does this call again with the same _meta "
+            f"synthorg/idempotency_key {invocation.idempotency_key!r}"
+        )
     try:
         approval: ApprovalRequest = invocation.approval
     except ApprovalRequest.DoesNotExist:

@@ -156,6 +156,7 @@ def test_a_call_awaiting_approval_names_its_invocation_and_a_repeat_gets_the_res
     invocation = Invocation.objects.get(agent=client.agent)
     assert invocation.status == "pending_approval"
     assert f"invocation {invocation.id} awaits approval" in _text(pending)
+    assert "synthorg/idempotency_key 'mcp-approve-1'" in _text(pending)
 
     operator = person_create(username="mcp-operator", role="operator", password=None)
     request = ApprovalRequest.objects.get(invocation=invocation)
