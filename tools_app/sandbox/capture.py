@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import math
 import os
-import selectors
-import subprocess
+import select
 import time
 from dataclasses import dataclass, field
 
@@ -56,8 +56,11 @@ class CaptureOutcome:
 
 
 def capture_output(
-    proc: subprocess.Popen[bytes],
     *,
+    pidfd: int,
+    stdout_fd: int,
+    stderr_fd: int,
+    stdin_fd: int | None,
     stdin: bytes,
     cap: int,
     deadline: float,
@@ -65,30 +68,27 @@ def capture_output(
 ) -> CaptureOutcome:
     """Feed ``stdin`` and read both pipes until EOF, the deadline, or a cap.
 
-    When the main process has exited but something it left behind still
-    holds the pipes open, keep reading for ``exit_drain_seconds`` and then stop
-    with ``LEFTOVER_PROCESSES`` so the caller kills the rest.
+    ``pidfd`` becomes readable when the main process exits; if something it
+    left behind still holds the pipes open, keep reading for
+    ``exit_drain_seconds`` and then stop with ``LEFTOVER_PROCESSES`` so the
+    caller kills the rest. ``stdin_fd`` is closed here once fed; the read
+    ends stay open for the caller to close.
     """
-    assert proc.stdout is not None and proc.stderr is not None
-    streams = {proc.stdout.fileno(): _Stream(cap), proc.stderr.fileno(): _Stream(cap)}
-    out_fd, err_fd = proc.stdout.fileno(), proc.stderr.fileno()
+    streams = {stdout_fd: _Stream(cap), stderr_fd: _Stream(cap)}
     pending = memoryview(stdin)
     stop: CaptureStop | None = None
-    pidfd = os.pidfd_open(proc.pid)
-    selector = selectors.DefaultSelector()
+    poller = select.poll()
+    for fd in streams:
+        poller.register(fd, select.POLLIN)
+    poller.register(pidfd, select.POLLIN)
+    if stdin_fd is not None:
+        if pending:
+            os.set_blocking(stdin_fd, False)
+            poller.register(stdin_fd, select.POLLOUT)
+        else:
+            os.close(stdin_fd)
+            stdin_fd = None
     try:
-        for fd in streams:
-            selector.register(fd, selectors.EVENT_READ)
-        selector.register(pidfd, selectors.EVENT_READ)
-        stdin_fd: int | None = None
-        if proc.stdin is not None:
-            stdin_fd = proc.stdin.fileno()
-            if pending:
-                os.set_blocking(stdin_fd, False)
-                selector.register(stdin_fd, selectors.EVENT_WRITE)
-            else:
-                proc.stdin.close()
-                stdin_fd = None
         drain_until: float | None = None
         open_reads = set(streams)
         while open_reads:
@@ -97,10 +97,9 @@ def capture_output(
             if now >= limit:
                 stop = CaptureStop.TIMEOUT if now >= deadline else CaptureStop.LEFTOVER_PROCESSES
                 break
-            for key, _ in selector.select(limit - now):
-                fd = key.fd
+            for fd, _ in poller.poll(max(1, math.ceil((limit - now) * 1000))):
                 if fd == pidfd:
-                    selector.unregister(pidfd)
+                    poller.unregister(pidfd)
                     drain_until = time.monotonic() + exit_drain_seconds
                 elif fd == stdin_fd:
                     try:
@@ -111,14 +110,13 @@ def capture_output(
                         written = len(pending)
                     pending = pending[written:]
                     if not pending:
-                        selector.unregister(fd)
-                        assert proc.stdin is not None
-                        proc.stdin.close()
+                        poller.unregister(fd)
+                        os.close(fd)
                         stdin_fd = None
-                else:
+                elif fd in open_reads:
                     chunk = os.read(fd, CHUNK_BYTES)
                     if not chunk:
-                        selector.unregister(fd)
+                        poller.unregister(fd)
                         open_reads.discard(fd)
                         continue
                     stream = streams[fd]
@@ -129,12 +127,10 @@ def capture_output(
             if stop is not None:
                 break
     finally:
-        selector.close()
-        os.close(pidfd)
-        if proc.stdin is not None and not proc.stdin.closed:
-            with contextlib.suppress(BrokenPipeError):
-                proc.stdin.close()
-    out, err = streams[out_fd], streams[err_fd]
+        if stdin_fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(stdin_fd)
+    out, err = streams[stdout_fd], streams[stderr_fd]
     return CaptureOutcome(
         stdout=bytes(out.data),
         stderr=bytes(err.data),

@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 GROUP_PARENT_NAME = "synthorg-sandbox"
+# Per-call groups are named call-<worker pid>-<random>.
+CALL_PREFIX = "call-"
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,27 +150,66 @@ class CallCgroup:
     def __init__(self, support: CgroupSupport, *, memory_bytes: int, max_processes: int) -> None:
         if not support.available or support.memory_parent is None or support.pids_parent is None:
             raise RuntimeError("cgroups are not available")
-        name = f"call-{uuid.uuid4().hex[:16]}"
+        name = f"{CALL_PREFIX}{os.getpid()}-{uuid.uuid4().hex[:12]}"
         self.version = support.version
         self.memory_dir = support.memory_parent / name
         self.pids_dir = support.pids_parent / name
         self._dirs = [self.memory_dir] if self.version == 2 else [self.memory_dir, self.pids_dir]
+        self._limits: tuple[int, int] | None = None
+        # Which pool the group returns to (set by cgroup_pool), if any.
+        self.pool_key: tuple[Path | None, Path | None] | None = None
         for directory in self._dirs:
             directory.mkdir()
         try:
             if self.version == 2:
-                (self.memory_dir / "memory.max").write_text(str(memory_bytes))
                 with contextlib.suppress(OSError):
                     (self.memory_dir / "memory.swap.max").write_text("0")
-                (self.pids_dir / "pids.max").write_text(str(max_processes))
-            else:
-                (self.memory_dir / "memory.limit_in_bytes").write_text(str(memory_bytes))
-                with contextlib.suppress(OSError):
-                    (self.memory_dir / "memory.memsw.limit_in_bytes").write_text(str(memory_bytes))
-                (self.pids_dir / "pids.max").write_text(str(max_processes))
+            self.set_limits(memory_bytes=memory_bytes, max_processes=max_processes)
         except OSError:
             self.remove()
             raise
+
+    def set_limits(self, *, memory_bytes: int, max_processes: int) -> None:
+        """Apply the call's ceilings (a reused group keeps them when they match)."""
+        if self._limits == (memory_bytes, max_processes):
+            return
+        self._limits = None
+        if self.version == 2:
+            (self.memory_dir / "memory.max").write_text(str(memory_bytes))
+        else:
+            # memsw must stay >= the memory limit: order the writes accordingly.
+            memsw = self.memory_dir / "memory.memsw.limit_in_bytes"
+            raising = self._memory_limit() < memory_bytes
+            if raising:
+                with contextlib.suppress(OSError):
+                    memsw.write_text(str(memory_bytes))
+            (self.memory_dir / "memory.limit_in_bytes").write_text(str(memory_bytes))
+            if not raising:
+                with contextlib.suppress(OSError):
+                    memsw.write_text(str(memory_bytes))
+        (self.pids_dir / "pids.max").write_text(str(max_processes))
+        self._limits = (memory_bytes, max_processes)
+
+    def _memory_limit(self) -> int:
+        try:
+            return int((self.memory_dir / "memory.limit_in_bytes").read_text())
+        except (OSError, ValueError):
+            return 0
+
+    def counted_processes(self) -> int:
+        """Tasks the pids controller still counts (exiting ones included), -1 if unknown."""
+        try:
+            return int((self.pids_dir / "pids.current").read_text())
+        except (OSError, ValueError):
+            return -1
+
+    def charged_bytes(self) -> int:
+        """Memory still charged to the group (page cache, tmpfs files) after its processes."""
+        name = "memory.current" if self.version == 2 else "memory.usage_in_bytes"
+        try:
+            return int((self.memory_dir / name).read_text())
+        except (OSError, ValueError):
+            return -1
 
     @property
     def procs_files(self) -> tuple[str, ...]:

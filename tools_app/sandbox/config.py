@@ -74,6 +74,8 @@ class SubprocessConfig(_Section):
     run_as_user: str = DEFAULT_SANDBOX_USER
     kill_grace_seconds: Seconds = 0.5
     use_cgroup: bool = True
+    # Serve ``python3 -I -S -c`` commands from an already started interpreter.
+    warm_python: bool = True
 
     @field_validator("extra_safe_path_prefixes")
     @classmethod

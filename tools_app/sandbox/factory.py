@@ -53,6 +53,7 @@ def build_backend(
             max_timeout_seconds=s.timeout_seconds,
             kill_grace_seconds=s.kill_grace_seconds,
             use_cgroup=s.use_cgroup,
+            warm_python=s.warm_python,
         )
     if name == "namespace":
         n = config.namespace

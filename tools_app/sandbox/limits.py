@@ -1,17 +1,15 @@
-"""rlimits and the code that runs in the child between fork and exec.
+"""rlimits for one call, and counting a user's processes.
 
-The child joins its call's cgroup first (root may still write there), then
-sets its rlimits (root may still raise hard limits), then drops to the
-sandbox user. Only async-signal-tolerant calls (os.*, resource.*) run here.
+The spawn server's child joins its call's cgroup first (root may still write
+there), then sets these rlimits (root may still raise hard limits), then
+drops to the sandbox user.
 """
 
 from __future__ import annotations
 
 import os
 import resource
-from collections.abc import Callable
 
-from tools_app.sandbox.identity import SandboxIdentity
 from tools_app.sandbox.protocol import Limits
 
 # rlimits bound virtual address space, which runs ahead of resident memory;
@@ -54,29 +52,3 @@ def count_user_processes(uid: int) -> int:
             except OSError:
                 continue
     return count
-
-
-def make_preexec(
-    rlimits: list[tuple[int, tuple[int, int]]],
-    identity: SandboxIdentity,
-    cgroup_procs_files: tuple[str, ...],
-) -> Callable[[], None]:
-    """Build the function the child runs just before ``exec``."""
-
-    def preexec() -> None:
-        pid = str(os.getpid()).encode()
-        for path in cgroup_procs_files:
-            fd = os.open(path, os.O_WRONLY)
-            try:
-                os.write(fd, pid)
-            finally:
-                os.close(fd)
-        for which, pair in rlimits:
-            resource.setrlimit(which, pair)
-        if identity.switch:
-            os.setgroups([])
-            os.setresgid(identity.gid, identity.gid, identity.gid)
-            os.setresuid(identity.uid, identity.uid, identity.uid)
-        os.umask(0o022)
-
-    return preexec

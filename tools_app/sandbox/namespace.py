@@ -35,7 +35,7 @@ from tools_app.sandbox.protocol import (
     WorkspaceMount,
 )
 from tools_app.sandbox.result import result_from_outcome
-from tools_app.sandbox.runner import run_confined
+from tools_app.sandbox.runner import INFO_FD, run_confined
 from tools_app.sandbox.workspace import check_workspace_access
 
 WORKSPACE_INSIDE = "/workspace"
@@ -182,7 +182,7 @@ class NamespaceSandbox:
         rel = os.path.relpath(cwd, workspace)
         cwd_inside = WORKSPACE_INSIDE if rel == "." else f"{WORKSPACE_INSIDE}/{rel}"
         info_pipe = os.pipe()
-        argv = self.bwrap_argv(spec, workspace, cwd_inside, info_fd=info_pipe[1])
+        argv = self.bwrap_argv(spec, workspace, cwd_inside, info_fd=INFO_FD)
         worker_env = self._worker_env if self._worker_env is not None else os.environ
         path = restrict_path(
             spec.env.get("PATH", worker_env.get("PATH")), safe_prefixes=self.safe_prefixes

@@ -1,29 +1,33 @@
 """Run one confined child process: limits, capture, and a kill that leaves nothing.
 
-Shared by the subprocess and namespace backends. The child starts in a new
-session (its own process group), in its own cgroup where the machine has one,
-with rlimits, as the sandbox user. Whatever way it ends, every process it
-started is killed before this returns.
+Shared by the subprocess and namespace backends. The spawn server starts the
+child in a new session (its own process group), in its own cgroup where the
+machine has one, with rlimits, as the sandbox user; this module supervises it
+through a pidfd. Whatever way it ends, every process it started is killed
+before this returns.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import select
 import signal
-import subprocess
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from tools_app.sandbox.capture import CaptureOutcome, CaptureStop, capture_output
+from tools_app.sandbox.cgroup_pool import acquire_cgroup, release_cgroup
 from tools_app.sandbox.cgroups import CallCgroup, CgroupSupport
+from tools_app.sandbox.errors import SandboxError
 from tools_app.sandbox.identity import SandboxIdentity
-from tools_app.sandbox.limits import count_user_processes, make_preexec, rlimits_for
+from tools_app.sandbox.limits import count_user_processes, rlimits_for
 from tools_app.sandbox.protocol import KilledBy, Limits
+from tools_app.sandbox.spawn import ExecFailure, SpawnServer, spawn_server
 
 # Messages runtimes print when an allocation is refused by RLIMIT_AS.
 MEMORY_FAILURE_MARKERS: tuple[bytes, ...] = (
@@ -38,6 +42,8 @@ MEMORY_FAILURE_MARKERS: tuple[bytes, ...] = (
 # Room under RLIMIT_NPROC for other calls of the same user when a pids cgroup
 # holds each call to its own ceiling.
 SHARED_NPROC_HEADROOM = 256
+# The descriptor number an ``info_pipe`` write end gets in the command.
+INFO_FD = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,23 +108,27 @@ def run_confined(
     exit_drain_seconds: float,
     nproc_headroom: int = 0,
     info_pipe: tuple[int, int] | None = None,
+    warm_python: bool = False,
 ) -> ProcessOutcome:
     """Start ``argv`` confined, capture its output, and end every process it made.
 
-    ``info_pipe`` (read end, write end) is handed to bubblewrap as its
-    ``--info-fd``; the pid it reports is the namespace's init, whose exit the
-    kernel delays until every process of the namespace is gone, so waiting
-    for it proves nothing is left even without a cgroup.
+    ``info_pipe`` (read end, write end): the write end becomes the command's
+    descriptor ``INFO_FD``, bubblewrap's ``--info-fd``; the pid it reports is
+    the namespace's init, whose exit the kernel delays until every process
+    of the namespace is gone, so waiting for it proves nothing is left even
+    without a cgroup. ``warm_python`` lets the spawn server run
+    ``python3 -I -S -c`` commands in its already started interpreter.
     """
     started = time.monotonic()
     deadline = started + timeout_seconds
     group = (
-        CallCgroup(
+        acquire_cgroup(
             cgroup_support, memory_bytes=limits.memory_bytes, max_processes=limits.max_processes
         )
         if cgroup_support.available
         else None
     )
+    pipes: list[int] = []
     try:
         # RLIMIT_NPROC counts every process of the user, across concurrent
         # calls and (with user namespaces) namespaces still being torn down.
@@ -131,38 +141,53 @@ def run_confined(
             # Without a dedicated user the count includes the worker's own
             # processes; allow those plus the call's share.
             nproc += count_user_processes(identity.uid)
-        preexec = make_preexec(
-            rlimits_for(limits, cgroup_enforces_memory=group is not None, nproc=nproc),
-            identity,
-            group.procs_files if group is not None else (),
-        )
+        server = spawn_server(env)
+        out_read, out_write = os.pipe()
+        err_read, err_write = os.pipe()
+        pipes += [out_read, out_write, err_read, err_write]
+        child_fds = [out_write, err_write]
+        in_write: int | None = None
+        if stdin:
+            in_read, in_write = os.pipe()
+            pipes += [in_read, in_write]
+            child_fds.insert(0, in_read)
+        if info_pipe is not None:
+            child_fds.append(info_pipe[1])
         try:
-            proc = subprocess.Popen(
+            spawned = server.spawn(
                 argv,
-                stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                cwd=cwd,
-                env=dict(env),
-                start_new_session=True,
-                # Celery prefork workers call this from a single thread, where
-                # preexec_fn is safe.
-                preexec_fn=preexec,
-                close_fds=True,
-                pass_fds=(info_pipe[1],) if info_pipe is not None else (),
+                env=env,
+                cwd=str(cwd),
+                fds=child_fds,
+                stdin=bool(stdin),
+                rlimits=rlimits_for(limits, cgroup_enforces_memory=group is not None, nproc=nproc),
+                uid=identity.uid,
+                gid=identity.gid,
+                switch=identity.switch,
+                cgroup_procs=group.procs_files if group is not None else (),
+                warm=warm_python and server.serves_warm(argv, env),
             )
-        except OSError as exc:
-            code = 127 if isinstance(exc, FileNotFoundError) else 126
-            message = f"sandbox: cannot run {argv[0]!r}: {exc.strerror or exc}\n".encode()
+        finally:
+            # The server holds its own copies now (or the spawn failed).
+            for fd in child_fds:
+                os.close(fd)
+                if fd in pipes:
+                    pipes.remove(fd)
+            if info_pipe is not None:
+                pipes.append(info_pipe[0])
+        if isinstance(spawned, ExecFailure):
+            code = 127 if spawned.errno == errno.ENOENT else 126
+            message = f"sandbox: cannot run {argv[0]!r}: {spawned.message}\n".encode()
             empty = CaptureOutcome(b"", message, False, False, None)
             elapsed = int((time.monotonic() - started) * 1000)
             return ProcessOutcome(code, empty, None, elapsed, False, group is not None)
-        finally:
-            if info_pipe is not None:
-                os.close(info_pipe[1])
         init_pidfd = _namespace_init(info_pipe[0], deadline) if info_pipe is not None else None
         return _supervise(
-            proc,
+            server,
+            spawned.pid,
+            out_read=out_read,
+            err_read=err_read,
+            in_write=in_write,
             init_pidfd=init_pidfd,
             stdin=stdin,
             deadline=deadline,
@@ -173,12 +198,11 @@ def run_confined(
             exit_drain_seconds=exit_drain_seconds,
         )
     finally:
-        if info_pipe is not None:
+        for fd in pipes:
             with contextlib.suppress(OSError):
-                os.close(info_pipe[0])
+                os.close(fd)
         if group is not None:
-            group.kill_all()
-            group.remove()
+            release_cgroup(group)
 
 
 def _namespace_init(read_fd: int, deadline: float) -> int | None:
@@ -200,8 +224,12 @@ def _namespace_init(read_fd: int, deadline: float) -> int | None:
 
 
 def _supervise(
-    proc: subprocess.Popen[bytes],
+    server: SpawnServer,
+    pid: int,
     *,
+    out_read: int,
+    err_read: int,
+    in_write: int | None,
     init_pidfd: int | None,
     stdin: bytes,
     deadline: float,
@@ -211,11 +239,16 @@ def _supervise(
     kill_grace_seconds: float,
     exit_drain_seconds: float,
 ) -> ProcessOutcome:
-    pgid = proc.pid
-    pidfd = os.pidfd_open(proc.pid)
+    # The command started a new session: its pid is its process group id.
+    pgid = pid
+    pidfd = os.pidfd_open(pid)
+    reaped = False
     try:
         capture = capture_output(
-            proc,
+            pidfd=pidfd,
+            stdout_fd=out_read,
+            stderr_fd=err_read,
+            stdin_fd=in_write,
             stdin=stdin,
             cap=limits.output_bytes,
             deadline=deadline,
@@ -248,24 +281,29 @@ def _supervise(
             with contextlib.suppress(ProcessLookupError):
                 signal.pidfd_send_signal(init_pidfd, signal.SIGKILL)
             _wait_exit(init_pidfd, 3600.0)
-        _, status, usage = os.wait4(proc.pid, 0)
-        proc.returncode = os.waitstatus_to_exitcode(status)
+        status, cpu_used = server.reap(pid)
+        reaped = True
+        returncode = os.waitstatus_to_exitcode(status)
     finally:
+        if not reaped:
+            # Something failed on the way: never leave the command running.
+            with contextlib.suppress(ProcessLookupError):
+                signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+            _kill_group(pgid, signal.SIGKILL)
+            _wait_exit(pidfd, 10.0)
+            with contextlib.suppress(SandboxError):
+                server.reap(pid)
         os.close(pidfd)
         if init_pidfd is not None:
             os.close(init_pidfd)
-        for pipe in (proc.stdout, proc.stderr, proc.stdin):
-            if pipe is not None:
-                with contextlib.suppress(OSError):
-                    pipe.close()
     oom = group.oom_killed() if group is not None else False
     killed_by = _classify(
         stop=capture.stop,
-        returncode=proc.returncode,
+        returncode=returncode,
         oom_killed=oom,
         stderr=capture.stderr,
-        cpu_used=usage.ru_utime + usage.ru_stime,
+        cpu_used=cpu_used,
         limits=limits,
     )
     elapsed = int((time.monotonic() - started) * 1000)
-    return ProcessOutcome(proc.returncode, capture, killed_by, elapsed, oom, group is not None)
+    return ProcessOutcome(returncode, capture, killed_by, elapsed, oom, group is not None)

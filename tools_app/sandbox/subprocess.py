@@ -50,6 +50,7 @@ class SubprocessSandbox:
         scratch_root: Path = DEFAULT_SCRATCH_ROOT,
         use_cgroup: bool = True,
         worker_env: dict[str, str] | None = None,
+        warm_python: bool = True,
     ) -> None:
         self.run_as_user = run_as_user
         self.restricted_path = restricted_path
@@ -60,6 +61,9 @@ class SubprocessSandbox:
         self.scratch_root = scratch_root
         self.use_cgroup = use_cgroup
         self._worker_env = worker_env
+        # ``python3 -I -S -c`` commands run in the spawn server's started
+        # interpreter instead of a new one; same confinement and results.
+        self.warm_python = warm_python
 
     def _cgroup_support(self) -> CgroupSupport:
         if not self.use_cgroup:
@@ -103,6 +107,7 @@ class SubprocessSandbox:
                 cgroup_support=self._cgroup_support(),
                 kill_grace_seconds=self.kill_grace_seconds,
                 exit_drain_seconds=self.exit_drain_seconds,
+                warm_python=self.warm_python,
             )
         finally:
             scratch.remove()

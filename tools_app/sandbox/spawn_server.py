@@ -1,0 +1,388 @@
+"""The spawn server: a small process that starts each confined command for a worker.
+
+Forking a large worker process (with code to run between fork and exec, which
+rules out the vfork fast path) copies its page tables on every call; forking
+this small process instead is cheap. The worker starts it with
+``python3 -I -S -c SOURCE FD KEYS`` (a clean environment, only the standard
+library) and talks to it over one end of a socketpair (``FD``); nothing is
+reachable through the filesystem.
+
+Requests and replies are length-prefixed ``marshal`` data (only plain
+strings, numbers, lists and dicts; the peer is the worker that started this
+process). A ``spawn`` request carries the call's pipe ends as SCM_RIGHTS; the
+child joins the call's cgroups, moves the pipes to 0/1/2 (and extra fds to
+3, 4, ...), closes everything else, changes directory, sets rlimits, starts a
+new session, drops to the sandbox user and runs the command. The reply is its
+pid; the worker supervises it through a pidfd and kills its process group,
+then sends ``reap``, so the pid (and group id) stays reserved until every
+straggler is dead. The reply to ``reap`` is the wait status and CPU time.
+
+Warm interpreter: for ``python3 -I -S -c SOURCE ARGS`` on this interpreter the
+child skips exec and runs the compiled SOURCE itself as ``__main__`` after the
+same confinement steps, with ``sys.argv``, ``os.environ`` and the standard
+streams set up as a fresh interpreter would have them, and exits with the
+status that interpreter would have returned.
+
+When the worker goes away (end of file on the socket) every command still
+running is killed and reaped, and this process exits. It is never dumpable,
+so processes of the same user cannot attach to it.
+"""
+
+import builtins
+import contextlib
+import fcntl
+import io
+import marshal
+import os
+import resource
+import signal
+import socket
+import struct
+import sys
+
+# Modules commands run here commonly import; loaded once, shared by every warm child.
+PRELOAD = ("json", "codecs", "contextlib", "errno", "stat", "fnmatch", "typing")
+HEADER = struct.Struct(">I")
+MAX_FDS = 8
+HIGH_FD = 64
+CODE_CACHE_SIZE = 32
+PR_SET_DUMPABLE = 4
+STDIO_NAMES = ("<stdin>", "<stdout>", "<stderr>")
+
+
+def _prctl_dumpable(value):
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, value, 0, 0, 0)
+    except (ImportError, OSError, AttributeError):
+        pass
+
+
+def _recv_exact(sock, size):
+    data = bytearray()
+    while len(data) < size:
+        chunk = sock.recv(size - len(data))
+        if not chunk:
+            raise EOFError
+        data += chunk
+    return bytes(data)
+
+
+def _recv_message(sock):
+    fds: list[int] = []
+    head = b""
+    while len(head) < HEADER.size:
+        data, ancdata, _flags, _addr = sock.recvmsg(
+            HEADER.size - len(head), socket.CMSG_SPACE(MAX_FDS * 4)
+        )
+        if not data:
+            for fd in fds:
+                os.close(fd)
+            raise EOFError
+        head += data
+        for level, kind, payload in ancdata:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                usable = len(payload) - len(payload) % 4
+                fds.extend(struct.unpack(f"{usable // 4}i", payload[:usable]))
+    (size,) = HEADER.unpack(head)
+    # The only peer is the worker that started this process.
+    return marshal.loads(_recv_exact(sock, size)), fds  # noqa: S302
+
+
+def _send_message(sock, message):
+    body = marshal.dumps(message)
+    sock.sendall(HEADER.pack(len(body)) + body)
+
+
+class ConfinementError(Exception):
+    """A confinement step failed in the child; the command was not started."""
+
+    def __init__(self, stage, error):
+        super().__init__(error.strerror or str(error))
+        self.stage = stage
+        self.errno = error.errno
+        self.strerror = error.strerror
+
+
+class Server:
+    """The request loop and the state shared by every child."""
+
+    def __init__(self, sock, startup_keys):
+        self.sock = sock
+        self.running = set()
+        self.code_cache = {}
+        # Variables the interpreter added to its own environment while
+        # starting (locale coercion); a fresh interpreter would add them too.
+        self.startup_additions = {k: v for k, v in os.environ.items() if k not in startup_keys}
+        self.stdio = [
+            (sys.stdin.encoding, sys.stdin.errors),
+            (sys.stdout.encoding, sys.stdout.errors),
+            (sys.stderr.encoding, sys.stderr.errors),
+        ]
+        self.main_template = {
+            "__name__": "__main__",
+            "__doc__": None,
+            "__package__": None,
+            "__loader__": globals().get("__loader__"),
+            "__spec__": None,
+        }
+
+    def serve(self):
+        _send_message(self.sock, {"ready": os.getpid(), "executable": sys.executable})
+        while True:
+            try:
+                request, fds = _recv_message(self.sock)
+            except (EOFError, ConnectionError):
+                break
+            op = request.get("op")
+            if op == "spawn":
+                reply = self.spawn(request, fds)
+            elif op == "reap":
+                for fd in fds:
+                    os.close(fd)
+                reply = self.reap(request["pid"])
+            else:
+                for fd in fds:
+                    os.close(fd)
+                reply = {"error": f"unknown request {op!r}", "errno": 0, "stage": "request"}
+            del request
+            _send_message(self.sock, reply)
+        self.shutdown()
+
+    def shutdown(self):
+        for pid in list(self.running):
+            for kill in (os.killpg, os.kill):
+                with contextlib.suppress(OSError):
+                    kill(pid, signal.SIGKILL)
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, 0)
+
+    def reap(self, pid):
+        if pid not in self.running:
+            return {"error": f"pid {pid} is not a command of this server", "errno": 0}
+        _, status, usage = os.wait4(pid, 0)
+        self.running.discard(pid)
+        return {"status": status, "cpu": usage.ru_utime + usage.ru_stime}
+
+    def compiled(self, source):
+        code = self.code_cache.get(source)
+        if code is None:
+            try:
+                code = compile(source, "<string>", "exec", dont_inherit=True)
+            except (SyntaxError, ValueError):
+                return None
+            if len(self.code_cache) >= CODE_CACHE_SIZE:
+                self.code_cache.pop(next(iter(self.code_cache)))
+            self.code_cache[source] = code
+        return code
+
+    def spawn(self, request, fds):
+        code = None
+        if request.get("warm"):
+            code = self.compiled(request["argv"][4])
+        if code is None:
+            # Searched here, before fork: the less the child runs, the less it copies.
+            request["program"] = _find_program(request["argv"][0], request["env"].get("PATH"))
+        err_read, err_write = os.pipe()
+        try:
+            pid = os.fork()
+        except OSError as exc:
+            for fd in (err_read, err_write, *fds):
+                os.close(fd)
+            return {"error": exc.strerror or str(exc), "errno": exc.errno or 0, "stage": "fork"}
+        if pid == 0:
+            status = 127
+            try:
+                os.close(err_read)
+                self.sock.close()
+                err_write = _dup_high(err_write)
+                status = self.child(request, fds, err_write, code)
+            except BaseException as exc:  # reported to the worker, never raised
+                stage = getattr(exc, "stage", "exec")
+                errno = getattr(exc, "errno", None) or 0
+                message = f"{stage}\0{errno}\0{getattr(exc, 'strerror', None) or exc}"
+                with contextlib.suppress(OSError):
+                    os.write(err_write, message.encode("utf-8", "replace"))
+            os._exit(status)
+        os.close(err_write)
+        for fd in fds:
+            os.close(fd)
+        report = bytearray()
+        while True:
+            chunk = os.read(err_read, 4096)
+            if not chunk:
+                break
+            report += chunk
+        os.close(err_read)
+        if not report:
+            self.running.add(pid)
+            return {"pid": pid, "warm": code is not None}
+        os.waitpid(pid, 0)
+        stage, errno, message = report.decode("utf-8", "replace").split("\0", 2)
+        return {"error": message, "errno": int(errno or 0), "stage": stage}
+
+    def child(self, request, fds, err_write, code):
+        """Confine this fresh child, then exec the command (or run it warm)."""
+        step = "cgroup"
+        try:
+            pid = str(os.getpid()).encode()
+            for path in request["cgroups"]:
+                fd = os.open(path, os.O_WRONLY)
+                try:
+                    os.write(fd, pid)
+                finally:
+                    os.close(fd)
+            step = "descriptors"
+            if not request["stdin"]:
+                fds = [os.open(os.devnull, os.O_RDONLY), *fds]
+            high = [_dup_high(fd) for fd in fds]
+            for target, fd in enumerate(high):
+                os.dup2(fd, target)
+            os.closerange(len(high), err_write)
+            os.closerange(err_write + 1, 1 << 20)
+            step = "cwd"
+            os.chdir(request["cwd"])
+            step = "rlimits"
+            for which, soft, hard in request["rlimits"]:
+                resource.setrlimit(which, (soft, hard))
+            os.setsid()
+            step = "user"
+            if request["switch"]:
+                os.setgroups([])
+                os.setresgid(request["gid"], request["gid"], request["gid"])
+                os.setresuid(request["uid"], request["uid"], request["uid"])
+            os.umask(0o022)
+        except OSError as exc:
+            raise ConfinementError(step, exc) from exc
+        if code is None:
+            # SIGPIPE and SIGXFSZ are at their defaults in this server already.
+            if request["program"] is not None:
+                with contextlib.suppress(OSError):
+                    os.execve(request["program"], request["argv"], request["env"])  # noqa: S606
+            os.execvpe(request["argv"][0], request["argv"], request["env"])  # noqa: S606
+        # A fresh interpreter ignores these two; a fresh process after exec is
+        # dumpable again.
+        signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        _prctl_dumpable(1)
+        os.close(err_write)
+        return self.run_warm(request, code)
+
+    def run_warm(self, request, code):
+        """Run ``code`` as ``python3 -I -S -c`` would; return its exit status."""
+        env = dict(request["env"])
+        for name, value in self.startup_additions.items():
+            env.setdefault(name, value)
+        os.environ.clear()
+        os.environ.update(env)
+        sys.argv = ["-c", *request["argv"][5:]]
+        sys.executable = request["executable"]
+        streams = []
+        for fd, (encoding, errors) in enumerate(self.stdio):
+            buffer = open(fd, "wb" if fd else "rb", closefd=False)  # noqa: SIM115
+            buffer.raw.name = STDIO_NAMES[fd]  # type: ignore[attr-defined]
+            line = fd == 2 or os.isatty(fd)
+            streams.append(
+                io.TextIOWrapper(
+                    buffer, encoding=encoding, errors=errors, newline="\n", line_buffering=line
+                )
+            )
+        sys.stdin, sys.stdout, sys.stderr = streams
+        sys.__stdin__, sys.__stdout__, sys.__stderr__ = streams  # type: ignore[misc]
+        main = type(sys)("__main__")
+        main.__dict__.update(self.main_template, __annotations__={}, __builtins__=builtins)
+        sys.modules["__main__"] = main
+        status = 0
+        interrupted = False
+        try:
+            exec(code, main.__dict__)  # noqa: S102 - this is the command the call asked to run
+        except SystemExit as exc:
+            status = _system_exit_status(exc)
+        except BaseException as exc:
+            interrupted = isinstance(exc, KeyboardInterrupt)
+            # Show the traceback from the command's own frames, not this one.
+            tb = exc.__traceback__
+            exc.__traceback__ = tb.tb_next if tb is not None else None
+            sys.excepthook(type(exc), exc, exc.__traceback__)
+            status = 1
+        status = _finalize(status)
+        if interrupted:
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
+            os.kill(os.getpid(), signal.SIGINT)
+        return status & 0xFF
+
+
+def _dup_high(fd):
+    return fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, HIGH_FD)
+
+
+def _find_program(name, path):
+    """The file ``execvpe`` would most likely run for ``name`` on ``path``, or None.
+
+    Checked as this (privileged) process; the child still falls back to the
+    full ``execvpe`` search when running it fails, so the result is the same.
+    """
+    if "/" in name:
+        return name
+    for directory in (path if path is not None else os.defpath).split(os.pathsep):
+        candidate = os.path.join(directory or ".", name)
+        try:
+            st = os.stat(candidate)
+        except OSError:
+            continue
+        if (st.st_mode & 0o170000) == 0o100000 and st.st_mode & 0o111:
+            return candidate
+    return None
+
+
+def _system_exit_status(exc):
+    code = exc.code
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    with contextlib.suppress(Exception):
+        sys.stderr.write(f"{code}\n")
+    return 1
+
+
+def _finalize(status):
+    """What interpreter shutdown does: threads, atexit, flushing the streams."""
+    threading = sys.modules.get("threading")
+    if threading is not None:
+        # Shutdown carries on past a failure, as the interpreter's does.
+        with contextlib.suppress(Exception):
+            threading._shutdown()
+    import atexit
+
+    atexit._run_exitfuncs()
+    try:
+        sys.stdout.flush()
+    except Exception:  # a failed flush at exit means status 120
+        status = 120
+    with contextlib.suppress(Exception):
+        sys.stderr.flush()
+    return status
+
+
+def main():
+    fd = int(sys.argv[1])
+    startup_keys = set(filter(None, sys.argv[2].split(","))) if len(sys.argv) > 2 else set()
+    sock = socket.socket(fileno=fd)
+    _prctl_dumpable(0)
+    # Commands start with these at their defaults (as subprocess restores
+    # them); this server dies with a broken socket, which is what it wants.
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
+    for name in PRELOAD:
+        __import__(name)
+    import gc
+
+    gc.collect()
+    gc.freeze()
+    Server(sock, startup_keys).serve()
+
+
+if __name__ == "__main__":
+    main()
