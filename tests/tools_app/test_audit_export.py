@@ -1,0 +1,172 @@
+"""The audit exports on PostgreSQL: COPY writes what the Python encoders write, byte for byte."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from django.db import connection
+
+from common.testing import require
+from tools_app.audit_export import (
+    COPY_CHUNK_BYTES,
+    csv_lines,
+    csv_lines_copied,
+    csv_lines_encoded,
+    jsonl_lines,
+    jsonl_lines_copied,
+    jsonl_lines_encoded,
+)
+from tools_app.models import AuditEvent
+from tools_app.selectors_audit import AuditFilters, audit_events, audit_filters_parse
+
+pytestmark = pytest.mark.django_db
+
+# Text that trips every quoting and escaping rule of CSV and JSON.
+AWKWARD = (
+    'say "hi", then\nnew line',
+    "carriage\rreturn",
+    "back\\slash and \t tab and \x1b escape",
+    "=SUM(A1:A9)",
+    "+1",
+    "-1",
+    "@cmd",
+    "\tlead tab",
+    "\rlead return",
+    "ünïcödé ✓ 漢字 \u2028",
+    "",
+    "plain",
+    "100% done_ok",
+)
+
+
+@pytest.fixture(autouse=True)
+def _postgresql() -> None:
+    require(connection.vendor == "postgresql", "these tests need PostgreSQL (DATABASE_URL)")
+
+
+def event(n: int, **fields: Any) -> AuditEvent:
+    values: dict[str, Any] = {
+        "created_at": datetime(2026, 3, 1, 12, 0, n % 60, 123456 * (n % 2), tzinfo=UTC),
+        "kind": "invocation.decided",
+        "actor_type": "agent",
+        "actor_id": str(n),
+        "actor_name": "alpha",
+        "agent_id": uuid.uuid4(),
+        "agent_name": "alpha",
+        "invocation_id": uuid.uuid4(),
+        "tool": "read_file",
+        "category": "file_system",
+        "action_type": "file:read",
+        "arguments_hash": "a" * 64,
+        "outcome": "allow",
+        "status": "queued",
+        "reason": f"reason {n}",
+        "rule": "level",
+        "duration_ms": n,
+        "request_id": f"req-{n}",
+        "data": {"trace": ["step"], "n": n},
+        "prev_hash": f"{n:064x}",
+        "hash": f"{n + 1:064x}",
+    }
+    values.update(fields)
+    return AuditEvent.objects.create(**values)
+
+
+@pytest.fixture
+def awkward_events() -> list[AuditEvent]:
+    events = []
+    for n, text in enumerate(AWKWARD):
+        events.append(
+            event(n, reason=text, rule=text, kind=text or "k", actor_name=text, agent_name=text,
+                  tool=text, request_id=text, status=text,
+                  data={"text": text, "nested": {"list": [text, None, 1.5, True]}})
+        )  # fmt: skip
+    events.append(
+        event(len(AWKWARD), agent_id=None, invocation_id=None, duration_ms=None, data={},
+              actor_id="", category="", action_type="", outcome="")
+    )  # fmt: skip
+    events.append(event(len(AWKWARD) + 1, data=["-1"]))  # JSON text that looks like a formula
+    return events
+
+
+@pytest.mark.parametrize(
+    "filters",
+    [{}, {"q": "NEW LINE"}, {"q": "100%"}, {"agent": "plain"}, {"since": "2026-03-01T12:00:05Z"}],
+)
+def test_copy_writes_exactly_the_bytes_the_encoders_write(
+    awkward_events: list[AuditEvent], filters: dict[str, str]
+) -> None:
+    parsed = audit_filters_parse(filters)
+    assert b"".join(csv_lines_copied(parsed)) == b"".join(csv_lines_encoded(parsed))
+    assert b"".join(jsonl_lines_copied(parsed)) == b"".join(jsonl_lines_encoded(parsed))
+
+
+def test_copied_exports_hold_the_filtered_rows_newest_first_and_neutralise_formulas(
+    awkward_events: list[AuditEvent],
+) -> None:
+    parsed = audit_filters_parse({"actor": "=SUM(A1:A9)"})
+    rows = list(csv.DictReader(io.StringIO(b"".join(csv_lines(parsed)).decode())))
+    formula = next(e for e in awkward_events if e.actor_name == "=SUM(A1:A9)")
+    assert [int(r["id"]) for r in rows] == [formula.id]
+    assert (
+        rows[0]["reason"] == "'=SUM(A1:A9)"
+        and rows[0]["created_at"] == "2026-03-01T12:00:03.123456+00:00"
+    )
+
+    everything = b"".join(jsonl_lines(AuditFilters())).decode()
+    records = [json.loads(line) for line in everything.split("\n")[:-1]]  # not at U+2028
+    expected = list(AuditEvent.objects.order_by("-id").values_list("id", flat=True))
+    assert [r["id"] for r in records] == expected
+    by_id = {r["id"]: r for r in records}
+    for e in awkward_events[: len(AWKWARD)]:
+        assert by_id[e.id]["reason"] == e.reason  # JSON keeps the text as it is
+        assert by_id[e.id]["data"] == e.data
+    blank = by_id[awkward_events[len(AWKWARD)].id]
+    assert blank["agent_id"] is None and blank["duration_ms"] is None and blank["data"] == {}
+    assert list(blank)[:3] == ["id", "created_at", "kind"] and list(blank)[-1] == "data"
+
+
+def test_an_export_closed_midway_leaves_the_connection_usable() -> None:
+    bulky = "x" * 1000
+    AuditEvent.objects.bulk_create(
+        AuditEvent(created_at=datetime(2026, 3, 1, tzinfo=UTC), kind="bulk", actor_type="agent",
+                   reason=bulky, prev_hash="0" * 64, hash=f"{n:064x}")
+        for n in range(1, COPY_CHUNK_BYTES // 1000 * 3)
+    )  # fmt: skip
+    lines = csv_lines_copied(AuditFilters())
+    next(lines)  # the header
+    assert len(next(lines)) >= COPY_CHUNK_BYTES  # COPY is under way, more is to come
+    lines.close()  # as when the client goes away
+    assert AuditEvent.objects.filter(kind="bulk").count() == COPY_CHUNK_BYTES // 1000 * 3 - 1
+
+
+def test_reason_search_is_literal_and_ignores_case(awkward_events: list[AuditEvent]) -> None:
+    def ids(q: str) -> list[int]:
+        return list(audit_events(audit_filters_parse({"q": q})).values_list("id", flat=True))
+
+    done = next(e for e in awkward_events if e.reason == "100% done_ok")
+    assert ids("100% DONE_") == [done.id]
+    assert ids("100%_done") == []  # % and _ match themselves, not any text
+
+
+def test_reason_search_can_be_served_by_the_trigram_index() -> None:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT 1 FROM pg_indexes WHERE indexname = 'tools_audit_reason_trgm'"
+        )  # created by migration 0003 where pg_trgm is available
+        require(cursor.fetchone() is not None, "the pg_trgm extension (postgresql-contrib)")
+        sql, params = audit_events(
+            audit_filters_parse({"q": "h42.example"})
+        ).query.sql_with_params()
+        # Without the primary key walk or a table scan, only the trigram index can answer.
+        cursor.execute("SET LOCAL enable_seqscan = off")
+        cursor.execute("SET LOCAL enable_indexscan = off")
+        cursor.execute("EXPLAIN " + sql, params)
+        plan = "\n".join(row[0] for row in cursor.fetchall())
+    assert "tools_audit_reason_trgm" in plan, plan
