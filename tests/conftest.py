@@ -85,3 +85,24 @@ def _died(process: RunningProcess) -> bool:
 @pytest.fixture
 def var_dir() -> Path:
     return Path(settings.VAR_DIR)
+
+
+def _celery_idle() -> bool:
+    """No task waiting in any queue, and none taken but not yet acknowledged."""
+    from synthorg_site.celery import QUEUES, app
+
+    with app.connection_for_read() as connection:
+        channel = connection.default_channel
+        client = channel.client
+        waiting = sum(client.llen(queue) for queue in QUEUES)
+        return waiting == 0 and client.hlen(channel.unacked_key) == 0
+
+
+@pytest.fixture(autouse=True)
+def _celery_worker_settles(request: pytest.FixtureRequest) -> Iterator[None]:
+    """A test that used the worker ends only when the worker has finished what the
+    test started (trust evaluations and sweeps included), so emptying the
+    database after it never races a task still writing to it."""
+    yield
+    if "celery_worker_process" in request.fixturenames:
+        wait_until(_celery_idle, timeout=60, what="the Celery worker to finish its tasks")

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
+from collections.abc import AsyncIterator
 from typing import Any
 
-from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 
+from common.channel_send import group_send
 from tools_app.models import TERMINAL_STATUSES
 
 
@@ -18,12 +20,46 @@ def invocation_group(invocation_id: Any) -> str:
 
 def publish_invocation_status(invocation_id: Any, status: str) -> None:
     """Tell whoever waits on this invocation that its status changed."""
+    group_send(invocation_group(invocation_id), {"type": "invocation.status", "status": status})
+
+
+class InvocationWatch:
+    """A subscription to one invocation's status messages."""
+
+    def __init__(self, layer: Any, channel: str) -> None:
+        self._layer = layer
+        self._channel = channel
+
+    async def until_terminal(self, timeout: float) -> None:
+        """Return at the first terminal status message, or after ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        while (remaining := deadline - time.monotonic()) > 0:
+            try:
+                message = await asyncio.wait_for(self._layer.receive(self._channel), remaining)
+            except TimeoutError:
+                return
+            if message.get("status") in TERMINAL_STATUSES:
+                return
+
+
+@contextlib.asynccontextmanager
+async def watch_invocation(invocation_id: Any) -> AsyncIterator[InvocationWatch | None]:
+    """Subscribe to an invocation's status messages for the block (None: no channel layer).
+
+    Subscribing before the invocation exists (its id chosen by the caller) means
+    no status change can be missed, with no database read to close the gap.
+    """
     layer = get_channel_layer()
     if layer is None:
+        yield None
         return
-    async_to_sync(layer.group_send)(
-        invocation_group(invocation_id), {"type": "invocation.status", "status": status}
-    )
+    channel = await layer.new_channel()
+    group = invocation_group(invocation_id)
+    await layer.group_add(group, channel)
+    try:
+        yield InvocationWatch(layer, channel)
+    finally:
+        await layer.group_discard(group, channel)
 
 
 async def wait_for_terminal(invocation_id: Any, *, timeout: float, current_status: Any) -> None:
@@ -34,22 +70,7 @@ async def wait_for_terminal(invocation_id: Any, *, timeout: float, current_statu
     """
     if timeout <= 0:
         return
-    layer = get_channel_layer()
-    if layer is None:
-        return
-    channel = await layer.new_channel()
-    group = invocation_group(invocation_id)
-    await layer.group_add(group, channel)
-    try:
-        if await current_status() in TERMINAL_STATUSES:
+    async with watch_invocation(invocation_id) as watch:
+        if watch is None or await current_status() in TERMINAL_STATUSES:
             return
-        deadline = time.monotonic() + timeout
-        while (remaining := deadline - time.monotonic()) > 0:
-            try:
-                message = await asyncio.wait_for(layer.receive(channel), timeout=remaining)
-            except TimeoutError:
-                return
-            if message.get("status") in TERMINAL_STATUSES:
-                return
-    finally:
-        await layer.group_discard(group, channel)
+        await watch.until_terminal(timeout)

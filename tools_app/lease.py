@@ -11,6 +11,7 @@ import json
 import os
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -63,27 +64,59 @@ def holder_is_alive(invocation_id: Any) -> bool:
     return True
 
 
+class _Renewer:
+    """One daemon thread per process renews every lease the process holds.
+
+    A thread per call would cost a thread start and join on every call; leases
+    are renewed every third of their lifetime, so one thread keeps up with all.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._held: dict[str, str] = {}
+        self._pid = 0
+
+    def hold(self, key: str, value: str) -> None:
+        with self._lock:
+            self._held[key] = value
+            if self._pid != os.getpid():  # first lease here, or a forked child
+                self._pid = os.getpid()
+                threading.Thread(target=self._run, name="lease-renewer", daemon=True).start()
+
+    def release(self, key: str) -> None:
+        with self._lock:
+            self._held.pop(key, None)
+
+    def _run(self) -> None:
+        while True:
+            ttl = settings.SYNTHORG_INVOCATION_LEASE_SECONDS
+            time.sleep(ttl / 3)
+            with self._lock:
+                held = dict(self._held)
+            if not held:
+                continue
+            with contextlib.suppress(Exception):
+                pipe = redis_client().pipeline(transaction=False)
+                for key, value in held.items():
+                    pipe.set(key, value, px=int(ttl * 1000), xx=True)
+                pipe.execute()
+
+
+_renewer = _Renewer()
+
+
 @contextlib.contextmanager
 def invocation_lease(invocation_id: Any) -> Iterator[None]:
-    """Hold the lease for the block, renewing it from a daemon thread."""
+    """Hold the lease for the block; the process's renewer keeps it alive."""
     ttl = settings.SYNTHORG_INVOCATION_LEASE_SECONDS
     key = _key(invocation_id)
     value = json.dumps({"host": socket.gethostname(), "pid": os.getpid()})
     client = redis_client()
     client.set(key, value, px=int(ttl * 1000))
-    stop = threading.Event()
-
-    def renew() -> None:
-        while not stop.wait(ttl / 3):
-            with contextlib.suppress(Exception):
-                client.set(key, value, px=int(ttl * 1000))
-
-    thread = threading.Thread(target=renew, name=f"lease-{invocation_id}", daemon=True)
-    thread.start()
+    _renewer.hold(key, value)
     try:
         yield
     finally:
-        stop.set()
-        thread.join(timeout=2)
+        _renewer.release(key)
         with contextlib.suppress(Exception):
             client.delete(key)

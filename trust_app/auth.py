@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from typing import Any
 
+from asgiref.sync import iscoroutinefunction, markcoroutinefunction, sync_to_async
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 
@@ -66,19 +67,44 @@ class PersonTokenMiddleware:
 
     Token requests carry no cookies, so they are exempt from CSRF (API.md: CSRF
     applies to sessions only). Agent tokens are left for the agent API to judge.
+    Under ASGI it stays on the event loop and reaches for the database (in a
+    thread) only when a personal token has to be looked up.
     """
 
-    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
-        self.get_response = get_response
+    sync_capable = True
+    async_capable = True
 
-    def __call__(self, request: HttpRequest) -> HttpResponse:
-        plaintext = bearer_token(request)
-        if plaintext is not None:
-            kind = token_kind(plaintext)
-            request.bearer_kind = kind  # type: ignore[attr-defined]
-            if kind == "person":
-                person = person_for_token(plaintext)
-                if person is not None:
-                    request.user = person
-                    request._dont_enforce_csrf_checks = True  # type: ignore[attr-defined]
+    def __init__(self, get_response: Callable[[HttpRequest], Any]) -> None:
+        self.get_response = get_response
+        if iscoroutinefunction(get_response):
+            markcoroutinefunction(self)
+
+    def __call__(self, request: HttpRequest) -> Any:
+        if iscoroutinefunction(self):
+            return self._acall(request)
+        if self._bearer_kind(request) == "person":
+            self._sign_in(request)
         return self.get_response(request)
+
+    async def _acall(self, request: HttpRequest) -> HttpResponse:
+        if self._bearer_kind(request) == "person":
+            await sync_to_async(self._sign_in)(request)
+        get_response: Callable[[HttpRequest], Awaitable[HttpResponse]] = self.get_response
+        return await get_response(request)
+
+    @staticmethod
+    def _bearer_kind(request: HttpRequest) -> str | None:
+        plaintext = bearer_token(request)
+        if plaintext is None:
+            return None
+        kind = token_kind(plaintext)
+        request.bearer_kind = kind  # type: ignore[attr-defined]
+        return kind
+
+    @staticmethod
+    def _sign_in(request: HttpRequest) -> None:
+        plaintext = bearer_token(request)
+        person = person_for_token(plaintext) if plaintext is not None else None
+        if person is not None:
+            request.user = person
+            request._dont_enforce_csrf_checks = True  # type: ignore[attr-defined]

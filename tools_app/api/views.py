@@ -8,7 +8,9 @@ on the channel layer and holds no thread.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
+from collections.abc import AsyncIterator
 from typing import Any
 
 from adrf.views import APIView as AsyncAPIView
@@ -29,7 +31,7 @@ from tools_app.api.serializers import (
     WaitQuerySerializer,
 )
 from tools_app.canonical import arguments_hash
-from tools_app.events import wait_for_terminal
+from tools_app.events import wait_for_terminal, watch_invocation
 from tools_app.models import Invocation
 from tools_app.ratelimit import rate_limit_hit
 from tools_app.selectors import invocation_for_agent, permitted_contract, permitted_tools
@@ -64,6 +66,15 @@ def _check_rate(agent: Agent, calls: int = 1) -> None:
 
 def _load(invocation_id: uuid.UUID) -> Invocation:
     return Invocation.objects.select_related("approval").get(id=invocation_id)
+
+
+def _load_json(invocation_id: uuid.UUID) -> dict[str, Any]:
+    return invocation_json(_load(invocation_id))
+
+
+def _rate_and_submit(agent: Agent, call: CallRequest, invocation_id: uuid.UUID) -> Any:
+    _check_rate(agent)
+    return invocation_submit(agent=agent, call=call, invocation_id=invocation_id)
 
 
 async def _wait_and_load(invocation: Invocation, wait: int) -> Invocation:
@@ -132,17 +143,32 @@ class InvocationListCreateView(AgentView, AsyncAPIView):
         body = InvocationCreateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         data = body.validated_data
-        await sync_to_async(_check_rate)(agent)
         call = CallRequest(
             tool=data["tool"],
             arguments=data["arguments"],
             idempotency_key=data.get("idempotency_key"),
             task_id=data.get("task_id", ""),
         )
-        submitted = await sync_to_async(invocation_submit)(agent=agent, call=call)
-        invocation = await _wait_and_load(submitted.invocation, data["wait"])
-        body_json = await sync_to_async(invocation_json)(invocation)
+        wait: int = data["wait"]
+        new_id = uuid.uuid4()
+        # Subscribed before the call exists, so its result cannot slip past.
+        async with watch_invocation(new_id) if wait > 0 else _no_watch() as watch:
+            submitted = await sync_to_async(_rate_and_submit)(agent, call, new_id)
+            invocation = submitted.invocation
+            if invocation.terminal or wait <= 0:
+                body_json = await sync_to_async(invocation_json)(invocation)
+            elif submitted.created and watch is not None:
+                await watch.until_terminal(wait)
+                body_json = await sync_to_async(_load_json)(invocation.id)
+            else:  # an earlier call with this idempotency key
+                invocation = await _wait_and_load(invocation, wait)
+                body_json = await sync_to_async(invocation_json)(invocation)
         return Response(body_json, status=201 if submitted.created else 200)
+
+
+@contextlib.asynccontextmanager
+async def _no_watch() -> AsyncIterator[None]:
+    yield None
 
 
 class InvocationDetailView(AgentView, AsyncAPIView):

@@ -233,9 +233,13 @@ def _settle_outcome(*, contract: Any, outcome: ToolOutcome) -> Settled:
         if problems:
             status, error_code = InvocationStatus.FAILED, "output_invalid"
             error_message = "the tool's output broke its output schema: " + "; ".join(problems[:5])
+    secrets = known_secrets()
     clean = sanitize_output(
-        outcome.content, known_secrets=known_secrets(), max_chars=settings.SYNTHORG_RESULT_MAX_CHARS
+        outcome.content, known_secrets=secrets, max_chars=settings.SYNTHORG_RESULT_MAX_CHARS
     )
+    # The message reaches the agent too: it may quote the output, so it is
+    # sanitised like the output (the raw output stays for auditors).
+    error_message = sanitize_output(error_message, known_secrets=secrets, max_chars=2000).text
     return Settled(
         status=status,
         is_error=status != InvocationStatus.SUCCEEDED,

@@ -101,8 +101,13 @@ def invocation_submit(
     call: CallRequest,
     batch_id: uuid.UUID | None = None,
     batch_max_concurrency: int | None = None,
+    invocation_id: uuid.UUID | None = None,
 ) -> Submitted:
-    """Decide on one call and record it; raise a SynthOrgError when it is refused outright."""
+    """Decide on one call and record it; raise a SynthOrgError when it is refused outright.
+
+    ``invocation_id`` lets a caller that will wait subscribe to the new call's
+    status messages before the call exists.
+    """
     digest = arguments_hash(call.arguments)
     found = _existing(agent, call, digest)
     if found is not None:
@@ -145,6 +150,7 @@ def invocation_submit(
             digest=digest,
             batch_id=batch_id,
             batch_max_concurrency=batch_max_concurrency,
+            invocation_id=invocation_id,
         )
     except IntegrityError:
         # Two requests with one idempotency key raced; the loser answers with the winner.
@@ -164,6 +170,7 @@ def _record(
     digest: str,
     batch_id: uuid.UUID | None,
     batch_max_concurrency: int | None,
+    invocation_id: uuid.UUID | None,
 ) -> Submitted:
     # Step 4: the approval policy routes the permission decision (rules, autonomy,
     # budgets, grants); what it returns is what the call records.
@@ -180,6 +187,7 @@ def _record(
     now = timezone.now()
     denied = status == InvocationStatus.DENIED
     invocation = Invocation.objects.create(
+        id=invocation_id or uuid.uuid4(),
         agent=agent,
         tool=contract.name,
         definition_hash=contract.definition_hash,

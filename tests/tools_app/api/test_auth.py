@@ -71,3 +71,21 @@ def test_me_describes_the_agent(make_agent: Callable[..., AgentClient]) -> None:
     assert body["access_level"] == "restricted"
     assert body["autonomy"] == "supervised"
     assert isinstance(body["trust"], dict)
+
+
+def test_agent_calls_carry_the_same_headers_with_or_without_cookies(
+    make_agent: Callable[..., AgentClient],
+) -> None:
+    """Cookieless agent calls take the lean path; the answer must not tell the paths apart."""
+    client = make_agent()
+    lean = client.http.get("/api/v1/me/")
+    full = client.http.get("/api/v1/me/", headers={"Cookie": "unrelated=1"})
+    assert lean.status_code == full.status_code == 200
+    assert lean.json() == full.json()
+    for header in ("X-Content-Type-Options", "X-Frame-Options", "Referrer-Policy", "X-Request-ID"):
+        assert lean.headers.get(header), header
+        if header != "X-Request-ID":
+            assert lean.headers[header] == full.headers[header]
+    missing = client.http.get("/api/v1/invocations/00000000-0000-0000-0000-000000000000/")
+    assert missing.status_code == 404
+    assert missing.json()["error"]["code"] == "not_found"

@@ -1,0 +1,72 @@
+"""Send channel-layer group messages from synchronous code, cheaply.
+
+``async_to_sync(layer.group_send)`` starts an event loop per call, and the
+Redis channel layer keeps its connections per event loop, so every message
+would pay for a new loop and a new connection. Here one daemon thread per
+process runs one loop for the life of the process (a forked child starts its
+own), and every send is handed to it: the connection is made once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from concurrent.futures import TimeoutError as FutureTimeout
+from typing import Any
+
+import structlog
+from channels.layers import get_channel_layer
+
+log = structlog.get_logger("synthorg.live")
+
+SEND_TIMEOUT_SECONDS = 5.0
+
+
+class _SenderLoop:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._pid = 0
+
+    def loop(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._loop is None or self._pid != os.getpid():
+                loop = asyncio.new_event_loop()
+                thread = threading.Thread(
+                    target=loop.run_forever, name="channel-sender", daemon=True
+                )
+                thread.start()
+                self._loop, self._pid = loop, os.getpid()
+            return self._loop
+
+
+_sender = _SenderLoop()
+
+
+def group_send(group: str, message: dict[str, Any]) -> bool:
+    """Send ``message`` to ``group``; False (logged) when it could not be sent in time.
+
+    Live messages are hints: whoever listens also reads the database, so a lost
+    message delays a listener until its own timeout but never loses state.
+    """
+    layer = get_channel_layer()
+    if layer is None:
+        return False
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        pass
+    else:
+        raise RuntimeError("group_send is for synchronous code; await the layer directly")
+    future = asyncio.run_coroutine_threadsafe(layer.group_send(group, message), _sender.loop())
+    try:
+        future.result(timeout=SEND_TIMEOUT_SECONDS)
+    except FutureTimeout:
+        future.cancel()
+        log.warning("live_message_not_sent", group=group, reason="timed out")
+        return False
+    except Exception as exc:
+        log.warning("live_message_not_sent", group=group, reason=repr(exc))
+        return False
+    return True
