@@ -45,11 +45,11 @@ NOTE_MAX = 2000
 
 
 def _evaluate_later(agent: Agent) -> None:
-    from trust_app.tasks import evaluate_agent
+    from trust_app.tasks import evaluation_request
 
     def send() -> None:
         try:
-            evaluate_agent.apply_async(args=[str(agent.pk)], queue="maintenance")
+            evaluation_request(str(agent.pk))
         except Exception:  # the scheduled re-evaluation catches up
             log.warning("trust_evaluation_not_queued", agent=agent.name, exc_info=True)
 
