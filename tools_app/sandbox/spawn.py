@@ -25,7 +25,7 @@ from typing import Any
 from tools_app.sandbox.errors import SandboxError
 from tools_app.sandbox.paths import DEFAULT_SANDBOX_PATH
 
-SERVER_SOURCE = Path(__file__).with_name("spawn_server.py").read_text(encoding="utf-8")
+SERVER_SCRIPT = str(Path(__file__).with_name("spawn_server.py"))
 HEADER = struct.Struct(">I")
 # Variables that decide how an interpreter sets up its locale and streams; a
 # warm child is only used when the call's values equal the server's.
@@ -86,8 +86,7 @@ class SpawnServer:
                 self.interpreter,
                 "-I",
                 "-S",
-                "-c",
-                SERVER_SOURCE,
+                SERVER_SCRIPT,
                 str(theirs.fileno()),
                 ",".join(self.locale_env),
             ]

@@ -3,7 +3,7 @@
 Forking a large worker process (with code to run between fork and exec, which
 rules out the vfork fast path) copies its page tables on every call; forking
 this small process instead is cheap. The worker starts it with
-``python3 -I -S -c SOURCE FD KEYS`` (a clean environment, only the standard
+``python3 -I -S spawn_server.py FD KEYS`` (a clean environment, only the standard
 library) and talks to it over one end of a socketpair (``FD``); nothing is
 reachable through the filesystem.
 
@@ -23,6 +23,7 @@ same confinement steps, with ``sys.argv``, ``os.environ`` and the standard
 streams set up as a fresh interpreter would have them, and exits with the
 status that interpreter would have returned.
 
+It is a child subreaper and reaps whatever exited process trees leave behind.
 When the worker goes away (end of file on the socket) every command still
 running is killed and reaped, and this process exits. It is never dumpable,
 so processes of the same user cannot attach to it.
@@ -47,16 +48,31 @@ MAX_FDS = 8
 HIGH_FD = 64
 CODE_CACHE_SIZE = 32
 PR_SET_DUMPABLE = 4
+PR_SET_NAME = 15
+PR_SET_CHILD_SUBREAPER = 36
 STDIO_NAMES = ("<stdin>", "<stdout>", "<stderr>")
 
 
-def _prctl_dumpable(value):
+def _prctl(*args):
+    """``prctl(2)``; False when it failed or ctypes is missing."""
     try:
         import ctypes
 
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, value, 0, 0, 0)
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+        values = [ctypes.c_ulong(a) if isinstance(a, int) else ctypes.c_char_p(a) for a in args[1:]]
+        values += [ctypes.c_ulong(0)] * (4 - len(values))
+        return prctl(ctypes.c_int(args[0]), *values) == 0
     except (ImportError, OSError, AttributeError):
-        pass
+        return False
+
+
+def _prctl_dumpable(value):
+    _prctl(PR_SET_DUMPABLE, value)
+
+
+def _present_as(argv):
+    """Name this process after the command, as an exec would (``ps``, /proc/PID/comm)."""
+    _prctl(PR_SET_NAME, os.fsencode(os.path.basename(argv[0]))[:15])
 
 
 def _recv_exact(sock, size):
@@ -124,7 +140,7 @@ class Server:
             "__name__": "__main__",
             "__doc__": None,
             "__package__": None,
-            "__loader__": globals().get("__loader__"),
+            "__loader__": sys.modules["_frozen_importlib"].BuiltinImporter,
             "__spec__": None,
         }
 
@@ -148,7 +164,27 @@ class Server:
                 reply = {"error": f"unknown request {op!r}", "errno": 0, "stage": "request"}
             del request
             _send_message(self.sock, reply)
+            self.reap_orphans()
         self.shutdown()
+
+    def reap_orphans(self):
+        """Reap exited processes that were reparented here (not the commands the worker holds).
+
+        This process is a child subreaper: what a command's process tree
+        leaves behind when its parent exits first (bubblewrap's namespace
+        init, double-forked processes) comes here instead of to the machine's
+        init, which may never reap it; until reaped it would keep counting
+        against the sandbox user's process limit and the call's pids cgroup.
+        """
+        try:
+            with open(f"/proc/self/task/{os.getpid()}/children", "rb") as handle:
+                pids = [int(word) for word in handle.read().split()]
+        except (OSError, ValueError):
+            return
+        for pid in pids:
+            if pid not in self.running:
+                with contextlib.suppress(ChildProcessError):
+                    os.waitpid(pid, os.WNOHANG)
 
     def shutdown(self):
         for pid in list(self.running):
@@ -163,6 +199,8 @@ class Server:
             return {"error": f"pid {pid} is not a command of this server", "errno": 0}
         _, status, usage = os.wait4(pid, 0)
         self.running.discard(pid)
+        # Before answering: the call's cgroup is reused only once nothing of it counts.
+        self.reap_orphans()
         return {"status": status, "cpu": usage.ru_utime + usage.ru_stime}
 
     def compiled(self, source):
@@ -247,6 +285,8 @@ class Server:
             for which, soft, hard in request["rlimits"]:
                 resource.setrlimit(which, (soft, hard))
             os.setsid()
+            if code is not None:
+                _present_as(request["argv"])
             step = "user"
             if request["switch"]:
                 os.setgroups([])
@@ -371,6 +411,7 @@ def main():
     startup_keys = set(filter(None, sys.argv[2].split(","))) if len(sys.argv) > 2 else set()
     sock = socket.socket(fileno=fd)
     _prctl_dumpable(0)
+    _prctl(PR_SET_CHILD_SUBREAPER, 1)
     # Commands start with these at their defaults (as subprocess restores
     # them); this server dies with a broken socket, which is what it wants.
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)

@@ -27,7 +27,8 @@ from tools_app.sandbox.paths import (
 from tools_app.sandbox.protocol import ProbeReport, SandboxResult, SandboxSpec
 from tools_app.sandbox.result import result_from_outcome
 from tools_app.sandbox.runner import run_confined
-from tools_app.sandbox.workspace import ScratchDir, check_workspace_access
+from tools_app.sandbox.scratch import ScratchDir
+from tools_app.sandbox.workspace import check_workspace_access
 
 DEFAULT_SCRATCH_ROOT = Path("/tmp/synthorg-sandbox")  # noqa: S108 - a 0711 root, private subdirs
 

@@ -13,7 +13,6 @@ to run when access is missing, instead of failing half-way with EACCES.
 from __future__ import annotations
 
 import os
-import shutil
 import stat
 from pathlib import Path
 
@@ -73,36 +72,3 @@ def grant_workspace(path: Path, identity: SandboxIdentity, *, writable: bool) ->
                 continue
             os.chown(name, -1, identity.gid)
             os.chmod(name, os.stat(name).st_mode | extra_file)
-
-
-class ScratchDir:
-    """A private HOME/TMPDIR for one call, owned by the sandbox user, removed after."""
-
-    _ready_bases: set[Path] = set()
-
-    def __init__(self, base: Path, identity: SandboxIdentity) -> None:
-        if base not in self._ready_bases:
-            base.mkdir(mode=0o711, parents=True, exist_ok=True)
-            self._ready_bases.add(base)
-        while True:
-            path = base / f"call-{os.urandom(8).hex()}"
-            try:
-                os.mkdir(path, 0o700)
-                break
-            except FileExistsError:
-                continue
-            except FileNotFoundError:
-                # The base was removed meanwhile: make it again.
-                base.mkdir(mode=0o711, parents=True, exist_ok=True)
-        self.path = path
-        if identity.switch:
-            os.chown(self.path, identity.uid, identity.gid)
-
-    def remove(self) -> None:
-        """Delete the directory and whatever the command left in it."""
-        try:
-            os.rmdir(self.path)
-        except FileNotFoundError:
-            return
-        except OSError:
-            shutil.rmtree(self.path, ignore_errors=True)
