@@ -26,4 +26,5 @@ def result_from_outcome(
         killed_by=outcome.killed_by,
         stdout_truncated=capture.stdout_truncated,
         stderr_truncated=capture.stderr_truncated,
+        log_metadata={"warm_python": True} if outcome.warm else {},
     )

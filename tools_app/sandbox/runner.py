@@ -27,7 +27,7 @@ from tools_app.sandbox.errors import SandboxError
 from tools_app.sandbox.identity import SandboxIdentity
 from tools_app.sandbox.limits import count_user_processes, rlimits_for
 from tools_app.sandbox.protocol import KilledBy, Limits
-from tools_app.sandbox.spawn import ExecFailure, SpawnServer, spawn_server
+from tools_app.sandbox.spawn import ExecFailure, Spawned, SpawnServer, spawn_server
 
 # Messages runtimes print when an allocation is refused by RLIMIT_AS.
 MEMORY_FAILURE_MARKERS: tuple[bytes, ...] = (
@@ -56,6 +56,8 @@ class ProcessOutcome:
     duration_ms: int
     oom_killed: bool
     cgroup: bool
+    # True when the spawn server ran ``python3 -I -S -c`` in its own interpreter.
+    warm: bool = False
 
 
 def _wait_exit(pidfd: int, seconds: float) -> bool:
@@ -184,7 +186,7 @@ def run_confined(
         init_pidfd = _namespace_init(info_pipe[0], deadline) if info_pipe is not None else None
         return _supervise(
             server,
-            spawned.pid,
+            spawned,
             out_read=out_read,
             err_read=err_read,
             in_write=in_write,
@@ -225,7 +227,7 @@ def _namespace_init(read_fd: int, deadline: float) -> int | None:
 
 def _supervise(
     server: SpawnServer,
-    pid: int,
+    spawned: Spawned,
     *,
     out_read: int,
     err_read: int,
@@ -240,7 +242,7 @@ def _supervise(
     exit_drain_seconds: float,
 ) -> ProcessOutcome:
     # The command started a new session: its pid is its process group id.
-    pgid = pid
+    pid = pgid = spawned.pid
     pidfd = os.pidfd_open(pid)
     reaped = False
     try:
@@ -306,4 +308,6 @@ def _supervise(
         limits=limits,
     )
     elapsed = int((time.monotonic() - started) * 1000)
-    return ProcessOutcome(returncode, capture, killed_by, elapsed, oom, group is not None)
+    return ProcessOutcome(
+        returncode, capture, killed_by, elapsed, oom, group is not None, warm=spawned.warm
+    )

@@ -31,6 +31,8 @@ HEADER = struct.Struct(">I")
 # warm child is only used when the call's values equal the server's.
 LOCALE_NAMES = ("LC_ALL", "LC_CTYPE", "LANG")
 REPLY_TIMEOUT_SECONDS = 60.0
+# How long a server may take to kill its commands and exit once disconnected.
+SHUTDOWN_SECONDS = 5.0
 WARM_PREFIX = ("python3", "-I", "-S", "-c")
 
 
@@ -128,15 +130,18 @@ class SpawnServer:
         return self._sock
 
     def _discard(self) -> None:
+        """Drop the connection; the server then kills its commands and exits."""
         if self._sock is not None:
             with contextlib.suppress(OSError):
                 self._sock.close()
         proc, self._sock, self._proc = self._proc, None, None
         if proc is not None and self._owner == os.getpid():
-            with contextlib.suppress(OSError):
+            try:
+                proc.wait(timeout=SHUTDOWN_SECONDS)
+            except subprocess.TimeoutExpired:
                 proc.kill()
-            with contextlib.suppress(OSError, subprocess.TimeoutExpired):
-                proc.wait(timeout=5)
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(timeout=SHUTDOWN_SECONDS)
 
     def close(self) -> None:
         """Stop the server; commands still running are killed by it."""

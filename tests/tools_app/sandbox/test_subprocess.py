@@ -11,6 +11,7 @@ from common.testing import require
 from tests.tools_app.sandbox.attacks import AttackSuite
 from tools_app.sandbox.errors import SandboxUserMissingError, SandboxWorkspaceAccessError
 from tools_app.sandbox.protocol import SandboxSpec, WorkspaceMount
+from tools_app.sandbox.scratch import POOL_SIZE
 from tools_app.sandbox.subprocess import DEFAULT_SCRATCH_ROOT, SubprocessSandbox
 
 
@@ -24,7 +25,10 @@ class TestSubprocessSandbox(AttackSuite):
         self.scratch_before = set(DEFAULT_SCRATCH_ROOT.iterdir())
 
     def assert_no_leaked_resources(self) -> None:
-        assert set(DEFAULT_SCRATCH_ROOT.iterdir()) <= self.scratch_before
+        # Emptied directories wait, a few at most, for the next call.
+        new = set(DEFAULT_SCRATCH_ROOT.iterdir()) - self.scratch_before
+        assert len(new) <= POOL_SIZE
+        assert all(not any(path.iterdir()) for path in new)
 
     def test_runs_as_the_unprivileged_sandbox_user(self, backend, workspace):
         result = self.run(backend, workspace, "id", "-u")
@@ -37,10 +41,26 @@ class TestSubprocessSandbox(AttackSuite):
         assert result.stdout.strip() != "0"
 
     def test_scratch_home_is_private_and_removed(self, backend, workspace):
-        result = self.run(backend, workspace, "sh", "-c", 'echo x > "$HOME/f"; echo "$HOME"')
-        home = Path(result.stdout.strip())
+        script = 'echo x > "$HOME/f"; mkdir "$TMPDIR/d"; stat -c %a "$HOME"; echo "$HOME"'
+        result = self.run(backend, workspace, "sh", "-c", script)
+        mode, home_text = result.stdout.split()
+        home = Path(home_text)
+        assert mode == "700"
         assert home.parent == DEFAULT_SCRATCH_ROOT
         assert not home.exists()
+
+    def test_next_call_gets_an_empty_scratch_home(self, backend, workspace):
+        for _ in range(3):
+            result = self.run(backend, workspace, "sh", "-c", 'ls -A "$HOME"; touch "$HOME/left"')
+            assert result.stdout == ""
+
+    def test_scratch_home_the_call_changed_is_not_handed_on(self, backend, workspace):
+        first = self.run(backend, workspace, "sh", "-c", 'chmod 755 "$HOME"; echo "$HOME"')
+        second = self.run(backend, workspace, "sh", "-c", 'stat -c %a "$HOME"; echo "$HOME"')
+        mode, home = second.stdout.split()
+        assert mode == "700"
+        assert home != first.stdout.strip()
+        assert not Path(first.stdout.strip()).exists()
 
 
 def test_root_worker_without_sandbox_user_refuses_every_call(workspace):
