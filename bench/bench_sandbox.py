@@ -2,7 +2,10 @@
 
 Prints one JSON object per line: {"figure", "unit", "p50", "p95", "note"}.
 Goals on this machine: subprocess within 1.3x bare; namespace at most 15 ms
-over bare; docker warm exec p50 at most 120 ms, cold at most 800 ms.
+over bare; docker warm exec p50 at most 120 ms, cold at most 800 ms. "Bare"
+runs the program the sandbox's restricted PATH resolves to. The file tools'
+form, ``python3 -I -S -c``, is also measured with the warm interpreter on
+and off.
 Docker figures need DOCKER_HOST (or the default socket) and the image.
 Bounded: a fixed number of runs per figure and a time budget per figure.
 """
@@ -25,10 +28,13 @@ from tools_app.sandbox.docker import DockerSandbox, DockerSettings
 from tools_app.sandbox.errors import SandboxError
 from tools_app.sandbox.lifecycle import LifecycleStrategy
 from tools_app.sandbox.namespace import NamespaceSandbox
+from tools_app.sandbox.paths import DEFAULT_SANDBOX_PATH
 from tools_app.sandbox.protocol import Owner, SandboxBackend, SandboxSpec, WorkspaceMount
 from tools_app.sandbox.subprocess import SubprocessSandbox
 
 COMMANDS = {"true": ("true",), "python": ("python3", "-c", "pass")}
+# The file tools' form: served by the spawn server's warm interpreter when allowed.
+ISOLATED_PYTHON = ("python3", "-I", "-S", "-c", "pass")
 RUNS = 200
 DOCKER_WARM_RUNS = 60
 DOCKER_COLD_RUNS = 15
@@ -71,8 +77,12 @@ def emit(figure: str, samples: list[float], note: str) -> None:
 
 
 def bare(argv: tuple[str, ...], cwd: Path) -> Callable[[], object]:
+    # The program the sandbox would run (its restricted PATH), not whatever
+    # this process's PATH finds first (a version-manager shim, a venv).
+    program = shutil.which(argv[0], path=DEFAULT_SANDBOX_PATH) or argv[0]
+
     def run() -> object:
-        return subprocess.run(argv, cwd=cwd, capture_output=True, check=False)
+        return subprocess.run((program, *argv[1:]), cwd=cwd, capture_output=True, check=False)
 
     return run
 
@@ -106,6 +116,7 @@ def main() -> None:
             samples = measure(through(SubprocessSandbox(), spec), RUNS)
             ratio = p(samples, 0.5) / baseline[label]
             emit(f"subprocess {label}", samples, f"ratio {ratio:.2f}x bare (goal <= 1.3x)")
+        bench_isolated_python(root)
         for label, argv in COMMANDS.items():
             spec = SandboxSpec(argv=argv, workspace=WorkspaceMount(root))
             try:
@@ -120,6 +131,18 @@ def main() -> None:
         bench_docker(root, baseline)
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def bench_isolated_python(root: Path) -> None:
+    """``python3 -I -S -c pass``: bare, through the warm interpreter, and with it off."""
+    samples = measure(bare(ISOLATED_PYTHON, root), RUNS)
+    baseline = p(samples, 0.5)
+    emit("bare subprocess python -I -S", samples, "baseline")
+    spec = SandboxSpec(argv=ISOLATED_PYTHON, workspace=WorkspaceMount(root))
+    for label, warm in (("warm", True), ("warm off", False)):
+        samples = measure(through(SubprocessSandbox(warm_python=warm), spec), RUNS)
+        ratio = p(samples, 0.5) / baseline
+        emit(f"subprocess python -I -S ({label})", samples, f"ratio {ratio:.2f}x bare")
 
 
 def bench_docker(root: Path, baseline: dict[str, float]) -> None:
