@@ -9,6 +9,7 @@ at once so the answer shows their effect.
 from __future__ import annotations
 
 import math
+from datetime import datetime
 from typing import Any
 
 import structlog
@@ -56,8 +57,30 @@ def _evaluate_later(agent: Agent) -> None:
     transaction.on_commit(send)
 
 
+def trust_invocation_outcome_note(*, invocation: Any, status: str, at: datetime) -> None:
+    """Record that a call settled with ``status`` as trust evidence (once per call).
+
+    One statement, inside the caller's transaction; a second note for the same
+    call changes nothing. An evaluation of the agent follows after commit.
+    """
+    result = STATUS_RESULT.get(str(status))
+    if result is None:
+        return
+    row = TrustInvocationOutcome(
+        invocation_id=invocation.id,
+        agent_id=invocation.agent_id,
+        category=invocation.category,
+        task_id=invocation.task_id or "",
+        result=result,
+        at=at,
+    )
+    TrustInvocationOutcome.objects.bulk_create([row], ignore_conflicts=True)
+    if trust_applies(invocation.agent):
+        _evaluate_later(invocation.agent)
+
+
 def trust_invocation_outcome_record(*, invocation: Any) -> TrustInvocationOutcome | None:
-    """Record how a settled call ended as trust evidence (once per call) and re-evaluate.
+    """Record how a settled call ended, reading its status back; return the evidence row.
 
     The status is read back from the database: callers settle a call with an
     update, so the object they hold may still say ``running``.
@@ -68,23 +91,13 @@ def trust_invocation_outcome_record(*, invocation: Any) -> TrustInvocationOutcom
         .values_list("status", "finished_at")
         .first()
     )
-    result = STATUS_RESULT.get(str(settled[0])) if settled else None
-    if settled is None or result is None:
+    if settled is None or STATUS_RESULT.get(str(settled[0])) is None:
         return None
     with transaction.atomic():
-        outcome, created = TrustInvocationOutcome.objects.get_or_create(
-            invocation_id=invocation.id,
-            defaults={
-                "agent_id": invocation.agent_id,
-                "category": invocation.category,
-                "task_id": invocation.task_id or "",
-                "result": result,
-                "at": settled[1] or timezone.now(),
-            },
+        trust_invocation_outcome_note(
+            invocation=invocation, status=str(settled[0]), at=settled[1] or timezone.now()
         )
-    if created and trust_applies(invocation.agent):
-        _evaluate_later(invocation.agent)
-    return outcome
+    return TrustInvocationOutcome.objects.filter(invocation_id=invocation.id).first()
 
 
 def _task_fields(

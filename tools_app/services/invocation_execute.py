@@ -33,7 +33,7 @@ from tools_app.services.audit import Actor, audit_record
 from tools_app.services.invocation_state import invocation_transition
 from tools_app.worker_runtime import sandbox_backends
 from trust_app.selectors import agent_policy
-from trust_app.services_trust_evidence import trust_invocation_outcome_record
+from trust_app.services_trust_evidence import trust_invocation_outcome_note
 
 log = structlog.get_logger("synthorg.invocation")
 
@@ -264,12 +264,13 @@ def _sanitize_structured(structured: Any) -> Any:
 
 
 def _finish(*, invocation: Invocation, settled: Settled) -> None:
+    finished_at = timezone.now()
     with transaction.atomic():
         done = invocation_transition(
             invocation_id=invocation.id,
             from_statuses=[RUNNING],
             to_status=settled.status,
-            finished_at=timezone.now(),
+            finished_at=finished_at,
             is_error=settled.is_error,
             content=settled.content,
             raw_content=settled.raw_content,
@@ -296,7 +297,9 @@ def _finish(*, invocation: Invocation, settled: Settled) -> None:
                 duration_ms=settled.duration_ms,
                 data={"exit_code": settled.exit_code, "truncated": settled.truncated},
             )
-            trust_invocation_outcome_record(invocation=invocation)
+            trust_invocation_outcome_note(
+                invocation=invocation, status=settled.status, at=finished_at
+            )
     if done and invocation.batch_id is not None:
         from tools_app.services.invocation_batch import batch_release
 

@@ -34,7 +34,7 @@ from tools_app.services.audit import Actor, audit_record
 from trust_app.models import Agent
 from trust_app.policy import Decision, Outcome, decide, name_key
 from trust_app.selectors import agent_policy
-from trust_app.services_trust_evidence import trust_invocation_outcome_record
+from trust_app.services_trust_evidence import trust_invocation_outcome_note
 
 MAX_SCHEMA_ERRORS = 10
 
@@ -230,7 +230,7 @@ def _record(
         data={"trace": list(decision.trace), "arguments": invocation.arguments_redacted},
     )
     if denied:
-        trust_invocation_outcome_record(invocation=invocation)
+        trust_invocation_outcome_note(invocation=invocation, status=status, at=now)
     if status == InvocationStatus.QUEUED and not invocation.held:
         from tools_app.tasks import enqueue_invocation
 
