@@ -267,6 +267,18 @@ def test_invocation_timeline_lists_every_event_of_the_call_in_order(
     assert auditor.get("/audit/999999/").status_code == 404
 
 
+def test_each_row_links_to_its_event_page(auditor: Client, calls: list[AuditEvent]) -> None:
+    for html in (
+        auditor.get("/audit/", {"agent": "beta"}).content.decode(),
+        auditor.get("/audit/", {"agent": "beta"}, HTTP_HX_REQUEST="true").content.decode(),
+    ):
+        links = re.findall(r'<tr data-event="(\d+)">\s*<td><a href="([^"]+)">', html)
+        assert len(links) == AuditEvent.objects.filter(agent_name="beta").count()
+        for event_id, href in links[:2]:
+            page = auditor.get(href)
+            assert page.status_code == 200 and f"Audit event #{event_id}" in page.content.decode()
+
+
 def test_htmx_filtering_answers_the_results_partial(
     auditor: Client, calls: list[AuditEvent]
 ) -> None:
