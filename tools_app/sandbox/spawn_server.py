@@ -18,10 +18,8 @@ then sends ``reap``, so the pid (and group id) stays reserved until every
 straggler is dead. The reply to ``reap`` is the wait status and CPU time.
 
 Warm interpreter: for ``python3 -I -S -c SOURCE ARGS`` on this interpreter the
-child skips exec and runs the compiled SOURCE itself as ``__main__`` after the
-same confinement steps, with ``sys.argv``, ``os.environ`` and the standard
-streams set up as a fresh interpreter would have them, and exits with the
-status that interpreter would have returned.
+child skips exec and, after the same confinement steps, runs the compiled
+SOURCE itself as a fresh interpreter would (``spawn_warm``).
 
 It is a child subreaper and reaps whatever exited process trees leave behind.
 When the worker goes away (end of file on the socket) every command still
@@ -29,10 +27,8 @@ running is killed and reaped, and this process exits. It is never dumpable,
 so processes of the same user cannot attach to it.
 """
 
-import builtins
 import contextlib
 import fcntl
-import io
 import marshal
 import os
 import resource
@@ -50,7 +46,6 @@ CODE_CACHE_SIZE = 32
 PR_SET_DUMPABLE = 4
 PR_SET_NAME = 15
 PR_SET_CHILD_SUBREAPER = 36
-STDIO_NAMES = ("<stdin>", "<stdout>", "<stderr>")
 
 
 def _prctl(*args):
@@ -128,21 +123,7 @@ class Server:
         self.sock = sock
         self.running = set()
         self.code_cache = {}
-        # Variables the interpreter added to its own environment while
-        # starting (locale coercion); a fresh interpreter would add them too.
-        self.startup_additions = {k: v for k, v in os.environ.items() if k not in startup_keys}
-        self.stdio = [
-            (sys.stdin.encoding, sys.stdin.errors),
-            (sys.stdout.encoding, sys.stdout.errors),
-            (sys.stderr.encoding, sys.stderr.errors),
-        ]
-        self.main_template = {
-            "__name__": "__main__",
-            "__doc__": None,
-            "__package__": None,
-            "__loader__": sys.modules["_frozen_importlib"].BuiltinImporter,
-            "__spec__": None,
-        }
+        self.warm = _load_sibling("spawn_warm").WarmInterpreter(startup_keys)
 
     def serve(self):
         _send_message(self.sock, {"ready": os.getpid(), "executable": sys.executable})
@@ -301,56 +282,23 @@ class Server:
                 with contextlib.suppress(OSError):
                     os.execve(request["program"], request["argv"], request["env"])  # noqa: S606
             os.execvpe(request["argv"][0], request["argv"], request["env"])  # noqa: S606
-        # A fresh interpreter ignores these two; a fresh process after exec is
-        # dumpable again.
-        signal.signal(signal.SIGPIPE, signal.SIG_IGN)
-        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        # A fresh process after exec is dumpable again.
         _prctl_dumpable(1)
         os.close(err_write)
-        return self.run_warm(request, code)
+        return self.warm.run(code, request["argv"][5:], request["env"], request["executable"])
 
-    def run_warm(self, request, code):
-        """Run ``code`` as ``python3 -I -S -c`` would; return its exit status."""
-        env = dict(request["env"])
-        for name, value in self.startup_additions.items():
-            env.setdefault(name, value)
-        os.environ.clear()
-        os.environ.update(env)
-        sys.argv = ["-c", *request["argv"][5:]]
-        sys.executable = request["executable"]
-        streams = []
-        for fd, (encoding, errors) in enumerate(self.stdio):
-            buffer = open(fd, "wb" if fd else "rb", closefd=False)  # noqa: SIM115
-            buffer.raw.name = STDIO_NAMES[fd]  # type: ignore[attr-defined]
-            line = fd == 2 or os.isatty(fd)
-            streams.append(
-                io.TextIOWrapper(
-                    buffer, encoding=encoding, errors=errors, newline="\n", line_buffering=line
-                )
-            )
-        sys.stdin, sys.stdout, sys.stderr = streams
-        sys.__stdin__, sys.__stdout__, sys.__stderr__ = streams  # type: ignore[misc]
-        main = type(sys)("__main__")
-        main.__dict__.update(self.main_template, __annotations__={}, __builtins__=builtins)
-        sys.modules["__main__"] = main
-        status = 0
-        interrupted = False
-        try:
-            exec(code, main.__dict__)  # noqa: S102 - this is the command the call asked to run
-        except SystemExit as exc:
-            status = _system_exit_status(exc)
-        except BaseException as exc:
-            interrupted = isinstance(exc, KeyboardInterrupt)
-            # Show the traceback from the command's own frames, not this one.
-            tb = exc.__traceback__
-            exc.__traceback__ = tb.tb_next if tb is not None else None
-            sys.excepthook(type(exc), exc, exc.__traceback__)
-            status = 1
-        status = _finalize(status)
-        if interrupted:
-            signal.signal(signal.SIGINT, signal.SIG_DFL)
-            os.kill(os.getpid(), signal.SIGINT)
-        return status & 0xFF
+
+def _load_sibling(name):
+    """Load ``name``.py from this file's directory (not importable under -I)."""
+    import importlib.util
+
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py")
+    spec = importlib.util.spec_from_file_location(f"_synthorg_{name}", path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def _dup_high(fd):
@@ -374,36 +322,6 @@ def _find_program(name, path):
         if (st.st_mode & 0o170000) == 0o100000 and st.st_mode & 0o111:
             return candidate
     return None
-
-
-def _system_exit_status(exc):
-    code = exc.code
-    if code is None:
-        return 0
-    if isinstance(code, int):
-        return code
-    with contextlib.suppress(Exception):
-        sys.stderr.write(f"{code}\n")
-    return 1
-
-
-def _finalize(status):
-    """What interpreter shutdown does: threads, atexit, flushing the streams."""
-    threading = sys.modules.get("threading")
-    if threading is not None:
-        # Shutdown carries on past a failure, as the interpreter's does.
-        with contextlib.suppress(Exception):
-            threading._shutdown()
-    import atexit
-
-    atexit._run_exitfuncs()
-    try:
-        sys.stdout.flush()
-    except Exception:  # a failed flush at exit means status 120
-        status = 120
-    with contextlib.suppress(Exception):
-        sys.stderr.flush()
-    return status
 
 
 def main():
