@@ -16,7 +16,14 @@ from pathlib import Path
 import pytest
 
 from common.testing import require
-from tools_app.sandbox.protocol import MIB, KilledBy, Limits, SandboxSpec, WorkspaceMount
+from tools_app.sandbox.protocol import (
+    MIB,
+    KilledBy,
+    Limits,
+    MountMode,
+    SandboxSpec,
+    WorkspaceMount,
+)
 from tools_app.sandbox.spawn import ExecFailure, Spawned, spawn_server
 from tools_app.sandbox.subprocess import SubprocessSandbox
 
@@ -322,3 +329,63 @@ def test_no_process_is_left_after_many_warm_calls(workspace):
         assert call((*WARM, "import os\nprint(os.getpid() > 1)"), workspace) == "True\n"
     children = Path(f"/proc/{server_pid()}/task/{server_pid()}/children").read_text().split()
     assert children == []
+
+
+# -- the file tools' runner, the warm path's main user ---------------------------
+
+FS_REQUESTS: dict[str, dict[str, object]] = {
+    "read": {"op": "read", "parts": ["hello.txt"], "offset": 0, "length": 1000},
+    "read_missing": {"op": "read", "parts": ["absent.txt"], "offset": 0, "length": 10},
+    "read_escaping_link": {"op": "read", "parts": ["leak"], "offset": 0, "length": 100},
+    "list": {"op": "list", "parts": [], "max_entries": 100},
+    "stat": {"op": "stat", "parts": ["hello.txt"]},
+    "denied": {"op": "read", "parts": [".git", "config"], "offset": 0, "length": 10},
+    "malformed": {"op": "nonsense", "parts": []},
+}
+
+
+@pytest.mark.parametrize("name", sorted(FS_REQUESTS))
+def test_file_runner_answers_the_same_warm_and_cold(backends, workspace, outside_dir, name):
+    import json
+
+    from tools_app.builtin.fs_exec import RUNNER_ARGV
+
+    (workspace / "leak").symlink_to(outside_dir / "secret.txt")
+    request: dict[str, object] = {"anchor": "workspace", "floor": [".git"], **FS_REQUESTS[name]}
+    stdin = json.dumps(request).encode()
+    warm, cold = both(backends, workspace, RUNNER_ARGV, stdin=stdin)
+    assert seen(warm) == seen(cold)
+    assert warm.log_metadata.get("warm_python") is True
+    answer = json.loads(warm.stdout)
+    assert answer["ok"] is (name in ("read", "list", "stat"))
+    assert "top secret" not in warm.stdout
+
+
+def test_file_runner_writes_the_same_warm_and_cold(backends, workspace):
+    import json
+
+    from tools_app.builtin.fs_exec import RUNNER_ARGV
+
+    for backend, target in zip(backends, ("warm.txt", "cold.txt"), strict=True):
+        request = {
+            "op": "write",
+            "anchor": "workspace",
+            "floor": [],
+            "parts": ["sub", target],
+            "content": "written\n",
+            "overwrite": True,
+            "create_parents": True,
+        }
+        spec = SandboxSpec(
+            argv=RUNNER_ARGV,
+            workspace=WorkspaceMount(workspace, MountMode.READ_WRITE),
+            stdin=json.dumps(request).encode(),
+        )
+        result = backend.run(spec)
+        assert json.loads(result.stdout)["ok"] is True, result
+    warm_file, cold_file = workspace / "sub" / "warm.txt", workspace / "sub" / "cold.txt"
+    assert warm_file.read_text() == cold_file.read_text() == "written\n"
+    assert (warm_file.stat().st_uid, warm_file.stat().st_mode) == (
+        cold_file.stat().st_uid,
+        cold_file.stat().st_mode,
+    )
