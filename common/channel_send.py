@@ -48,17 +48,13 @@ def group_send(group: str, message: dict[str, Any]) -> bool:
     """Send ``message`` to ``group``; False (logged) when it could not be sent in time.
 
     Live messages are hints: whoever listens also reads the database, so a lost
-    message delays a listener until its own timeout but never loses state.
+    message delays a listener until its own timeout but never loses state. It
+    works from any synchronous code, even a thread running a loop of its own:
+    the send runs on the sender loop, never on the caller's.
     """
     layer = get_channel_layer()
     if layer is None:
         return False
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        pass
-    else:
-        raise RuntimeError("group_send is for synchronous code; await the layer directly")
     future = asyncio.run_coroutine_threadsafe(layer.group_send(group, message), _sender.loop())
     try:
         future.result(timeout=SEND_TIMEOUT_SECONDS)
