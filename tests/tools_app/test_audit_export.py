@@ -23,7 +23,7 @@ from tools_app.audit_export import (
     jsonl_lines_encoded,
 )
 from tools_app.models import AuditEvent
-from tools_app.selectors_audit import AuditFilters, audit_events, audit_filters_parse
+from tools_app.selectors_audit import AuditFilters, audit_filters_parse
 
 pytestmark = pytest.mark.django_db
 
@@ -144,29 +144,3 @@ def test_an_export_closed_midway_leaves_the_connection_usable() -> None:
     assert len(next(lines)) >= COPY_CHUNK_BYTES  # COPY is under way, more is to come
     lines.close()  # as when the client goes away
     assert AuditEvent.objects.filter(kind="bulk").count() == COPY_CHUNK_BYTES // 1000 * 3 - 1
-
-
-def test_reason_search_is_literal_and_ignores_case(awkward_events: list[AuditEvent]) -> None:
-    def ids(q: str) -> list[int]:
-        return list(audit_events(audit_filters_parse({"q": q})).values_list("id", flat=True))
-
-    done = next(e for e in awkward_events if e.reason == "100% done_ok")
-    assert ids("100% DONE_") == [done.id]
-    assert ids("100%_done") == []  # % and _ match themselves, not any text
-
-
-def test_reason_search_can_be_served_by_the_trigram_index() -> None:
-    with connection.cursor() as cursor:
-        cursor.execute(
-            "SELECT 1 FROM pg_indexes WHERE indexname = 'tools_audit_reason_trgm'"
-        )  # created by migration 0003 where pg_trgm is available
-        require(cursor.fetchone() is not None, "the pg_trgm extension (postgresql-contrib)")
-        sql, params = audit_events(
-            audit_filters_parse({"q": "h42.example"})
-        ).query.sql_with_params()
-        # Without the primary key walk or a table scan, only the trigram index can answer.
-        cursor.execute("SET LOCAL enable_seqscan = off")
-        cursor.execute("SET LOCAL enable_indexscan = off")
-        cursor.execute("EXPLAIN " + sql, params)
-        plan = "\n".join(row[0] for row in cursor.fetchall())
-    assert "tools_audit_reason_trgm" in plan, plan
