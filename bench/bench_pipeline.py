@@ -60,6 +60,34 @@ def row(figure: str, unit: str, samples: list[float], note: str) -> dict[str, ob
     }
 
 
+def tree_cpu_seconds(root: int) -> float:
+    """CPU seconds used so far by a process and every process under it (from /proc)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    parents: dict[int, int] = {}
+    used: dict[int, float] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rpartition(")")[2].split()
+        except OSError:
+            continue
+        # after the command: state ppid ... utime(12) stime(13) cutime(14) cstime(15)
+        parents[int(entry.name)] = int(fields[1])
+        used[int(entry.name)] = sum(int(v) for v in fields[11:15]) / tick
+    tree, frontier = {root}, [root]
+    while frontier:
+        parent = frontier.pop()
+        children = [pid for pid, ppid in parents.items() if ppid == parent and pid not in tree]
+        tree.update(children)
+        frontier.extend(children)
+    return sum(used.get(pid, 0.0) for pid in tree)
+
+
+def cpu_of(pids: list[int]) -> float:
+    return sum(tree_cpu_seconds(pid) for pid in pids)
+
+
 def make_agent(prefix: str) -> tuple[str, Path]:
     created = agent_create(name=f"{prefix}-{uuid.uuid4().hex[:8]}", access_level="standard")
     workspace = Path(created.agent.workspace)
@@ -105,10 +133,11 @@ def main() -> None:
     token, workspace = make_agent("bench-latency")
     direct = direct_latency(workspace)
     with (
-        running(daphne, env=env, log_path=tmp / "daphne.log"),
-        running(workers[0], env=env, log_path=tmp / "w0.log"),
-        running(workers[1], env=env, log_path=tmp / "w1.log"),
+        running(daphne, env=env, log_path=tmp / "daphne.log") as web,
+        running(workers[0], env=env, log_path=tmp / "w0.log") as w0,
+        running(workers[1], env=env, log_path=tmp / "w1.log") as w1,
     ):
+        serving = {"daphne": [web.process.pid], "workers": [w0.process.pid, w1.process.pid]}
         wait_until(lambda: http_status(base + "/healthz") in (200, 503), timeout=60, what="daphne")
         body = {"tool": "read_file", "arguments": {"path": "notes.txt"}, "wait": 30}
         headers = {"Authorization": f"Bearer {token}"}
@@ -145,12 +174,14 @@ def main() -> None:
                             errors += 1
 
         threads = [threading.Thread(target=client_loop) for _ in range(THROUGHPUT_CLIENTS)]
+        cpu_before = {k: cpu_of(pids) for k, pids in serving.items()}
         started = time.monotonic()
         for thread in threads:
             thread.start()
         for thread in threads:
             thread.join()
         elapsed = time.monotonic() - started
+        cpu_used = {k: cpu_of(pids) - cpu_before[k] for k, pids in serving.items()}
         settled = Invocation.objects.filter(id__in=submitted, status="succeeded").count()
         lost = (
             Invocation.objects.filter(id__in=submitted)
@@ -171,7 +202,9 @@ def main() -> None:
             "unit": "calls/s",
             "rate": settled / elapsed,
             "note": f"{THROUGHPUT_CLIENTS} clients for {elapsed:.0f}s; {len(submitted)} submitted, "
-            f"{errors} errors, {lost} lost",
+            f"{errors} errors, {lost} lost; CPU per call: daphne "
+            f"{cpu_used['daphne'] * 1000 / max(len(submitted), 1):.1f} ms, workers and their "
+            f"sandboxes {cpu_used['workers'] * 1000 / max(len(submitted), 1):.1f} ms",
         },
     ):  # fmt: skip
         print(json.dumps(line))
