@@ -1,7 +1,9 @@
 """The operators' socket at /ws/approvals/: session auth, operators and admins only.
 
 It holds no state: on connect it sends what the database says now, and on every
-change event it renders the changed request for its own person.
+change event it reads the pending count and sends the changed request's row,
+as the publisher rendered it or, where its person sees the row differently,
+rendered here from the database.
 """
 
 from __future__ import annotations
@@ -13,17 +15,26 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 
 from approvals_app.events import OPERATORS_GROUP
-from approvals_app.live import INBOX_VIEW, can_decide, change_html, resync_html
+from approvals_app.live import (
+    INBOX_VIEW,
+    can_decide,
+    change_html,
+    is_admin,
+    pending_count_html,
+    resync_html,
+    shared_row_fits,
+)
 
 # Close code sent before the handshake completes: the browser sees a refused upgrade (403).
 REFUSED = 4403
 
 
 class ApprovalInboxConsumer(AsyncWebsocketConsumer):
-    """Pushes new, changed and settled requests and the pending count as htmx swaps."""
+    """Pushes new, changed and settled requests (approvals and promotions) and the count."""
 
     user: Any = None
     view: str = "count"
+    is_admin: bool = False
 
     async def connect(self) -> None:
         user = self.scope.get("user")
@@ -31,6 +42,7 @@ class ApprovalInboxConsumer(AsyncWebsocketConsumer):
             await self.close(code=REFUSED)
             return
         self.user = user
+        self.is_admin = await database_sync_to_async(is_admin)(user)
         query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
         self.view = INBOX_VIEW if query.get("view") == [INBOX_VIEW] else "count"
         # Join before reading the state, so no change between the two is missed.
@@ -46,7 +58,13 @@ class ApprovalInboxConsumer(AsyncWebsocketConsumer):
         """Decisions are POSTed, never sent over the socket; anything sent here is ignored."""
 
     async def approval_changed(self, event: dict[str, Any]) -> None:
+        shared = event.get("html")
+        if shared is not None and shared_row_fits(event, self.user, self.is_admin):
+            # The publisher rendered the row once for every operator; only the count is read.
+            count = await database_sync_to_async(pending_count_html)()
+            await self.send(text_data=count + shared if self.view == INBOX_VIEW else count)
+            return
         html = await database_sync_to_async(change_html)(
-            self.user, self.view, event["id"], event["change"]
+            self.user, self.view, event["id"], event["change"], event.get("kind", "approval")
         )
         await self.send(text_data=html)

@@ -1,8 +1,13 @@
 """Live updates for the operators' inbox, sent over the channel layer after commit.
 
-The message names the request and what happened; each connected inbox reads the
-request from the database and renders it for its own person, so the socket never
-holds state the database does not.
+The message names the request, its kind (an approval request or a promotion
+request) and what happened. Where the publisher holds the request already (a
+new request, a settlement), it renders the row once, as every operator sees it,
+and sends the fragment with the message; an inbox whose person sees the row
+differently (the agent's owner, an admin on an escalated request) reads the
+request from the database and renders its own. The pending count is always read
+by each inbox when the message arrives, so the socket never holds state the
+database does not.
 """
 
 from __future__ import annotations
@@ -10,11 +15,18 @@ from __future__ import annotations
 import functools
 from typing import Any, Final
 
-from asgiref.sync import async_to_sync
-from channels.layers import get_channel_layer
 from django.db import transaction
 
+from approvals_app.publisher import group_send
+
 OPERATORS_GROUP: Final = "operators"
+
+
+class InboxKind:
+    """The kinds of request the inbox holds."""
+
+    APPROVAL = "approval"
+    PROMOTION = "promotion"
 
 
 class ApprovalChange:
@@ -25,16 +37,38 @@ class ApprovalChange:
     SETTLED = "settled"
 
 
-def publish_approval_change(request_id: Any, change: str) -> None:
-    """Tell every connected inbox that request ``request_id`` changed."""
-    layer = get_channel_layer()
-    if layer is None:
-        return
-    async_to_sync(layer.group_send)(
-        OPERATORS_GROUP, {"type": "approval.changed", "id": str(request_id), "change": change}
+def publish_approval_change(
+    request_id: Any, change: str, kind: str = InboxKind.APPROVAL, *, request: Any = None
+) -> None:
+    """Tell every connected inbox that request ``request_id`` (of ``kind``) changed.
+
+    With ``request`` (an ApprovalRequest with its invocation and agent loaded),
+    the row is rendered here once and carried in the message.
+    """
+    message: dict[str, Any] = {
+        "type": "approval.changed",
+        "id": str(request_id),
+        "change": change,
+        "kind": kind,
+    }
+    if request is not None:
+        from approvals_app.live import shared_row
+
+        message.update(shared_row(request, change))
+    group_send(OPERATORS_GROUP, message)
+
+
+def approval_change_on_commit(request_id: Any, change: str, *, request: Any = None) -> None:
+    """Publish the change once the caller's transaction commits (nothing for a rollback)."""
+    transaction.on_commit(
+        functools.partial(
+            publish_approval_change, request_id, change, InboxKind.APPROVAL, request=request
+        )
     )
 
 
-def approval_change_on_commit(request_id: Any, change: str) -> None:
-    """Publish the change once the caller's transaction commits (nothing for a rollback)."""
-    transaction.on_commit(functools.partial(publish_approval_change, request_id, change))
+def promotion_change_on_commit(promotion_id: Any, change: str) -> None:
+    """Publish a promotion request's change once the caller's transaction commits."""
+    transaction.on_commit(
+        functools.partial(publish_approval_change, promotion_id, change, InboxKind.PROMOTION)
+    )

@@ -1,7 +1,9 @@
 """HTML fragments for the live inbox: what a page shows on load, on reconnect and on a change.
 
 Everything is read from the database at the moment of rendering, so a browser
-that reconnects gets the current state, never a replay of the socket.
+that reconnects gets the current state, never a replay of the socket. The inbox
+holds two kinds of request: approval requests for calls, and promotion requests
+a trust strategy made that need a person.
 """
 
 from __future__ import annotations
@@ -11,12 +13,14 @@ from typing import Any
 from django.template.loader import render_to_string
 from django.utils import timezone
 
+from approvals_app.events import ApprovalChange, InboxKind
 from approvals_app.models import ApprovalRequest, ApprovalStatus
 from approvals_app.selectors import (
     approval_grants,
     approval_request,
     approvals_pending_by_risk,
-    approvals_pending_count,
+    inbox_pending_count,
+    promotion_request,
 )
 from common.roles import ROLES_THAT_DECIDE, Role, has_any_role, roles_of
 
@@ -33,12 +37,20 @@ def _viewer(user: Any) -> dict[str, Any]:
     return {"viewer": user, "viewer_is_admin": Role.ADMIN in roles_of(user), "now": timezone.now()}
 
 
+def pending_promotion_rows() -> list[Any]:
+    """Promotion requests waiting for a person, oldest first."""
+    from trust_app.selectors_trust import pending_promotions
+
+    return list(pending_promotions())
+
+
 def inbox_context(user: Any) -> dict[str, Any]:
     """Everything the inbox page renders."""
     return {
         **_viewer(user),
         "groups": approvals_pending_by_risk(),
-        "pending_count": approvals_pending_count(),
+        "promotions": pending_promotion_rows(),
+        "pending_count": inbox_pending_count(),
         "grants": list(approval_grants()[:100]),
     }
 
@@ -46,13 +58,56 @@ def inbox_context(user: Any) -> dict[str, Any]:
 def pending_count_html(*, oob: bool = True) -> str:
     """The navigation's pending count, as an out-of-band swap."""
     return render_to_string(
-        f"{TEMPLATE}#pending-count", {"pending_count": approvals_pending_count(), "oob": oob}
+        f"{TEMPLATE}#pending-count", {"pending_count": inbox_pending_count(), "oob": oob}
     )
 
 
 def row_html(request: ApprovalRequest, user: Any, *, oob: str = "") -> str:
     """One request's row (pending or settled) for ``user``."""
     return render_to_string(f"{TEMPLATE}#row", {**_viewer(user), "request": request, "oob": oob})
+
+
+def promotion_row_html(promotion: Any, user: Any, *, oob: str = "") -> str:
+    """One promotion request's row (pending or settled) for ``user``."""
+    return render_to_string(
+        f"{TEMPLATE}#promotion-row", {**_viewer(user), "promotion": promotion, "oob": oob}
+    )
+
+
+def shared_row(request: ApprovalRequest, change: str) -> dict[str, Any]:
+    """The row as operators see it, rendered once by the publisher, and who sees it otherwise.
+
+    ``owner_id`` names the person barred from deciding it (they see a note instead
+    of the buttons); ``admins_differ`` says admins see an escalation flag.
+    """
+    pending = request.status == ApprovalStatus.PENDING
+    oob = f"beforeend:#risk-{request.risk_tier}" if change == ApprovalChange.NEW and pending else ""
+    context = {
+        "viewer": None,
+        "viewer_is_admin": False,
+        "now": timezone.now(),
+        "request": request,
+        "oob": oob or "true",
+    }
+    barred = pending and not request.owner_may_approve
+    return {
+        "html": render_to_string(f"{TEMPLATE}#row", context),
+        "owner_id": request.invocation.agent.owner_id if barred else None,
+        "admins_differ": bool(pending and request.escalated_at),
+    }
+
+
+def shared_row_fits(event: dict[str, Any], user: Any, is_admin: bool) -> bool:
+    """True when the row rendered by the publisher is what ``user`` would see."""
+    owner_id = event.get("owner_id")
+    if owner_id is not None and owner_id == getattr(user, "pk", None):
+        return False
+    return not (event.get("admins_differ") and is_admin)
+
+
+def is_admin(user: Any) -> bool:
+    """True for admins (they see escalation flags)."""
+    return Role.ADMIN in roles_of(user)
 
 
 def resync_html(user: Any, view: str) -> str:
@@ -63,15 +118,28 @@ def resync_html(user: Any, view: str) -> str:
     return "".join(parts)
 
 
-def change_html(user: Any, view: str, request_id: str, change: str) -> str:
-    """What a socket sends when request ``request_id`` changed."""
+def _promotion_change_html(user: Any, promotion_id: str, change: str) -> str:
+    promotion = promotion_request(promotion_id)
+    if promotion is None:
+        return ""
+    if change == ApprovalChange.NEW and promotion.status == "pending":
+        return promotion_row_html(promotion, user, oob="beforeend:#promotion-rows")
+    return promotion_row_html(promotion, user, oob="true")
+
+
+def change_html(
+    user: Any, view: str, request_id: str, change: str, kind: str = InboxKind.APPROVAL
+) -> str:
+    """What a socket sends when request ``request_id`` (of ``kind``) changed."""
     parts = [pending_count_html()]
     if view != INBOX_VIEW:
         return parts[0]
+    if kind == InboxKind.PROMOTION:
+        return parts[0] + _promotion_change_html(user, request_id, change)
     request = approval_request(request_id)
     if request is None:
         return parts[0]
-    if change == "new" and request.status == ApprovalStatus.PENDING:
+    if change == ApprovalChange.NEW and request.status == ApprovalStatus.PENDING:
         parts.append(row_html(request, user, oob=f"beforeend:#risk-{request.risk_tier}"))
     else:
         parts.append(row_html(request, user, oob="true"))

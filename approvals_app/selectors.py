@@ -6,6 +6,7 @@ import uuid
 from datetime import datetime
 from typing import Any
 
+from django.db import connection
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
@@ -41,8 +42,37 @@ def approvals_pending_by_risk() -> list[tuple[str, list[ApprovalRequest]]]:
 
 
 def approvals_pending_count() -> int:
-    """How many requests wait for a decision."""
+    """How many approval requests wait for a decision."""
     return ApprovalRequest.objects.filter(status=ApprovalStatus.PENDING).count()
+
+
+def inbox_pending_count() -> int:
+    """What waits in the inbox: pending approval requests and promotion requests.
+
+    One statement, as every live inbox asks it on every change.
+    """
+    from trust_app.models import PromotionRequest, PromotionStatus
+
+    approvals = ApprovalRequest._meta.db_table
+    promotions = PromotionRequest._meta.db_table
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT (SELECT COUNT(*) FROM {approvals} WHERE status = %s)"  # noqa: S608
+            f" + (SELECT COUNT(*) FROM {promotions} WHERE status = %s)",
+            [ApprovalStatus.PENDING.value, PromotionStatus.PENDING.value],
+        )
+        row = cursor.fetchone()
+    return int(row[0]) if row else 0
+
+
+def promotion_request(promotion_id: uuid.UUID | str) -> Any:
+    """One promotion request with its agent, or None."""
+    from trust_app.models import PromotionRequest
+
+    try:
+        return PromotionRequest.objects.select_related("agent").filter(id=promotion_id).first()
+    except (ValueError, TypeError):
+        return None
 
 
 def approval_grants_live(

@@ -8,6 +8,11 @@ urlpatterns = [
     path("approvals/", views.inbox, name="approvals-inbox"),
     path("approvals/decide/", views.decide, name="approvals-decide"),
     path(
+        "approvals/promotions/decide/",
+        views.promotion_decide_inbox,
+        name="approvals-promotion-decide",
+    ),
+    path(
         "approvals/grants/<uuid:grant_id>/revoke/",
         views.grant_revoke,
         name="approvals-grant-revoke",

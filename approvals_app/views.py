@@ -15,8 +15,15 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET, require_POST
 
-from approvals_app.live import TEMPLATE, can_decide, inbox_context, pending_count_html, row_html
-from approvals_app.selectors import approval_request
+from approvals_app.live import (
+    TEMPLATE,
+    can_decide,
+    inbox_context,
+    pending_count_html,
+    promotion_row_html,
+    row_html,
+)
+from approvals_app.selectors import approval_request, promotion_request
 from approvals_app.services import GrantSpec, approval_decide, approval_grant_revoke
 from common.errors import SynthOrgError
 
@@ -92,6 +99,41 @@ def decide(request: HttpRequest) -> HttpResponse:
             rows.append(row_html(current, user, oob="true"))
     if not outcomes:
         outcomes.append(Outcome("", "", False, "select at least one request"))
+    feedback = render(request, f"{TEMPLATE}#feedback", {"outcomes": outcomes}).content.decode()
+    return HttpResponse(feedback + "".join(rows) + pending_count_html())
+
+
+@login_required
+@require_POST
+def promotion_decide_inbox(request: HttpRequest) -> HttpResponse:
+    """Approve or deny one promotion request (``only``) from the inbox."""
+    from trust_app.services_trust_promotion import promotion_decide
+
+    user = _decider(request)
+    ids = _ids(request)
+    decision = request.POST.get("decision", "")
+    outcomes: list[Outcome] = []
+    rows: list[str] = []
+    for promotion_id in ids[:1]:
+        found = promotion_request(promotion_id)
+        if found is None:
+            outcomes.append(Outcome(promotion_id, "promotion", False, "no such promotion request"))
+            continue
+        what = f"promotion of {found.agent.name} to {found.to_level} on {found.track}"
+        reason = (request.POST.get(f"reason-{promotion_id}") or "").strip()
+        if decision == "approve" and not reason:
+            reason = "approved in the inbox"
+        try:
+            promotion_decide(request=found, person=user, decision=decision, reason=reason)
+            verb = "approved" if decision == "approve" else "denied"
+            outcomes.append(Outcome(promotion_id, what, True, f"you {verb} it"))
+        except SynthOrgError as exc:
+            outcomes.append(Outcome(promotion_id, what, False, exc.message))
+        current = promotion_request(promotion_id)
+        if current is not None:
+            rows.append(promotion_row_html(current, user, oob="true"))
+    if not outcomes:
+        outcomes.append(Outcome("", "", False, "select a promotion request"))
     feedback = render(request, f"{TEMPLATE}#feedback", {"outcomes": outcomes}).content.decode()
     return HttpResponse(feedback + "".join(rows) + pending_count_html())
 

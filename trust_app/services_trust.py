@@ -4,7 +4,8 @@ An evaluation locks the agent's row (one evaluation per agent at a time),
 loads its state and evidence, asks the configured strategy, then in the same
 transaction: applies demotions and the promotions that need no person (each
 with a ``TrustChange`` and an AuditEvent giving the reasons), turns a
-promotion that needs a person into a ``PromotionRequest``, and stores the new
+promotion that needs a person into a ``PromotionRequest`` (it appears in the
+operators' live inbox after commit), and stores the new
 state and, when the score moved, a point for the chart. Promotion to elevated
 is never applied here: ``apply_automatic`` refuses it.
 """
@@ -17,8 +18,10 @@ from typing import Any
 
 import structlog
 from django.db import transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
+from approvals_app.events import ApprovalChange, promotion_change_on_commit
 from common.errors import ForbiddenError, InvalidArgumentError
 from common.roles import Role, has_any_role
 from tools_app.services.audit import Actor, audit_record
@@ -79,6 +82,13 @@ def locked_state(
     return locked, row
 
 
+def _withdraw(pending: QuerySet[PromotionRequest], *, now: datetime, reason: str) -> None:
+    """Withdraw pending promotion requests; they leave the operators' inbox after commit."""
+    for request_id in pending.values_list("id", flat=True):
+        promotion_change_on_commit(request_id, ApprovalChange.SETTLED)
+    pending.update(status=PromotionStatus.WITHDRAWN, decided_at=now, decision_reason=reason)
+
+
 def record_change(
     *,
     agent: Agent,
@@ -106,9 +116,13 @@ def record_change(
         created_at=now,
     )
     # Pending requests on this track are stale once its level moved.
-    PromotionRequest.objects.filter(
-        agent=agent, track=change.track, status=PromotionStatus.PENDING
-    ).update(status=PromotionStatus.WITHDRAWN, decided_at=now, decision_reason="level changed")
+    _withdraw(
+        PromotionRequest.objects.filter(
+            agent=agent, track=change.track, status=PromotionStatus.PENDING
+        ),
+        now=now,
+        reason="level changed",
+    )
     audit_record(
         kind=f"trust.{'promoted' if change.is_promotion else 'demoted'}",
         actor=Actor.person(person) if person is not None else Actor.system("trust"),
@@ -153,6 +167,7 @@ def _request_promotion(
         score=score,
         created_at=now,
     )
+    promotion_change_on_commit(request.id, ApprovalChange.NEW)
     audit_record(
         kind="trust.promotion_requested",
         actor=Actor.system("trust"),
@@ -225,8 +240,10 @@ def trust_reset(
     before = dict(row.levels)
     initial = replace(strategy.initial_state(agent_facts(agent, started_at=now)), started_at=now)
     state_save(row=row, state=initial, track_scores={}, reasons=[], last_evaluated_at=now)
-    PromotionRequest.objects.filter(agent=agent, status=PromotionStatus.PENDING).update(
-        status=PromotionStatus.WITHDRAWN, decided_at=now, decision_reason="trust reset"
+    _withdraw(
+        PromotionRequest.objects.filter(agent=agent, status=PromotionStatus.PENDING),
+        now=now,
+        reason="trust reset",
     )
     TrustChange.objects.create(
         agent=agent,

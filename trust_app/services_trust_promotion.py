@@ -3,7 +3,8 @@
 Only operators and admins decide; the agent's owner may not approve its own
 agent's promotion. The request row is locked and moved out of ``pending`` by
 compare-and-set, so of two racing decisions exactly one wins and the other
-gets a conflict. An approval applies the promotion to the agent's trust state
+gets a conflict naming who decided. The operators' inbox is told after commit.
+An approval applies the promotion to the agent's trust state
 in the same transaction, with a ``TrustChange`` naming the person and reason.
 """
 
@@ -15,6 +16,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from approvals_app.events import ApprovalChange, promotion_change_on_commit
 from common.errors import ConflictError, ForbiddenError, InvalidArgumentError
 from common.roles import ROLES_THAT_DECIDE, has_any_role
 from tools_app.services.audit import Actor, audit_record
@@ -46,7 +48,11 @@ def promotion_decide(
     now = now or timezone.now()
     locked = PromotionRequest.objects.select_for_update().select_related("agent").get(pk=request.pk)
     if locked.status != PromotionStatus.PENDING:
-        raise ConflictError(f"this promotion request is already {locked.status}")
+        who = f" by {locked.decided_by_name}" if locked.decided_by_name else ""
+        raise ConflictError(
+            f"this promotion request was already {locked.status}{who}",
+            details={"status": locked.status, "decided_by": locked.decided_by_name or None},
+        )
     agent = locked.agent
     if status is PromotionStatus.APPROVED and agent.owner_id == person.pk:
         raise ForbiddenError("the agent's owner may not approve its own agent's promotion")
@@ -59,6 +65,7 @@ def promotion_decide(
     )
     if taken != 1:
         raise ConflictError("this promotion request was decided by someone else")
+    promotion_change_on_commit(locked.pk, ApprovalChange.SETTLED)
     if status is PromotionStatus.APPROVED:
         _promote(request=locked, person=person, reason=reason.strip(), now=now)
     else:

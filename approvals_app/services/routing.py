@@ -145,7 +145,7 @@ def approval_request_open(*, invocation: Invocation, routed: Routed) -> Approval
         owner_may_approve=routed.route.owner_may_approve,
         on_expiry=on_expiry,
     )
-    approval_change_on_commit(request.id, ApprovalChange.NEW)
+    approval_change_on_commit(request.id, ApprovalChange.NEW, request=request)
     return request
 
 

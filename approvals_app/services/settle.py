@@ -64,7 +64,7 @@ def close_request(
     for name, value in fields.items():
         setattr(request, name, value)
     request.save(update_fields=["status", "decided_by", "decided_at", "updated_at", *fields.keys()])
-    approval_change_on_commit(request.id, ApprovalChange.SETTLED)
+    approval_change_on_commit(request.id, ApprovalChange.SETTLED, request=request)
 
 
 def audit_settlement(

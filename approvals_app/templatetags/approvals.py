@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from django import template
 
-from approvals_app.selectors import approvals_pending_count
+from approvals_app.selectors import inbox_pending_count
 
 register = template.Library()
 
 
 @register.simple_tag
 def pending_approvals_count() -> int:
-    """How many requests wait for a decision now (the socket keeps it live after load)."""
-    return approvals_pending_count()
+    """How many requests (approvals and promotions) wait now; the socket keeps it live."""
+    return inbox_pending_count()

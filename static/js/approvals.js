@@ -16,9 +16,15 @@
       if (!el.dataset.settledAt) { el.dataset.settledAt = String(now); return; }
       if (now - Number(el.dataset.settledAt) > SETTLED_KEEP_MS) { el.remove(); }
     });
+    // Two copies of one row: keep the later one, unless only the earlier one is settled
+    // (a settled request never becomes pending again, whatever order messages came in).
     var seen = {};
     document.querySelectorAll(".approval[id]").forEach(function (el) {
-      if (seen[el.id]) { seen[el.id].remove(); }
+      var other = seen[el.id];
+      if (other && other.classList.contains("settled") && !el.classList.contains("settled")) {
+        el.remove(); return;
+      }
+      if (other) { other.remove(); }
       seen[el.id] = el;
     });
   }

@@ -1,0 +1,100 @@
+"""Rows rendered once by the publisher, and the inboxes that render their own instead."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import websockets
+from django.db import connection
+from django.utils import timezone
+from websockets.typing import Origin
+
+from approvals_app.live import shared_row, shared_row_fits
+from approvals_app.models import ApprovalRequest
+from approvals_app.selectors import approval_request
+from tests.approvals_app.test_consumers import session_cookie, ws_url
+
+
+def new_request(submit: Callable[..., Any], agent: Any) -> ApprovalRequest:
+    request = approval_request(ApprovalRequest.objects.get(invocation=submit(agent)).id)
+    assert request is not None
+    return request
+
+
+@pytest.mark.django_db
+def test_the_shared_row_has_the_buttons_and_names_who_sees_it_otherwise(
+    make_agent_row: Callable[..., Any], make_person: Callable[..., Any], submit: Callable[..., Any]
+) -> None:
+    ownerless = shared_row(new_request(submit, make_agent_row()), "new")
+    assert ownerless["html"].strip().startswith('<div hx-swap-oob="beforeend:#risk-low">')
+    assert 'class="approve"' in ownerless["html"] and "barred" not in ownerless["html"]
+    assert ownerless["owner_id"] is None and ownerless["admins_differ"] is False
+
+    owner, other, admin = make_person("operator"), make_person("operator"), make_person("admin")
+    request = new_request(submit, make_agent_row(owner=owner))
+    owned = shared_row(request, "new")
+    assert owned["owner_id"] == owner.pk
+    assert not shared_row_fits(owned, owner, False)
+    assert shared_row_fits(owned, other, False) and shared_row_fits(owned, admin, True)
+
+    request.escalated_at = timezone.now()
+    escalated = shared_row(request, "updated")
+    assert 'hx-swap-oob="true"' in escalated["html"] and "escalated" not in escalated["html"]
+    assert escalated["admins_differ"] and not shared_row_fits(escalated, admin, True)
+    assert shared_row_fits(escalated, other, False)
+
+
+@pytest.mark.integration
+@pytest.mark.django_db(transaction=True)
+def test_the_owner_gets_its_own_row_and_other_operators_the_shared_one(
+    daphne_server: str,
+    make_agent_row: Callable[..., Any],
+    make_person: Callable[..., Any],
+    submit: Callable[..., Any],
+) -> None:
+    owner, other = make_person("operator"), make_person("operator")
+    agent = make_agent_row(owner=owner)
+    cookies = [session_cookie(owner), session_cookie(other)]
+
+    def call() -> Any:
+        try:
+            return submit(agent)
+        finally:
+            connection.close()
+
+    async def scenario() -> list[str]:
+        sockets = [
+            await websockets.connect(
+                ws_url(daphne_server), origin=Origin(daphne_server),
+                additional_headers={"Cookie": cookie}, open_timeout=10,
+            )
+            for cookie in cookies
+        ]  # fmt: skip
+        try:
+            for socket in sockets:
+                await asyncio.wait_for(socket.recv(), timeout=10)  # the resync
+            box: dict[str, Any] = {}
+            thread = threading.Thread(target=lambda: box.update(invocation=call()))
+            thread.start()
+            await asyncio.to_thread(thread.join, 30)
+            frames = []
+            for socket in sockets:
+                while True:
+                    frame = str(await asyncio.wait_for(socket.recv(), timeout=10))
+                    if "beforeend:#risk-" in frame:
+                        frames.append(frame)
+                        break
+            return frames
+        finally:
+            for socket in sockets:
+                await socket.close()
+
+    owner_frame, other_frame = asyncio.run(scenario())
+    assert "another operator decides its calls" in owner_frame
+    assert 'class="approve"' not in owner_frame
+    assert 'class="approve"' in other_frame and "barred" not in other_frame
+    assert ">1</span>" in owner_frame and ">1</span>" in other_frame
