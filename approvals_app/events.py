@@ -15,9 +15,12 @@ from __future__ import annotations
 import functools
 from typing import Any, Final
 
+import structlog
 from django.db import transaction
 
 from approvals_app.publisher import group_send
+
+log = structlog.get_logger("synthorg.approvals")
 
 OPERATORS_GROUP: Final = "operators"
 
@@ -54,7 +57,11 @@ def publish_approval_change(
     if request is not None:
         from approvals_app.live import shared_row
 
-        message.update(shared_row(request, change))
+        try:
+            message.update(shared_row(request, change))
+        except Exception:
+            # Each inbox then renders the row from the database itself.
+            log.exception("inbox_row_not_rendered", request=str(request_id))
     group_send(OPERATORS_GROUP, message)
 
 

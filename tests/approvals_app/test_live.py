@@ -98,3 +98,34 @@ def test_the_owner_gets_its_own_row_and_other_operators_the_shared_one(
     assert 'class="approve"' not in owner_frame
     assert 'class="approve"' in other_frame and "barred" not in other_frame
     assert ">1</span>" in owner_frame and ">1</span>" in other_frame
+
+
+@pytest.mark.integration
+@pytest.mark.django_db
+def test_a_change_is_published_with_its_row_even_from_a_thread_running_an_event_loop(
+    make_agent_row: Callable[..., Any], submit: Callable[..., Any]
+) -> None:
+    from channels.layers import get_channel_layer
+
+    from approvals_app.events import OPERATORS_GROUP, publish_approval_change
+
+    request = new_request(submit, make_agent_row())
+    layer = get_channel_layer()
+    assert layer is not None
+
+    async def scenario() -> dict[str, Any]:
+        channel = await layer.new_channel()
+        await layer.group_add(OPERATORS_GROUP, channel)
+        try:
+            publish_approval_change(request.id, "new", request=request)  # blocks this loop briefly
+            return dict(await asyncio.wait_for(layer.receive(channel), timeout=10))
+        finally:
+            await layer.group_discard(OPERATORS_GROUP, channel)
+
+    message = asyncio.run(scenario())
+    assert (message["type"], message["id"], message["kind"]) == (
+        "approval.changed",
+        str(request.id),
+        "approval",
+    )
+    assert f'id="req-{request.id}"' in message["html"] and message["owner_id"] is None
