@@ -221,7 +221,11 @@ class NamespaceSandbox:
         return ProbeReport(self.name, ok, reason, details)
 
     def close(self) -> None:
-        """Nothing is held between calls."""
+        """Nothing of this backend is held between calls.
+
+        The spawn server, pooled cgroups and scratch directories belong to the
+        worker process (shared by its backends) and go when it exits.
+        """
 
 
 def _read_int(path: str) -> int | None:

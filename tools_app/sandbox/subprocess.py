@@ -119,7 +119,11 @@ class SubprocessSandbox:
         return probe_by_running(self)
 
     def close(self) -> None:
-        """Nothing is held between calls."""
+        """Nothing of this backend is held between calls.
+
+        The spawn server, pooled cgroups and scratch directories belong to the
+        worker process (shared by its backends) and go when it exits.
+        """
 
 
 def probe_by_running(backend: SubprocessSandbox) -> ProbeReport:
