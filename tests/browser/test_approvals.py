@@ -9,6 +9,7 @@ from typing import Any
 
 import httpx
 import pytest
+from django.db import connection
 from playwright.sync_api import expect
 
 from approvals_app.models import ApprovalRequest
@@ -56,7 +57,14 @@ class Agent:
 def in_thread(work: Callable[[], Any]) -> Any:
     """Run a service outside Playwright's event loop (its live push is synchronous)."""
     box: dict[str, Any] = {}
-    thread = threading.Thread(target=lambda: box.update(result=work()))
+
+    def run() -> None:
+        try:
+            box["result"] = work()
+        finally:
+            connection.close()  # the thread's own connection, so none outlives the test
+
+    thread = threading.Thread(target=run)
     thread.start()
     thread.join(timeout=30)
     return box["result"]
