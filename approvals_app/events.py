@@ -7,7 +7,8 @@ and sends the fragment with the message; an inbox whose person sees the row
 differently (the agent's owner, an admin on an escalated request) reads the
 request from the database and renders its own. The pending count is always read
 by each inbox when the message arrives, so the socket never holds state the
-database does not.
+database does not. Messages go out on the process's one long-lived sender loop
+(common.channel_send), never a new event loop and Redis connection per message.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any, Final
 import structlog
 from django.db import transaction
 
-from approvals_app.publisher import group_send
+from common.channel_send import group_send
 
 log = structlog.get_logger("synthorg.approvals")
 
