@@ -32,6 +32,9 @@ from tools_app.sandbox.engine import sdk_errors
 from tools_app.sandbox.logship import ContainerLogShipper
 from tools_app.sandbox.protocol import MountMode, NetworkPolicy, Owner
 
+REMOVE_ATTEMPTS = 4
+REMOVE_RETRY_SECONDS = 0.25
+
 LABEL_MANAGED = "synthorg.managed"
 LABEL_AGENT = "synthorg.agent_id"
 LABEL_TASK = "synthorg.task_id"
@@ -247,8 +250,20 @@ class ContainerLifecycle:
             self._shipper.ship(
                 self._shipper.teardown_event(container=container, owner=owner, reason=reason)
             )
-        with contextlib.suppress(errors.NotFound, errors.APIError):
-            container.remove(force=True)
+        # A busy engine can refuse a removal for a moment; a container left
+        # behind here would outlive its call, so try again before giving up
+        # (what still remains is reclaimed when a worker starts).
+        for attempt in range(REMOVE_ATTEMPTS):
+            try:
+                container.remove(force=True)
+                return
+            except errors.NotFound:
+                return
+            except errors.APIError as exc:
+                if exc.status_code == 409 and "in progress" in str(exc):
+                    return  # already being removed
+                if attempt + 1 < REMOVE_ATTEMPTS:
+                    time.sleep(REMOVE_RETRY_SECONDS * (attempt + 1))
 
     def release(self, owner: Owner) -> None:
         """The owner's task ended (or the agent stopped).

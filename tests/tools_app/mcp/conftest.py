@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
@@ -41,4 +42,27 @@ def with_mcp(
         async with mcp_session(base_url, token, path) as session:
             return await work(session)
 
-    return asyncio.run(main())
+    return run_fresh(main)
+
+
+def run_fresh(main: Callable[[], Awaitable[T]]) -> T:
+    """``asyncio.run(main())`` in a thread of its own.
+
+    A session that drives a browser keeps an event loop running in the main
+    thread for as long as the browser lives, and asyncio.run refuses to start
+    where a loop runs; a new thread has none.
+    """
+    outcome: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            outcome["value"] = asyncio.run(main())  # type: ignore[arg-type]
+        except BaseException as exc:
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=target, name="mcp-client")
+    thread.start()
+    thread.join()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]

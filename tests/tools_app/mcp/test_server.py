@@ -19,7 +19,7 @@ from approvals_app.models import ApprovalRequest
 from approvals_app.services import approval_decide
 from common.testing import RunningProcess, wait_until
 from tests.tools_app.api.conftest import AgentClient
-from tests.tools_app.mcp.conftest import with_mcp
+from tests.tools_app.mcp.conftest import run_fresh, with_mcp
 from tools_app.models import AuditEvent, Invocation
 from tools_app.registry import tool_catalog
 from trust_app.services import person_create, workspace_grant
@@ -211,7 +211,7 @@ def test_a_client_on_the_newest_protocol_lists_and_calls_the_same_way(
             denied = await mcp.call_tool("test_counter", {"seconds": 0})
             return mcp.protocol_version, listed, echoed, denied
 
-    version, listed, echoed, denied = asyncio.run(main())
+    version, listed, echoed, denied = run_fresh(main)
     assert version in MODERN_PROTOCOL_VERSIONS
     rest = client.http.get("/api/v1/tools/").json()["tools"]
     assert [t.name for t in listed.tools] == [t["name"] for t in rest]
