@@ -1,0 +1,38 @@
+"""The OpenAPI schema and its docs page, loaded on their first request.
+
+Schema generation pulls in machinery no other request needs; a web process
+that is never asked for the schema never holds it.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+from django.http import HttpRequest, HttpResponseBase
+
+
+@cache
+def _schema_view() -> Any:
+    from drf_spectacular.views import SpectacularAPIView
+
+    return SpectacularAPIView.as_view()
+
+
+@cache
+def _docs_view() -> Any:
+    from drf_spectacular.views import SpectacularSwaggerView
+
+    return SpectacularSwaggerView.as_view(url_name="api-schema")
+
+
+def schema(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
+    """GET /api/schema/: the OpenAPI schema."""
+    response: HttpResponseBase = _schema_view()(request, *args, **kwargs)
+    return response
+
+
+def docs(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
+    """GET /api/docs/: the schema's docs page."""
+    response: HttpResponseBase = _docs_view()(request, *args, **kwargs)
+    return response
