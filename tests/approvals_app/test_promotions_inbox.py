@@ -16,23 +16,10 @@ from websockets.typing import Origin
 from approvals_app.live import change_html, resync_html
 from tests.approvals_app.conftest import PASSWORD
 from tests.approvals_app.test_consumers import session_cookie, ws_url
+from tests.trust_app.test_trust_support import TERMINAL_GATED
 from trust_app.models import PromotionRequest, PromotionStatus, TrustState
 from trust_app.services_trust import trust_reset
 from trust_app.services_trust_evidence import task_outcome_report
-
-TERMINAL_GATED = """
-trust:
-  strategy: per_category
-  initial_levels:
-    file_system: restricted
-    terminal: restricted
-  promotion_criteria:
-    terminal:
-      restricted_to_standard:
-        tasks_completed: 1
-        quality_score_min: 7.0
-        requires_human_approval: true
-"""
 
 
 def ask_for_promotion(agent: Any, reporter: Any) -> PromotionRequest:

@@ -16,25 +16,12 @@ from common.settings_config import config_reload
 from common.testing import free_port
 from tests.browser.test_approvals import PASSWORD, in_thread
 from tests.browser.test_inbox_reconnect import daphne_on, operator_inbox
+from tests.trust_app.test_trust_support import TERMINAL_GATED
 from trust_app.models import PromotionRequest, PromotionStatus, TrustState
 from trust_app.services import agent_create, person_create, person_token_issue
 from trust_app.services_trust_evidence import task_outcome_report
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
-
-TERMINAL_GATED = """
-trust:
-  strategy: per_category
-  initial_levels:
-    file_system: restricted
-    terminal: restricted
-  promotion_criteria:
-    terminal:
-      restricted_to_standard:
-        tasks_completed: 1
-        quality_score_min: 7.0
-        requires_human_approval: true
-"""
 
 
 @pytest.fixture

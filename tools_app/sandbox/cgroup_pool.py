@@ -18,6 +18,7 @@ import threading
 from pathlib import Path
 
 from tools_app.sandbox.cgroups import CALL_PREFIX, CallCgroup, CgroupSupport
+from tools_app.sandbox.limits import pid_alive
 
 POOL_SIZE = 8
 # A reused group may start with at most this much memory already charged.
@@ -85,19 +86,9 @@ def _sweep_stale(support: CgroupSupport) -> None:
             for entry in os.scandir(parent):
                 owner = entry.name.removeprefix(CALL_PREFIX).split("-", 1)[0]
                 stale = entry.name.startswith(CALL_PREFIX) and owner.isdigit()
-                if stale and not _alive(int(owner)):
+                if stale and not pid_alive(int(owner)):
                     with contextlib.suppress(OSError):
                         os.rmdir(entry.path)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _forget_in_child() -> None:

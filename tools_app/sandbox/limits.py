@@ -41,6 +41,17 @@ def rlimits_for(
     ]
 
 
+def pid_alive(pid: int) -> bool:
+    """Whether a process with this pid exists (one of another user's counts)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
 def count_user_processes(uid: int) -> int:
     """How many processes ``uid`` owns now (read from /proc)."""
     count = 0

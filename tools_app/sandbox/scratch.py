@@ -21,6 +21,7 @@ import threading
 from pathlib import Path
 
 from tools_app.sandbox.identity import SandboxIdentity
+from tools_app.sandbox.limits import pid_alive
 
 POOL_SIZE = 8
 PREFIX = "call-"
@@ -108,18 +109,8 @@ def _sweep_stale(base: Path) -> None:
     with contextlib.suppress(OSError):
         for entry in os.scandir(base):
             owner = entry.name.removeprefix(PREFIX).split("-", 1)[0]
-            if entry.name.startswith(PREFIX) and owner.isdigit() and not _alive(int(owner)):
+            if entry.name.startswith(PREFIX) and owner.isdigit() and not pid_alive(int(owner)):
                 _delete(Path(entry.path))
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def drain_pools() -> None:
