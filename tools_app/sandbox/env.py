@@ -8,6 +8,7 @@ additions, so ``AWS_SECRET_ACCESS_KEY`` or ``LD_PRELOAD`` never get inside.
 from __future__ import annotations
 
 import fnmatch
+import functools
 from collections.abc import Iterable, Mapping
 
 # Names copied from the worker when present. LC_* covers every locale facet.
@@ -81,6 +82,9 @@ DENIED_NAMES: frozenset[str] = frozenset(
 )
 
 
+# Both answers depend only on the name and the constant lists above; a worker
+# sees the same few dozen names on every call, so matching runs once per name.
+@functools.lru_cache(maxsize=4096)
 def is_denied(name: str) -> bool:
     """True when ``name`` may never enter a sandbox, whoever asks for it."""
     if name in DENIED_NAMES or name.upper() in DENIED_NAMES:
@@ -89,6 +93,7 @@ def is_denied(name: str) -> bool:
     return any(fnmatch.fnmatchcase(upper, pattern) for pattern in DENIED_PATTERNS)
 
 
+@functools.lru_cache(maxsize=4096)
 def is_allowed(name: str) -> bool:
     """True when ``name`` may be copied from the worker's environment."""
     return name in ALLOWED_NAMES or any(
