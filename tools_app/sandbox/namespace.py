@@ -18,6 +18,7 @@ from pathlib import Path
 from tools_app.sandbox.cgroups import CgroupSupport, detect_cgroup_support
 from tools_app.sandbox.env import build_sandbox_env
 from tools_app.sandbox.errors import SandboxError, SandboxUnavailableError
+from tools_app.sandbox.etc_view import EtcLayout, etc_view
 from tools_app.sandbox.identity import DEFAULT_SANDBOX_USER, resolve_identity
 from tools_app.sandbox.paths import (
     SAFE_PATH_PREFIXES,
@@ -103,6 +104,8 @@ class NamespaceSandbox:
         self.use_cgroup = use_cgroup
         self._worker_env = worker_env
         self._system_args = self._system_binds()
+        self._extra_args = [a for e in self.extra_ro_binds for a in ("--ro-bind-try", e, e)]
+        self._etc_view = etc_view(ETC_ENTRIES)
 
     def _cgroup_support(self) -> CgroupSupport:
         if not self.use_cgroup:
@@ -117,20 +120,28 @@ class NamespaceSandbox:
                 args += ["--symlink", os.readlink(directory), directory]
             elif os.path.isdir(directory):
                 args += ["--ro-bind", directory, directory]
-        for entry in ETC_ENTRIES:
-            path = f"/etc/{entry}"
-            if os.path.lexists(path):
-                args += ["--ro-bind-try", path, path]
-        for extra in self.extra_ro_binds:
-            args += ["--ro-bind-try", extra, extra]
         return args
 
     def bwrap_argv(
-        self, spec: SandboxSpec, workspace_real: Path, cwd_inside: str, info_fd: int | None = None
+        self,
+        spec: SandboxSpec,
+        workspace_real: Path,
+        cwd_inside: str,
+        info_fd: int | None = None,
+        etc: EtcLayout | None = None,
     ) -> list[str]:
-        """The full bubblewrap command line for ``spec`` (exposed for inspection)."""
+        """The full bubblewrap command line for ``spec`` (exposed for inspection).
+
+        ``etc`` says how ``/etc`` is made (see ``etc_view``); by default every
+        allowed entry is bound on its own.
+        """
         if self.bwrap_path is None:
             raise SandboxUnavailableError(self.name, "bubblewrap (bwrap) is not installed")
+        if etc is None:
+            etc = EtcLayout(None, tuple(f"/etc/{entry}" for entry in ETC_ENTRIES))
+        etc_args = ["--ro-bind", etc.copy_dir, "/etc"] if etc.copy_dir is not None else []
+        for path in etc.binds:
+            etc_args += ["--ro-bind-try", path, path]
         args = [
             self.bwrap_path,
             "--unshare-user",
@@ -150,6 +161,8 @@ class NamespaceSandbox:
             "--hostname",
             "synthorg-sandbox",
             *self._system_args,
+            *etc_args,
+            *self._extra_args,
             "--proc",
             "/proc",
             "--dev",
@@ -181,8 +194,6 @@ class NamespaceSandbox:
         check_workspace_access(workspace, identity, writable=spec.workspace.writable)
         rel = os.path.relpath(cwd, workspace)
         cwd_inside = WORKSPACE_INSIDE if rel == "." else f"{WORKSPACE_INSIDE}/{rel}"
-        info_pipe = os.pipe()
-        argv = self.bwrap_argv(spec, workspace, cwd_inside, info_fd=INFO_FD)
         worker_env = self._worker_env if self._worker_env is not None else os.environ
         path = restrict_path(
             spec.env.get("PATH", worker_env.get("PATH")), safe_prefixes=self.safe_prefixes
@@ -194,20 +205,22 @@ class NamespaceSandbox:
         timeout = spec.timeout_seconds
         if self.max_timeout_seconds is not None:
             timeout = min(timeout, self.max_timeout_seconds)
-        outcome = run_confined(
-            argv,
-            env=env,
-            cwd=Path("/"),
-            stdin=spec.stdin,
-            timeout_seconds=timeout,
-            limits=spec.limits,
-            identity=identity,
-            cgroup_support=self._cgroup_support(),
-            kill_grace_seconds=self.kill_grace_seconds,
-            exit_drain_seconds=self.exit_drain_seconds,
-            nproc_headroom=USER_NAMESPACE_NPROC_HEADROOM,
-            info_pipe=info_pipe,
-        )
+        with self._etc_view.lease() as etc:
+            argv = self.bwrap_argv(spec, workspace, cwd_inside, info_fd=INFO_FD, etc=etc)
+            outcome = run_confined(
+                argv,
+                env=env,
+                cwd=Path("/"),
+                stdin=spec.stdin,
+                timeout_seconds=timeout,
+                limits=spec.limits,
+                identity=identity,
+                cgroup_support=self._cgroup_support(),
+                kill_grace_seconds=self.kill_grace_seconds,
+                exit_drain_seconds=self.exit_drain_seconds,
+                nproc_headroom=USER_NAMESPACE_NPROC_HEADROOM,
+                info_pipe=os.pipe(),
+            )
         return result_from_outcome(self.name, outcome)
 
     def probe(self) -> ProbeReport:
