@@ -18,9 +18,41 @@ def invocation_group(invocation_id: Any) -> str:
     return f"invocation.{invocation_id}"
 
 
-def publish_invocation_status(invocation_id: Any, status: str) -> None:
-    """Tell whoever waits on this invocation that its status changed."""
-    group_send(invocation_group(invocation_id), {"type": "invocation.status", "status": status})
+# A terminal message carries the agent's view of the call when it is at most this
+# large, so a waiting request answers without reading it back from the database.
+CARRIED_BODY_MAX_CHARS = 64 * 1024
+
+
+def publish_invocation_status(
+    invocation_id: Any, status: str, body: dict[str, Any] | None = None
+) -> None:
+    """Tell whoever waits on this invocation that its status changed.
+
+    ``body`` is the invocation as the agent API renders it, read from the
+    state this status committed; it travels only when it is small. The sender
+    does not wait for the message to go out.
+    """
+    message: dict[str, Any] = {"type": "invocation.status", "status": status}
+    if body is not None and _rendered_size(body) <= CARRIED_BODY_MAX_CHARS:
+        message["invocation"] = body
+    group_send(invocation_group(invocation_id), message, wait=False)
+
+
+def _rendered_size(body: dict[str, Any]) -> int:
+    result = body.get("result") or {}
+    return (
+        len(result.get("content") or "")
+        + len(str(result.get("structured") or ""))
+        + len(str((body.get("error") or {}).get("message") or ""))
+    )
+
+
+def carried_body(message: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The invocation a terminal status message carried, if it carried one."""
+    if message is None:
+        return None
+    body = message.get("invocation")
+    return body if isinstance(body, dict) else None
 
 
 class InvocationWatch:
@@ -30,16 +62,17 @@ class InvocationWatch:
         self._layer = layer
         self._channel = channel
 
-    async def until_terminal(self, timeout: float) -> None:
-        """Return at the first terminal status message, or after ``timeout`` seconds."""
+    async def until_terminal(self, timeout: float) -> dict[str, Any] | None:
+        """The first terminal status message, or None after ``timeout`` seconds."""
         deadline = time.monotonic() + timeout
         while (remaining := deadline - time.monotonic()) > 0:
             try:
                 message = await asyncio.wait_for(self._layer.receive(self._channel), remaining)
             except TimeoutError:
-                return
+                return None
             if message.get("status") in TERMINAL_STATUSES:
-                return
+                return dict(message)
+        return None
 
 
 @contextlib.asynccontextmanager

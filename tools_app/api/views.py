@@ -31,7 +31,7 @@ from tools_app.api.serializers import (
     WaitQuerySerializer,
 )
 from tools_app.canonical import arguments_hash
-from tools_app.events import wait_for_terminal, watch_invocation
+from tools_app.events import carried_body, wait_for_terminal, watch_invocation
 from tools_app.models import Invocation
 from tools_app.ratelimit import rate_limit_hit
 from tools_app.selectors import invocation_for_agent, permitted_contract, permitted_tools
@@ -158,8 +158,9 @@ class InvocationListCreateView(AgentView, AsyncAPIView):
             if invocation.terminal or wait <= 0:
                 body_json = await sync_to_async(invocation_json)(invocation)
             elif submitted.created and watch is not None:
-                await watch.until_terminal(wait)
-                body_json = await sync_to_async(_load_json)(invocation.id)
+                message = await watch.until_terminal(wait)
+                # The terminal message usually carries the answer; else read it.
+                body_json = carried_body(message) or await sync_to_async(_load_json)(invocation.id)
             else:  # an earlier call with this idempotency key
                 invocation = await _wait_and_load(invocation, wait)
                 body_json = await sync_to_async(invocation_json)(invocation)

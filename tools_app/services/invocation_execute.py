@@ -9,9 +9,11 @@ is idempotent, otherwise failed with worker_lost): never run twice.
 
 from __future__ import annotations
 
+import copy
 import time
 import uuid
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +24,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from common.settings_config import synthorg_config
+from tools_app.api.representation import invocation_json
 from tools_app.builtin.base import ToolContext, ToolFailedError, ToolOutcome, ToolRefusedError
 from tools_app.lease import holder_is_alive, invocation_lease
 from tools_app.models import Invocation, InvocationStatus
@@ -142,7 +145,7 @@ def _context(invocation: Invocation, backend: Any) -> ToolContext:
 
 
 def _run_claimed(*, invocation_id: uuid.UUID) -> None:
-    invocation = Invocation.objects.select_related("agent").get(id=invocation_id)
+    invocation = Invocation.objects.select_related("agent", "approval").get(id=invocation_id)
     started = time.monotonic()
     with invocation_lease(invocation_id):
         settled = _run_tool(invocation)
@@ -263,23 +266,41 @@ def _sanitize_structured(structured: Any) -> Any:
     return redact_structure(dict(structured), known_secrets())
 
 
+def _settled_fields(settled: Settled, at: datetime) -> dict[str, Any]:
+    return {
+        "finished_at": at,
+        "updated_at": at,
+        "is_error": settled.is_error,
+        "content": settled.content,
+        "raw_content": settled.raw_content,
+        "structured": settled.structured,
+        "exit_code": settled.exit_code,
+        "truncated": settled.truncated,
+        "duration_ms": settled.duration_ms,
+        "error_code": settled.error_code,
+        "error_message": settled.error_message,
+    }
+
+
+def _as_settled(invocation: Invocation, status: str, fields: dict[str, Any]) -> dict[str, Any]:
+    """The agent's view of the call once these fields are written (no database read)."""
+    view = copy.copy(invocation)
+    view.status = status
+    for name, value in fields.items():
+        setattr(view, name, value)
+    return invocation_json(view)
+
+
 def _finish(*, invocation: Invocation, settled: Settled) -> None:
     finished_at = timezone.now()
+    fields = _settled_fields(settled, finished_at)
     with transaction.atomic():
         done = invocation_transition(
             invocation_id=invocation.id,
             from_statuses=[RUNNING],
             to_status=settled.status,
-            finished_at=finished_at,
-            is_error=settled.is_error,
-            content=settled.content,
-            raw_content=settled.raw_content,
-            structured=settled.structured,
-            exit_code=settled.exit_code,
-            truncated=settled.truncated,
-            duration_ms=settled.duration_ms,
-            error_code=settled.error_code,
-            error_message=settled.error_message,
+            announce=_as_settled(invocation, settled.status, fields),
+            **fields,
         )
         if done:
             audit_record(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from django.db import transaction
@@ -14,17 +14,25 @@ from tools_app.models import Invocation
 
 
 def invocation_transition(
-    *, invocation_id: uuid.UUID, from_statuses: Iterable[str], to_status: str, **fields: Any
+    *,
+    invocation_id: uuid.UUID,
+    from_statuses: Iterable[str],
+    to_status: str,
+    announce: Mapping[str, Any] | None = None,
+    **fields: Any,
 ) -> bool:
     """Move the invocation to `to_status` only if it is in one of `from_statuses` now.
 
     Returns False (and changes nothing) when another writer got there first. Must run
     in the caller's transaction, which also writes the audit row; the live update is
-    sent after commit.
+    sent after commit, carrying ``announce`` (the invocation as the agent API renders
+    it after this change) when given.
     """
+    fields.setdefault("updated_at", timezone.now())
     updated = Invocation.objects.filter(id=invocation_id, status__in=list(from_statuses)).update(
-        status=to_status, updated_at=timezone.now(), **fields
+        status=to_status, **fields
     )
     if updated:
-        transaction.on_commit(lambda: publish_invocation_status(invocation_id, to_status))
+        body = dict(announce) if announce is not None else None
+        transaction.on_commit(lambda: publish_invocation_status(invocation_id, to_status, body))
     return bool(updated)

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
+import threading
+import uuid
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from common.testing import RunningProcess
 from tests.tools_app.api.conftest import AgentClient
+from tools_app.events import CARRIED_BODY_MAX_CHARS, publish_invocation_status, watch_invocation
 from tools_app.models import AuditEvent, Invocation
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
@@ -144,3 +149,69 @@ def test_built_in_file_tools_run_through_the_pipeline(
     escape = client.call("read_file", {"path": "../../etc/passwd"}, wait=30).json()
     assert escape["status"] in ("denied", "failed")
     assert "root:" not in str(escape)
+
+
+def _terminal_message(group_of: str, start: Callable[[], object]) -> dict[str, Any]:
+    """The terminal status message a waiter on invocation ``group_of`` receives after ``start``."""
+
+    async def listen() -> dict[str, Any]:
+        async with watch_invocation(group_of) as watch:
+            assert watch is not None
+            await asyncio.to_thread(start)
+            message = await watch.until_terminal(30)
+        assert message is not None, "no terminal status message within 30 s"
+        return message
+
+    found: list[dict[str, Any]] = []
+    # A thread of its own: a browser test may keep an event loop running here.
+    thread = threading.Thread(target=lambda: found.append(asyncio.run(listen())))
+    thread.start()
+    thread.join(60)
+    assert found, "the listener did not finish"
+    return found[0]
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments", "status"),
+    [
+        ("test_echo", {"text": "carried"}, "succeeded"),
+        ("test_bad_output", {}, "failed"),
+        ("test_sleep", {"seconds": 0.2}, "timed_out"),
+    ],
+    ids=["succeeded", "output_invalid", "timed_out"],
+)
+def test_a_waited_answer_is_what_the_database_says(
+    make_agent: Callable[..., AgentClient], tool: str, arguments: dict[str, Any], status: str
+) -> None:
+    client = make_agent()
+    answer = client.call(tool, arguments, wait=30)
+    assert answer.status_code == 201, answer.text
+    body = answer.json()
+    assert body["status"] == status, body
+    assert client.get(body["id"]).json() == body
+
+
+def test_a_listener_gets_the_rendered_invocation_in_the_terminal_message(
+    make_agent: Callable[..., AgentClient],
+) -> None:
+    client = make_agent()
+    # Runs for 2 s before its time limit ends it: time enough to subscribe.
+    created = client.call("test_sleep", {"seconds": 2}, wait=0).json()
+    assert created["status"] in ("queued", "running"), created
+    message = _terminal_message(created["id"], lambda: None)
+    assert message["status"] == "timed_out"
+    assert message["invocation"] == client.get(created["id"]).json()
+
+
+@pytest.mark.parametrize(
+    ("size", "carried"), [(100, True), (CARRIED_BODY_MAX_CHARS + 1, False)], ids=["small", "large"]
+)
+def test_only_a_small_invocation_travels_in_its_status_message(size: int, carried: bool) -> None:
+    invocation_id = str(uuid.uuid4())
+    body = {"id": invocation_id, "result": {"content": "x" * size}, "error": None}
+    message = _terminal_message(
+        invocation_id, lambda: publish_invocation_status(invocation_id, "succeeded", body)
+    )
+    assert message["status"] == "succeeded"
+    assert (message.get("invocation") == body) is carried
+    assert ("invocation" in message) is carried
