@@ -43,6 +43,18 @@ class CgroupSupport:
         return self.version is not None
 
 
+def _read_control(path: Path) -> str:
+    """A cgroup control file's text; a few plain syscalls, as every call reads several."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        chunks = []
+        while chunk := os.read(fd, 65536):
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    return b"".join(chunks).decode("ascii", "replace")
+
+
 def _mounts() -> list[tuple[str, str, set[str]]]:
     """(mount point, fs type, super options) for every cgroup mount."""
     found: list[tuple[str, str, set[str]]] = []
@@ -155,6 +167,13 @@ class CallCgroup:
         self.memory_dir = support.memory_parent / name
         self.pids_dir = support.pids_parent / name
         self._dirs = [self.memory_dir] if self.version == 2 else [self.memory_dir, self.pids_dir]
+        # Read or written on every call: joined once here.
+        v2 = self.version == 2
+        self._procs = self.pids_dir / "cgroup.procs"
+        self._pids_current = self.pids_dir / "pids.current"
+        self._charged = self.memory_dir / ("memory.current" if v2 else "memory.usage_in_bytes")
+        self._oom = self.memory_dir / ("memory.events" if v2 else "memory.oom_control")
+        self._procs_files = tuple(str(d / "cgroup.procs") for d in self._dirs)
         self._limits: tuple[int, int] | None = None
         # Which pool the group returns to (set by cgroup_pool), if any.
         self.pool_key: tuple[Path | None, Path | None] | None = None
@@ -192,43 +211,41 @@ class CallCgroup:
 
     def _memory_limit(self) -> int:
         try:
-            return int((self.memory_dir / "memory.limit_in_bytes").read_text())
+            return int(_read_control(self.memory_dir / "memory.limit_in_bytes"))
         except (OSError, ValueError):
             return 0
 
     def counted_processes(self) -> int:
         """Tasks the pids controller still counts (exiting ones included), -1 if unknown."""
         try:
-            return int((self.pids_dir / "pids.current").read_text())
+            return int(_read_control(self._pids_current))
         except (OSError, ValueError):
             return -1
 
     def charged_bytes(self) -> int:
         """Memory still charged to the group (page cache, tmpfs files) after its processes."""
-        name = "memory.current" if self.version == 2 else "memory.usage_in_bytes"
         try:
-            return int((self.memory_dir / name).read_text())
+            return int(_read_control(self._charged))
         except (OSError, ValueError):
             return -1
 
     @property
     def procs_files(self) -> tuple[str, ...]:
         """The ``cgroup.procs`` files a new process writes its pid to, to join."""
-        return tuple(str(d / "cgroup.procs") for d in self._dirs)
+        return self._procs_files
 
     def pids(self) -> list[int]:
         """Processes currently in the call's group."""
         try:
-            text = (self.pids_dir / "cgroup.procs").read_text()
+            text = _read_control(self._procs)
         except OSError:
             return []
         return [int(word) for word in text.split()]
 
     def oom_killed(self) -> bool:
         """True when the kernel's OOM killer ended a process of this call."""
-        name = "memory.events" if self.version == 2 else "memory.oom_control"
         try:
-            text = (self.memory_dir / name).read_text()
+            text = _read_control(self._oom)
         except OSError:
             return False
         for line in text.splitlines():
