@@ -48,8 +48,11 @@ def acquire_cgroup(support: CgroupSupport, *, memory_bytes: int, max_processes: 
     return group
 
 
-def release_cgroup(group: CallCgroup) -> None:
-    """Kill what is left in ``group``, then pool it or remove it."""
+def release_cgroup(group: CallCgroup) -> bool:
+    """Kill what is left in ``group``, then pool it (True) or remove it (False).
+
+    A pooled group is the next one ``acquire_cgroup`` hands out.
+    """
     group.kill_all()
     key = group.pool_key
     reusable = (
@@ -63,8 +66,9 @@ def release_cgroup(group: CallCgroup) -> None:
             pool = _pools.get(key)
             if pool is not None and len(pool) < POOL_SIZE:
                 pool.append(group)
-                return
+                return True
     group.remove()
+    return False
 
 
 def drain_pools() -> None:

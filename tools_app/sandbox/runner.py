@@ -131,6 +131,7 @@ def run_confined(
         else None
     )
     pipes: list[int] = []
+    server: SpawnServer | None = None
     try:
         # RLIMIT_NPROC counts every process of the user, across concurrent
         # calls and (with user namespaces) namespaces still being torn down.
@@ -203,8 +204,9 @@ def run_confined(
         for fd in pipes:
             with contextlib.suppress(OSError):
                 os.close(fd)
-        if group is not None:
-            release_cgroup(group)
+        if group is not None and release_cgroup(group) and server is not None:
+            # Pooled for the next call: a child waits in it already when that comes.
+            server.prepare(group.procs_files)
 
 
 def _namespace_init(read_fd: int, deadline: float) -> int | None:

@@ -250,6 +250,22 @@ class SpawnServer:
             f"the sandbox could not confine the command ({stage}): {reply.get('error', '')}"
         )
 
+    def prepare(self, cgroup_procs: Sequence[str]) -> None:
+        """Have the server fork a child that joins these cgroups now and waits for the
+        next command spawned in them (the join's wait is paid between calls).
+
+        One-way: no reply is awaited; a server that is gone is left for the next
+        request to notice and restart.
+        """
+        body = marshal.dumps({"op": "prepare", "cgroups": list(cgroup_procs)})
+        with self._lock:
+            if self._sock is None or self._owner != os.getpid():
+                return
+            try:
+                self._sock.sendall(HEADER.pack(len(body)) + body)
+            except OSError:
+                self._discard()
+
     def reap(self, pid: int) -> tuple[int, float]:
         """Collect a command that has exited: (wait status, CPU seconds used)."""
         reply = self._exchange({"op": "reap", "pid": pid})

@@ -21,6 +21,11 @@ Warm interpreter: for ``python3 -I -S -c SOURCE ARGS`` on this interpreter the
 child skips exec and, after the same confinement steps, runs the compiled
 SOURCE itself as a fresh interpreter would (``spawn_warm``).
 
+Standby: after each call the worker names, in a one-way ``prepare``, the
+pooled cgroups its next call will get; a child forked then joins them and
+waits, so that call skips the join, which otherwise waits for an RCU grace
+period when no join happened just before (see ``Server.prepare``).
+
 It is a child subreaper and reaps whatever exited process trees leave behind.
 When the worker goes away (end of file on the socket) every command still
 running is killed and reaped, and this process exits. It is never dumpable,
@@ -46,6 +51,8 @@ CODE_CACHE_SIZE = 32
 PR_SET_DUMPABLE = 4
 PR_SET_NAME = 15
 PR_SET_CHILD_SUBREAPER = 36
+STANDBY_ACK = b"k"
+STANDBY_ACK_SECONDS = 10.0
 
 
 def _prctl(*args):
@@ -122,6 +129,7 @@ class Server:
     def __init__(self, sock, startup_keys):
         self.sock = sock
         self.running = set()
+        self.standby = None
         self.code_cache = {}
         self.warm = _load_sibling("spawn_warm").WarmInterpreter(startup_keys)
 
@@ -133,6 +141,12 @@ class Server:
             except (EOFError, ConnectionError):
                 break
             op = request.get("op")
+            if op == "prepare":
+                for fd in fds:
+                    os.close(fd)
+                self.prepare(tuple(request["cgroups"]))
+                del request
+                continue  # one-way: the worker does not wait for it
             if op == "spawn":
                 reply = self.spawn(request, fds)
             elif op == "reap":
@@ -168,6 +182,7 @@ class Server:
                     os.waitpid(pid, os.WNOHANG)
 
     def shutdown(self):
+        self.drop_standby()
         for pid in list(self.running):
             for kill in (os.killpg, os.kill):
                 with contextlib.suppress(OSError):
@@ -204,26 +219,24 @@ class Server:
             # Searched here, before fork: the less the child runs, the less it copies.
             request["program"] = _find_program(request["argv"][0], request["env"].get("PATH"))
         err_read, err_write = os.pipe()
-        try:
-            pid = os.fork()
-        except OSError as exc:
-            for fd in (err_read, err_write, *fds):
-                os.close(fd)
-            return {"error": exc.strerror or str(exc), "errno": exc.errno or 0, "stage": "fork"}
-        if pid == 0:
-            status = 127
+        pid = self.hand_to_standby(request, fds, err_write)
+        if pid is None:
             try:
-                os.close(err_read)
-                self.sock.close()
-                err_write = _dup_high(err_write)
-                status = self.child(request, fds, err_write, code)
-            except BaseException as exc:  # reported to the worker, never raised
-                stage = getattr(exc, "stage", "exec")
-                errno = getattr(exc, "errno", None) or 0
-                message = f"{stage}\0{errno}\0{getattr(exc, 'strerror', None) or exc}"
-                with contextlib.suppress(OSError):
-                    os.write(err_write, message.encode("utf-8", "replace"))
-            os._exit(status)
+                pid = os.fork()
+            except OSError as exc:
+                for fd in (err_read, err_write, *fds):
+                    os.close(fd)
+                return {"error": exc.strerror or str(exc), "errno": exc.errno or 0, "stage": "fork"}
+            if pid == 0:
+                status = 127
+                try:
+                    os.close(err_read)
+                    self.sock.close()
+                    self.drop_standby(kill=False)
+                    err_write = _dup_high(err_write)
+                    status = self.confine_and_run(request, fds, err_write, code, False)
+                finally:
+                    os._exit(status)
         os.close(err_write)
         for fd in fds:
             os.close(fd)
@@ -241,17 +254,27 @@ class Server:
         stage, errno, message = report.decode("utf-8", "replace").split("\0", 2)
         return {"error": message, "errno": int(errno or 0), "stage": stage}
 
-    def child(self, request, fds, err_write, code):
+    def confine_and_run(self, request, fds, err_write, code, joined):
+        """In a child: the command's confinement and run; its exit status.
+
+        A failure is reported on ``err_write`` to the server, never raised.
+        """
+        try:
+            return self.child(request, fds, err_write, code, joined)
+        except BaseException as exc:
+            stage = getattr(exc, "stage", "exec")
+            errno = getattr(exc, "errno", None) or 0
+            message = f"{stage}\0{errno}\0{getattr(exc, 'strerror', None) or exc}"
+            with contextlib.suppress(OSError):
+                os.write(err_write, message.encode("utf-8", "replace"))
+            return 127
+
+    def child(self, request, fds, err_write, code, joined):
         """Confine this fresh child, then exec the command (or run it warm)."""
         step = "cgroup"
         try:
-            pid = str(os.getpid()).encode()
-            for path in request["cgroups"]:
-                fd = os.open(path, os.O_WRONLY)
-                try:
-                    os.write(fd, pid)
-                finally:
-                    os.close(fd)
+            if not joined:
+                _join_cgroups(request["cgroups"])
             step = "descriptors"
             if not request["stdin"]:
                 fds = [os.open(os.devnull, os.O_RDONLY), *fds]
@@ -286,6 +309,117 @@ class Server:
         _prctl_dumpable(1)
         os.close(err_write)
         return self.warm.run(code, request["argv"][5:], request["env"], request["executable"])
+
+    # -- the standby --------------------------------------------------------
+    #
+    # Joining a cgroup makes the kernel wait for an RCU grace period (several
+    # milliseconds) unless another join happened just before, so a call that
+    # comes after a pause would pay for it on its way to exec. After each
+    # call the worker names the (pooled, empty) cgroups the next call will
+    # get; a child forked here joins them at once and waits, and the next
+    # spawn for those cgroups hands its request and descriptors to it instead
+    # of forking. It runs the same confinement steps, less the join.
+
+    def prepare(self, cgroups):
+        """Have a standby child waiting in ``cgroups`` (replacing one elsewhere)."""
+        if self.standby is not None:
+            if self.standby[2] == cgroups and self.standby_alive():
+                return
+            self.drop_standby()
+        if not cgroups:
+            return
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            pid = os.fork()
+        except OSError:
+            ours.close()
+            theirs.close()
+            return
+        if pid == 0:
+            status = 0
+            try:
+                ours.close()
+                self.sock.close()
+                status = self.wait_as_standby(theirs, cgroups)
+            finally:
+                os._exit(status)
+        theirs.close()
+        self.standby = (pid, ours, cgroups)
+
+    def wait_as_standby(self, sock, cgroups):
+        """In the standby: join ``cgroups``, then run the one command handed over."""
+        try:
+            _join_cgroups(cgroups)
+            request, fds = _recv_message(sock)
+            sock.sendall(STANDBY_ACK)
+        except (OSError, EOFError):
+            return 0  # the server dropped this standby (or the join failed)
+        sock.close()
+        err_write = _dup_high(fds.pop())
+        code = self.compiled(request["argv"][4]) if request.get("warm") else None
+        return self.confine_and_run(request, fds, err_write, code, True)
+
+    def standby_alive(self):
+        if self.standby is None:
+            return False
+        try:
+            pid, _ = os.waitpid(self.standby[0], os.WNOHANG)
+        except ChildProcessError:
+            return False  # reaped already
+        return pid == 0
+
+    def drop_standby(self, kill=True):
+        standby, self.standby = self.standby, None
+        if standby is None:
+            return
+        pid, sock, _ = standby
+        sock.close()
+        if kill:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, 0)
+
+    def hand_to_standby(self, request, fds, err_write):
+        """The standby's pid once it holds the request, or None to fork instead."""
+        standby = self.standby
+        if standby is None or standby[2] != tuple(request["cgroups"]):
+            return None
+        if not self.standby_alive():
+            self.drop_standby()
+            return None
+        pid, sock, _ = standby
+        body = marshal.dumps(request)
+        payload = memoryview(HEADER.pack(len(body)) + body)
+        passed = struct.pack(f"{len(fds) + 1}i", *fds, err_write)
+        try:
+            sent = sock.sendmsg(
+                [payload], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, passed)], socket.MSG_NOSIGNAL
+            )
+            while sent < len(payload):
+                sent += sock.send(payload[sent:], socket.MSG_NOSIGNAL)
+            # It holds the request once it says so; a standby that died waiting
+            # (killed with its group) never does, and a fresh child is forked.
+            sock.settimeout(STANDBY_ACK_SECONDS)
+            acknowledged = sock.recv(1) == STANDBY_ACK
+        except OSError:
+            acknowledged = False
+        if not acknowledged:
+            self.drop_standby()
+            return None
+        self.standby = None
+        sock.close()
+        return pid
+
+
+def _join_cgroups(paths):
+    pid = str(os.getpid()).encode()
+    for path in paths:
+        fd = os.open(path, os.O_WRONLY)
+        try:
+            os.write(fd, pid)
+        finally:
+            os.close(fd)
 
 
 def _load_sibling(name):
