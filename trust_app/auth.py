@@ -37,7 +37,8 @@ def agent_for_token(plaintext: str) -> Agent | None:
     if token_kind(plaintext) != "agent":
         return None
     token = (
-        AgentToken.objects.select_related("agent")
+        # The agent's permissions come along: every agent call decides with them.
+        AgentToken.objects.select_related("agent__permissions")
         .filter(digest=token_digest(plaintext), revoked_at__isnull=True, agent__active=True)
         .first()
     )

@@ -145,7 +145,9 @@ def _context(invocation: Invocation, backend: Any) -> ToolContext:
 
 
 def _run_claimed(*, invocation_id: uuid.UUID) -> None:
-    invocation = Invocation.objects.select_related("agent", "approval").get(id=invocation_id)
+    invocation = Invocation.objects.select_related("agent__permissions", "approval").get(
+        id=invocation_id
+    )
     started = time.monotonic()
     with invocation_lease(invocation_id):
         settled = _run_tool(invocation)
@@ -303,6 +305,10 @@ def _finish(*, invocation: Invocation, settled: Settled) -> None:
             **fields,
         )
         if done:
+            trust_invocation_outcome_note(
+                invocation=invocation, status=settled.status, at=finished_at
+            )
+            # Last: the audit chain's lock is held from here to the commit.
             audit_record(
                 kind="invocation.finished",
                 actor=Actor.system("worker"),
@@ -317,9 +323,6 @@ def _finish(*, invocation: Invocation, settled: Settled) -> None:
                 reason=settled.error_message,
                 duration_ms=settled.duration_ms,
                 data={"exit_code": settled.exit_code, "truncated": settled.truncated},
-            )
-            trust_invocation_outcome_note(
-                invocation=invocation, status=settled.status, at=finished_at
             )
     if done and invocation.batch_id is not None:
         from tools_app.services.invocation_batch import batch_release

@@ -214,6 +214,9 @@ def _record(
     )
     if status == InvocationStatus.PENDING_APPROVAL:
         approval_request_open(invocation=invocation, routed=routed)
+    if denied:
+        trust_invocation_outcome_note(invocation=invocation, status=status, at=now)
+    # Last: the audit chain's lock is held from here to the commit.
     audit_record(
         kind="invocation.decided",
         actor=Actor.agent(agent),
@@ -229,8 +232,6 @@ def _record(
         rule=decision.rule,
         data={"trace": list(decision.trace), "arguments": invocation.arguments_redacted},
     )
-    if denied:
-        trust_invocation_outcome_note(invocation=invocation, status=status, at=now)
     if status == InvocationStatus.QUEUED and not invocation.held:
         from tools_app.tasks import enqueue_invocation
 
