@@ -57,6 +57,8 @@ class _Copy:
     binds: tuple[str, ...]
     users: int = 0
     superseded: bool = False
+    # The process that made it and alone removes it (a forked child does not).
+    owner: int = field(default_factory=os.getpid)
 
 
 @dataclass(slots=True)
@@ -240,6 +242,16 @@ class EtcView:
         self._current: _Copy | None = None
         self._copies: list[_Copy] = []
         self._usable: bool | None = None
+        self._pid = os.getpid()
+        _all_views.append(self)
+
+    def _forget_parents_copies(self) -> None:
+        """In a forked child: the parent's copies are the parent's; start afresh."""
+        self._pid = os.getpid()
+        self._lock = threading.Lock()
+        self._current = None
+        self._copies = []
+        self._usable = None
 
     def _all_bound(self) -> EtcLayout:
         return EtcLayout(None, tuple(f"{self.root}/{name}" for name in self.entries))
@@ -247,6 +259,8 @@ class EtcView:
     @contextlib.contextmanager
     def lease(self) -> Iterator[EtcLayout]:
         """The layout for one call; its copy stays as it is until the call ends."""
+        if self._pid != os.getpid():
+            self._forget_parents_copies()
         with self._lock:
             if self._usable is None:
                 usable = [b for b in self.bases if _safe_base(b) and os.access(b, os.W_OK)]
@@ -285,11 +299,14 @@ class EtcView:
                     _remove_tree(done.path)
 
     def remove_all(self) -> None:
-        """Remove every copy of this process (at exit)."""
+        """Remove every copy this process made (at exit)."""
+        if self._pid != os.getpid():
+            return
         with self._lock:
             copies, self._copies, self._current = self._copies, [], None
         for copy in copies:
-            _remove_tree(copy.path)
+            if copy.owner == os.getpid():
+                _remove_tree(copy.path)
 
 
 def _sweep_stale(base: str) -> None:
@@ -306,19 +323,14 @@ def _sweep_stale(base: str) -> None:
                     _remove_tree(entry.path)
 
 
+_all_views: list[EtcView] = []
 _views: dict[tuple[str, ...], EtcView] = {}
-_views_owner = os.getpid()
 _views_lock = threading.Lock()
 
 
 def etc_view(entries: tuple[str, ...]) -> EtcView:
     """The shared view of ``entries`` in this process (a forked child gets its own)."""
-    global _views_owner
     with _views_lock:
-        if _views_owner != os.getpid():
-            # The parent's copies are the parent's to remove.
-            _views.clear()
-            _views_owner = os.getpid()
         view = _views.get(entries)
         if view is None:
             view = _views[entries] = EtcView(entries)
@@ -326,9 +338,17 @@ def etc_view(entries: tuple[str, ...]) -> EtcView:
 
 
 def _remove_own_views() -> None:
-    if _views_owner == os.getpid():
-        for view in list(_views.values()):
-            view.remove_all()
+    for view in list(_all_views):
+        view.remove_all()
 
 
+def _forget_in_child() -> None:
+    # The parent's copies are the parent's to remove; views in use by
+    # backends built before the fork start afresh on their next lease.
+    global _views_lock
+    _views_lock = threading.Lock()
+    _views.clear()
+
+
+os.register_at_fork(after_in_child=_forget_in_child)
 atexit.register(_remove_own_views)

@@ -110,6 +110,32 @@ def test_a_file_with_extended_attributes_is_bound_not_copied(view, host_etc):
         assert Path(layout.copy_dir, "passwd").stat().st_size == 0
 
 
+def test_a_forked_worker_makes_its_own_copy_and_leaves_the_parents(view, host_etc):
+    with view.lease() as parent:
+        pass
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # a prefork worker child: use the view, then exit as a process does
+        status = 1
+        try:
+            with view.lease() as child:
+                os.write(write, child.copy_dir.encode())
+            view.remove_all()
+            status = 0
+        finally:
+            os._exit(status)
+    os.close(write)
+    child_dir = os.read(read, 4096).decode()
+    os.close(read)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert child_dir and child_dir != parent.copy_dir
+    assert not Path(child_dir).exists()
+    assert Path(parent.copy_dir, "passwd").exists()
+    with view.lease() as again:
+        assert again.copy_dir == parent.copy_dir
+
+
 def test_an_unsafe_base_falls_back_to_binding_every_entry(host_etc, tmp_path):
     base = tmp_path / "open"
     base.mkdir()
