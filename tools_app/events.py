@@ -55,6 +55,10 @@ def carried_body(message: dict[str, Any] | None) -> dict[str, Any] | None:
     return body if isinstance(body, dict) else None
 
 
+# Group departures still running (held so they are not collected half-way).
+_leaving: set[asyncio.Future[None]] = set()
+
+
 class InvocationWatch:
     """A subscription to one invocation's status messages."""
 
@@ -92,7 +96,11 @@ async def watch_invocation(invocation_id: Any) -> AsyncIterator[InvocationWatch 
     try:
         yield InvocationWatch(layer, channel)
     finally:
-        await layer.group_discard(group, channel)
+        # Left in the background: the answer need not wait for it (and a
+        # membership that is never removed expires with the group).
+        leaving = asyncio.ensure_future(layer.group_discard(group, channel))
+        _leaving.add(leaving)
+        leaving.add_done_callback(_leaving.discard)
 
 
 async def wait_for_terminal(invocation_id: Any, *, timeout: float, current_status: Any) -> None:

@@ -59,15 +59,16 @@ class Settled:
 
 def invocation_execute(*, invocation_id: uuid.UUID, worker: str) -> None:
     """Run one queued invocation; safe to call again for the same id."""
-    with transaction.atomic():
-        claimed = invocation_transition(
-            invocation_id=invocation_id,
-            from_statuses=[InvocationStatus.QUEUED],
-            to_status=RUNNING,
-            started_at=timezone.now(),
-            worker=worker,
-            attempts=F("attempts") + 1,
-        )
+    # The claim is one UPDATE with nothing else to write beside it: it commits on
+    # its own (a transaction around it would only add BEGIN and COMMIT round trips).
+    claimed = invocation_transition(
+        invocation_id=invocation_id,
+        from_statuses=[InvocationStatus.QUEUED],
+        to_status=RUNNING,
+        started_at=timezone.now(),
+        worker=worker,
+        attempts=F("attempts") + 1,
+    )
     if not claimed:
         _settle_redelivery(invocation_id=invocation_id, worker=worker)
         return

@@ -23,9 +23,10 @@ def invocation_transition(
 ) -> bool:
     """Move the invocation to `to_status` only if it is in one of `from_statuses` now.
 
-    Returns False (and changes nothing) when another writer got there first. Must run
-    in the caller's transaction, which also writes the audit row; the live update is
-    sent after commit, carrying ``announce`` (the invocation as the agent API renders
+    Returns False (and changes nothing) when another writer got there first. Runs in
+    the caller's transaction, which also writes the audit row (a change with no row
+    beside it may commit on its own); the live update is sent after commit, carrying
+    ``announce`` (the invocation as the agent API renders
     it after this change) when given.
     """
     fields.setdefault("updated_at", timezone.now())
