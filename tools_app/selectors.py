@@ -4,17 +4,27 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db import connection
+
 from tools_app.contracts import ToolContract
 from tools_app.models import Invocation, ToolDefinition
 from tools_app.registry import tool_catalog, tool_view
 from trust_app.models import Agent
 from trust_app.policy import AgentPolicy, Outcome, decide, list_permitted, name_key
 
+# Every agent call reads this: the query is compiled once per database backend.
+_disabled_sql: dict[str, tuple[str, tuple[Any, ...]]] = {}
+
 
 def disabled_tool_keys() -> frozenset[str]:
     """Tools an admin switched off (they stay registered and audited)."""
-    names = ToolDefinition.objects.filter(enabled=False).values_list("name", flat=True)
-    return frozenset(name_key(n) for n in names)
+    sql = _disabled_sql.get(connection.vendor)
+    if sql is None:
+        query = ToolDefinition.objects.filter(enabled=False).values_list("name", flat=True).query
+        sql = _disabled_sql[connection.vendor] = query.sql_with_params()
+    with connection.cursor() as cursor:
+        cursor.execute(*sql)
+        return frozenset(name_key(name) for (name,) in cursor.fetchall())
 
 
 def permitted_tools(policy: AgentPolicy) -> list[dict[str, Any]]:

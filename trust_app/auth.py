@@ -11,6 +11,7 @@ from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 
 from trust_app.models import Agent, AgentToken, PersonToken
+from trust_app.token_lookup import find_agent_token
 from trust_app.tokens import token_digest, token_kind
 
 # Writing last_used_at on every request would turn each read into a write; a
@@ -36,16 +37,14 @@ def agent_for_token(plaintext: str) -> Agent | None:
     """The active agent a live agent token belongs to, or None."""
     if token_kind(plaintext) != "agent":
         return None
-    token = (
-        # The agent's permissions come along: every agent call decides with them.
-        AgentToken.objects.select_related("agent__permissions")
-        .filter(digest=token_digest(plaintext), revoked_at__isnull=True, agent__active=True)
-        .first()
-    )
-    if token is None:
+    # The agent's permissions come along: every agent call decides with them.
+    found = find_agent_token(token_digest(plaintext))
+    if found is None:
         return None
-    _touch(AgentToken, token)
-    return token.agent
+    now = timezone.now()
+    if found.last_used_at is None or now - found.last_used_at > LAST_USED_RESOLUTION:
+        AgentToken.objects.filter(pk=found.token_id).update(last_used_at=now)
+    return found.agent
 
 
 def person_for_token(plaintext: str) -> Any | None:
