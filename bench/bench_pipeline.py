@@ -40,6 +40,9 @@ from trust_app.services import agent_create, workspace_grant  # noqa: E402
 
 LATENCY_CALLS = 300
 WARMUP = 20
+# An agent thinks between calls: the same call, one every this many seconds.
+PACED_CALLS = 100
+PACED_PAUSE_SECONDS = 0.1
 THROUGHPUT_SECONDS = 30
 THROUGHPUT_CLIENTS = 24
 
@@ -151,6 +154,14 @@ def main() -> None:
                     raise SystemExit(f"read_file did not succeed: {answer}")
                 if i >= WARMUP:
                     latency.append(elapsed)
+            paced: list[float] = []
+            for _ in range(PACED_CALLS):
+                time.sleep(PACED_PAUSE_SECONDS)
+                started = time.perf_counter()
+                answer = http.post("/api/v1/invocations/", json=body).json()
+                paced.append((time.perf_counter() - started) * 1000)
+                if answer.get("status") != "succeeded":
+                    raise SystemExit(f"read_file did not succeed: {answer}")
 
         submitted: list[str] = []
         errors = 0
@@ -195,6 +206,8 @@ def main() -> None:
     for line in (
         row("read_file end to end (POST wait → result), subprocess", "ms", latency,
             f"{LATENCY_CALLS} sequential calls; overhead over direct p50 {overhead:.1f} ms"),
+        row("read_file end to end, one call every 100 ms", "ms", paced,
+            f"{PACED_CALLS} calls with a pause before each, as an agent between steps"),
         row("read_file straight in the subprocess sandbox", "ms", direct,
             f"{LATENCY_CALLS} calls, no pipeline"),
         {
