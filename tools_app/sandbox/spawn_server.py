@@ -22,9 +22,10 @@ child skips exec and, after the same confinement steps, runs the compiled
 SOURCE itself as a fresh interpreter would (``spawn_warm``).
 
 Standby: after each call the worker names, in a one-way ``prepare``, the
-pooled cgroups its next call will get; a child forked then joins them and
-waits, so that call skips the join, which otherwise waits for an RCU grace
-period when no join happened just before (see ``Server.prepare``).
+pooled cgroups its next call will get; when no request follows within a few
+milliseconds, a child forked then joins them and waits, so that call skips
+the join, which waits for an RCU grace period when no join happened just
+before (see ``Server.prepare``).
 
 It is a child subreaper and reaps whatever exited process trees leave behind.
 When the worker goes away (end of file on the socket) every command still
@@ -37,6 +38,7 @@ import fcntl
 import marshal
 import os
 import resource
+import select
 import signal
 import socket
 import struct
@@ -53,6 +55,10 @@ PR_SET_NAME = 15
 PR_SET_CHILD_SUBREAPER = 36
 STANDBY_ACK = b"k"
 STANDBY_ACK_SECONDS = 10.0
+# A join soon after another is cheap (the kernel's grace-period machinery is
+# still active); the standby is forked only when no request came this long
+# after the worker named the next call's cgroups.
+STANDBY_DELAY_SECONDS = 0.004
 
 
 def _prctl(*args):
@@ -135,7 +141,14 @@ class Server:
 
     def serve(self):
         _send_message(self.sock, {"ready": os.getpid(), "executable": sys.executable})
+        pending = None  # cgroups named by the last ``prepare``, standby not forked yet
         while True:
+            if pending is not None and not _readable(self.sock, STANDBY_DELAY_SECONDS):
+                # The worker paused: the next call's join would wait, so a standby
+                # pays for it now. (A call that comes at once finds the join cheap.)
+                self.prepare(pending)
+                pending = None
+                continue
             try:
                 request, fds = _recv_message(self.sock)
             except (EOFError, ConnectionError):
@@ -144,9 +157,10 @@ class Server:
             if op == "prepare":
                 for fd in fds:
                     os.close(fd)
-                self.prepare(tuple(request["cgroups"]))
+                pending = tuple(request["cgroups"])
                 del request
                 continue  # one-way: the worker does not wait for it
+            pending = None
             if op == "spawn":
                 reply = self.spawn(request, fds)
             elif op == "reap":
@@ -410,6 +424,11 @@ class Server:
         self.standby = None
         sock.close()
         return pid
+
+
+def _readable(sock, timeout):
+    ready, _, _ = select.select([sock], [], [], timeout)
+    return bool(ready)
 
 
 def _join_cgroups(paths):
