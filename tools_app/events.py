@@ -29,13 +29,14 @@ def publish_invocation_status(
     """Tell whoever waits on this invocation that its status changed.
 
     ``body`` is the invocation as the agent API renders it, read from the
-    state this status committed; it travels only when it is small. The sender
-    does not wait for the message to go out.
+    state this status committed; it travels only when it is small. A terminal
+    status is sent before the caller goes on (someone may be waiting for it
+    now); any other is sent in the background.
     """
     message: dict[str, Any] = {"type": "invocation.status", "status": status}
     if body is not None and _rendered_size(body) <= CARRIED_BODY_MAX_CHARS:
         message["invocation"] = body
-    group_send(invocation_group(invocation_id), message, wait=False)
+    group_send(invocation_group(invocation_id), message, wait=status in TERMINAL_STATUSES)
 
 
 def _rendered_size(body: dict[str, Any]) -> int:
