@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 from django.core.management import CommandError, call_command
-from django.db import connection, transaction
+from django.db import connection, connections, transaction
 
+from tools_app.audit_verify import audit_chain_verify
 from tools_app.models import AuditEvent
 from tools_app.services.audit import Actor, audit_record
 from trust_app.services import agent_create
@@ -65,3 +68,41 @@ def test_a_deleted_row_breaks_the_link_of_the_next(chain: list[AuditEvent]) -> N
         call_command("synthorg_audit", "verify")
     assert f"audit event #{chain[2].id} " in str(failure.value)
     assert "prev_hash" in str(failure.value)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_writers_racing_on_their_own_connections_keep_one_chain() -> None:
+    """Each writer locks the chain and reads its head in one round trip; none forks it."""
+    agent = agent_create(name="racing", access_level="standard").agent
+    writers, each = 6, 15
+    start = threading.Barrier(writers)
+    failures: list[BaseException] = []
+
+    def write(n: int) -> None:
+        try:
+            start.wait()
+            for i in range(each):
+                with transaction.atomic():
+                    audit_record(
+                        kind="invocation.decided",
+                        actor=Actor.agent(agent),
+                        agent=agent,
+                        reason=f"writer {n} call {i}",
+                    )
+        except BaseException as exc:  # reported below
+            failures.append(exc)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=write, args=(n,)) for n in range(writers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    assert not failures, failures
+    events = list(AuditEvent.objects.filter(agent_id=agent.id, kind="invocation.decided"))
+    assert len(events) == writers * each
+    hashes = list(AuditEvent.objects.order_by("id").values_list("prev_hash", "hash"))
+    assert all(prev == hashes[i - 1][1] for i, (prev, _) in enumerate(hashes) if i)
+    report = audit_chain_verify()
+    assert report.problem is None and report.checked == len(hashes), report

@@ -36,11 +36,33 @@ class Actor:
         return cls(type="agent", id=str(agent.pk), name=agent.name)
 
 
-def _lock_chain() -> None:
-    """Serialise chain writers until the transaction ends (SQLite is serial already)."""
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_CHAIN_LOCK_KEY])
+# The newest event's hash, compiled once per database backend.
+_last_hash_sql: dict[str, str] = {}
+
+
+def _lock_chain_and_read_last_hash() -> str | None:
+    """Serialise chain writers until the transaction ends, then read the chain's head.
+
+    On PostgreSQL both go in one round trip: two statements in one simple query
+    run in order, and the second takes its snapshot after the first has the
+    lock, so it sees the head the previous writer committed. SQLite is serial
+    already.
+    """
+    sql = _last_hash_sql.get(connection.vendor)
+    if sql is None:
+        query = AuditEvent.objects.order_by("-id").values_list("hash", flat=True)[:1].query
+        statement, params = query.sql_with_params()
+        if params:  # a fixed statement is expected; never splice values into SQL
+            raise RuntimeError("the audit chain head query unexpectedly has parameters")
+        sql = _last_hash_sql[connection.vendor] = statement
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute(f"SELECT pg_advisory_xact_lock({int(_CHAIN_LOCK_KEY)}); {sql}")
+            cursor.nextset()
+        else:
+            cursor.execute(sql)
+        row = cursor.fetchone()
+    return row[0] if row else None
 
 
 def audit_record(
@@ -63,7 +85,7 @@ def audit_record(
     """Append one event to the chain. Must run inside the transaction of the change it records."""
     if not transaction.get_connection().in_atomic_block:
         raise RuntimeError("audit_record must run inside the transaction it records")
-    _lock_chain()
+    prev = _lock_chain_and_read_last_hash() or GENESIS_HASH
     fields: dict[str, Any] = {
         "created_at": timezone.now(),
         "kind": kind,
@@ -85,8 +107,6 @@ def audit_record(
         "request_id": current_request_id() or "",
         "data": data or {},
     }
-    last = AuditEvent.objects.order_by("-id").values_list("hash", flat=True).first()
-    prev = last or GENESIS_HASH
     # Hash the values as they will read back from the database (ISO timestamps, str UUIDs).
     chained = {
         **fields,
