@@ -20,7 +20,6 @@ from typing import Any
 import structlog
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F
 from django.utils import timezone
 
 from common.settings_config import synthorg_config
@@ -33,6 +32,7 @@ from tools_app.sandbox.errors import SandboxError
 from tools_app.sandbox.protocol import Owner
 from tools_app.sanitize import sanitize_output
 from tools_app.services.audit import Actor, audit_record
+from tools_app.services.invocation_claim import invocation_claim
 from tools_app.services.invocation_state import invocation_transition
 from tools_app.worker_runtime import sandbox_backends
 from trust_app.selectors import agent_policy
@@ -59,20 +59,13 @@ class Settled:
 
 def invocation_execute(*, invocation_id: uuid.UUID, worker: str) -> None:
     """Run one queued invocation; safe to call again for the same id."""
-    # The claim is one UPDATE with nothing else to write beside it: it commits on
-    # its own (a transaction around it would only add BEGIN and COMMIT round trips).
-    claimed = invocation_transition(
-        invocation_id=invocation_id,
-        from_statuses=[InvocationStatus.QUEUED],
-        to_status=RUNNING,
-        started_at=timezone.now(),
-        worker=worker,
-        attempts=F("attempts") + 1,
-    )
-    if not claimed:
+    # The claim has nothing else to write beside it: it commits on its own (a
+    # transaction around it would only add BEGIN and COMMIT round trips).
+    invocation = invocation_claim(invocation_id=invocation_id, worker=worker)
+    if invocation is None:
         _settle_redelivery(invocation_id=invocation_id, worker=worker)
         return
-    _run_claimed(invocation_id=invocation_id)
+    _run_claimed(invocation)
 
 
 def _settle_redelivery(*, invocation_id: uuid.UUID, worker: str) -> None:
@@ -145,12 +138,9 @@ def _context(invocation: Invocation, backend: Any) -> ToolContext:
     )
 
 
-def _run_claimed(*, invocation_id: uuid.UUID) -> None:
-    invocation = Invocation.objects.select_related("agent__permissions", "approval").get(
-        id=invocation_id
-    )
+def _run_claimed(invocation: Invocation) -> None:
     started = time.monotonic()
-    with invocation_lease(invocation_id):
+    with invocation_lease(invocation.id):
         settled = _run_tool(invocation)
     if settled.duration_ms is None:
         settled = Settled(
