@@ -7,6 +7,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -116,3 +117,29 @@ def running(
 
 def python_argv(*args: str) -> list[str]:
     return [sys.executable, *args]
+
+
+def run_at_once(count: int, action: Callable[[int], object], *, timeout: float = 120) -> None:
+    """Run ``action(0)`` … ``action(count - 1)`` in threads released together, each on
+    its own database connection; re-raise the first failure."""
+    from django.db import connections
+
+    start = threading.Barrier(count)
+    failures: list[BaseException] = []
+
+    def run(n: int) -> None:
+        try:
+            start.wait()
+            action(n)
+        except BaseException as exc:  # re-raised in the caller
+            failures.append(exc)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=run, args=(n,)) for n in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout)
+    if failures:
+        raise failures[0]

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import threading
-
 import pytest
 from django.core.management import CommandError, call_command
-from django.db import connection, connections, transaction
+from django.db import connection, transaction
 
+from common.testing import run_at_once
 from tools_app.audit_verify import audit_chain_verify
 from tools_app.models import AuditEvent
 from tools_app.services.audit import Actor, audit_record
@@ -75,31 +74,18 @@ def test_writers_racing_on_their_own_connections_keep_one_chain() -> None:
     """Each writer locks the chain and reads its head in one round trip; none forks it."""
     agent = agent_create(name="racing", access_level="standard").agent
     writers, each = 6, 15
-    start = threading.Barrier(writers)
-    failures: list[BaseException] = []
 
     def write(n: int) -> None:
-        try:
-            start.wait()
-            for i in range(each):
-                with transaction.atomic():
-                    audit_record(
-                        kind="invocation.decided",
-                        actor=Actor.agent(agent),
-                        agent=agent,
-                        reason=f"writer {n} call {i}",
-                    )
-        except BaseException as exc:  # reported below
-            failures.append(exc)
-        finally:
-            connections.close_all()
+        for i in range(each):
+            with transaction.atomic():
+                audit_record(
+                    kind="invocation.decided",
+                    actor=Actor.agent(agent),
+                    agent=agent,
+                    reason=f"writer {n} call {i}",
+                )
 
-    threads = [threading.Thread(target=write, args=(n,)) for n in range(writers)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(120)
-    assert not failures, failures
+    run_at_once(writers, write)
     events = list(AuditEvent.objects.filter(agent_id=agent.id, kind="invocation.decided"))
     assert len(events) == writers * each
     hashes = list(AuditEvent.objects.order_by("id").values_list("prev_hash", "hash"))

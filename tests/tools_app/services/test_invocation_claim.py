@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import threading
 import uuid
 from collections.abc import Iterator
 from typing import Any
 from unittest import mock
 
 import pytest
-from django.db import connections
 from django.db.models import Model
 
 import tools_app.tasks as tasks
 from approvals_app.models import ApprovalRequest
+from common.testing import run_at_once
 from tools_app.models import Invocation, InvocationStatus
 from tools_app.services.invocation_claim import invocation_claim
 from tools_app.services.invocation_submit import CallRequest, invocation_submit
@@ -99,23 +98,13 @@ def test_a_call_that_is_not_queued_is_not_claimed() -> None:
 
 def test_workers_racing_for_one_call_have_one_winner() -> None:
     queued = queued_call()
-    racers = 8
-    start = threading.Barrier(racers)
     won: list[str] = []
 
     def claim(n: int) -> None:
-        try:
-            start.wait()
-            if invocation_claim(invocation_id=queued.id, worker=f"w{n}") is not None:
-                won.append(f"w{n}")
-        finally:
-            connections.close_all()
+        if invocation_claim(invocation_id=queued.id, worker=f"w{n}") is not None:
+            won.append(f"w{n}")
 
-    threads = [threading.Thread(target=claim, args=(n,)) for n in range(racers)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(60)
+    run_at_once(8, claim)
     assert len(won) == 1
     stored = Invocation.objects.get(pk=queued.pk)
     assert stored.worker == won[0] and stored.attempts == 1
