@@ -330,9 +330,10 @@ class Server:
     # milliseconds) unless another join happened just before, so a call that
     # comes after a pause would pay for it on its way to exec. After each
     # call the worker names the (pooled, empty) cgroups the next call will
-    # get; a child forked here joins them at once and waits, and the next
-    # spawn for those cgroups hands its request and descriptors to it instead
-    # of forking. It runs the same confinement steps, less the join.
+    # get; when no request follows within STANDBY_DELAY_SECONDS, a child
+    # forked here joins them and waits, and the next spawn for those cgroups
+    # hands its request and descriptors to it instead of forking. It runs the
+    # same confinement steps, less the join.
 
     def prepare(self, cgroups):
         """Have a standby child waiting in ``cgroups`` (replacing one elsewhere)."""
