@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import enum
 import hashlib
+import logging
 import os
 import socket
 import threading
@@ -32,8 +33,11 @@ from tools_app.sandbox.engine import sdk_errors
 from tools_app.sandbox.logship import ContainerLogShipper
 from tools_app.sandbox.protocol import MountMode, NetworkPolicy, Owner
 
-REMOVE_ATTEMPTS = 4
-REMOVE_RETRY_SECONDS = 0.25
+log = logging.getLogger("synthorg.sandbox")
+
+# How long a removal may take before the container is left to the reclaim.
+REMOVE_DEADLINE_SECONDS = 10.0
+REMOVE_RETRY_SECONDS = 0.05
 
 LABEL_MANAGED = "synthorg.managed"
 LABEL_AGENT = "synthorg.agent_id"
@@ -250,20 +254,35 @@ class ContainerLifecycle:
             self._shipper.ship(
                 self._shipper.teardown_event(container=container, owner=owner, reason=reason)
             )
-        # A busy engine can refuse a removal for a moment; a container left
-        # behind here would outlive its call, so try again before giving up
-        # (what still remains is reclaimed when a worker starts).
-        for attempt in range(REMOVE_ATTEMPTS):
+        # A busy engine can refuse a removal for a moment, or still be busy
+        # removing it ("removal in progress"); a container left behind would
+        # outlive its call, so this returns once the engine no longer knows it,
+        # or gives up after a bounded time (what remains then is reclaimed
+        # when a worker starts).
+        deadline = time.monotonic() + REMOVE_DEADLINE_SECONDS
+        attempt = 0
+        while True:
+            refused = ""
             try:
                 container.remove(force=True)
-                return
             except errors.NotFound:
                 return
             except errors.APIError as exc:
-                if exc.status_code == 409 and "in progress" in str(exc):
-                    return  # already being removed
-                if attempt + 1 < REMOVE_ATTEMPTS:
-                    time.sleep(REMOVE_RETRY_SECONDS * (attempt + 1))
+                refused = str(exc)
+            try:
+                self.client.containers.get(container_id)
+            except errors.NotFound:
+                return
+            attempt += 1
+            if time.monotonic() >= deadline:
+                log.warning(
+                    "sandbox container %s still exists after %d removals: %s",
+                    container_id[:12],
+                    attempt,
+                    refused or "the engine kept it",
+                )
+                return
+            time.sleep(min(REMOVE_RETRY_SECONDS * attempt, 1.0))
 
     def release(self, owner: Owner) -> None:
         """The owner's task ended (or the agent stopped).
