@@ -311,7 +311,7 @@ class ContainerLifecycle:
         with self._lock(name):
             self._cancel_timer(name)
             timer = threading.Timer(
-                self.grace_period_seconds, self._expire, (name, "grace expired")
+                self.grace_period_seconds, self._expire_quietly, (name, "grace expired")
             )
             timer.daemon = True
             self._timers[name] = timer
@@ -321,6 +321,14 @@ class ContainerLifecycle:
         timer = self._timers.pop(name, None)
         if timer is not None:
             timer.cancel()
+
+    def _expire_quietly(self, name: str, reason: str) -> None:
+        """``_expire`` from a timer thread: a failure is logged, never lost silently
+        (the container is then reclaimed when a worker starts)."""
+        try:
+            self._expire(name, reason)
+        except Exception:
+            log.exception("sandbox container %s could not be removed (%s)", name, reason)
 
     def _expire(self, name: str, reason: str) -> None:
         with self._lock(name):
