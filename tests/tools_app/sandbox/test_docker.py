@@ -9,15 +9,23 @@ import pytest
 from tests.tools_app.sandbox.attacks import AttackSuite
 from tests.tools_app.sandbox.test_namespace import NETWORK_PROBE
 from tools_app.sandbox.docker import KEEPALIVE_COMMAND, DockerSandbox, DockerSettings
-from tools_app.sandbox.lifecycle import LABEL_MANAGED, LifecycleStrategy
+from tools_app.sandbox.lifecycle import (
+    LABEL_AGENT,
+    LABEL_MANAGED,
+    LABEL_WORKER,
+    LifecycleStrategy,
+    worker_identity,
+)
 from tools_app.sandbox.protocol import MIB, KilledBy, Limits, MountMode, Owner
 
 SETTINGS = DockerSettings(pids_limit=32, memory_limit_bytes=512 * MIB, grace_period_seconds=60)
 
 
 def managed_ids(client) -> set[str]:
-    containers = client.containers.list(all=True, filters={"label": f"{LABEL_MANAGED}=true"})
-    return {c.id for c in containers}
+    """Managed containers this process made: a worker running elsewhere in the suite
+    probes the engine with throwaway containers of its own."""
+    labels = [f"{LABEL_MANAGED}=true", f"{LABEL_WORKER}={worker_identity()}"]
+    return {c.id for c in client.containers.list(all=True, filters={"label": labels})}
 
 
 class DockerAttackSuite(AttackSuite):
@@ -36,12 +44,15 @@ class DockerAttackSuite(AttackSuite):
 
     def assert_no_leaked_resources(self) -> None:
         backend_ids = set(self._backend.lifecycle().live_containers().values())
+        # This process's containers for this owner: a worker running elsewhere in the
+        # suite probes the engine with throwaway containers that have no owner either.
         mine = {
             c.id
             for c in self.client.containers.list(
-                all=True, filters={"label": f"{LABEL_MANAGED}=true"}
+                all=True,
+                filters={"label": [f"{LABEL_MANAGED}=true", f"{LABEL_WORKER}={worker_identity()}"]},
             )
-            if c.labels.get("synthorg.agent_id") == (self.owner.agent_id if self.owner else "")
+            if c.labels.get(LABEL_AGENT) == (self.owner.agent_id if self.owner else "")
         }
         assert mine <= backend_ids
         assert len(backend_ids) <= 1
