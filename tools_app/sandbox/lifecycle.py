@@ -102,8 +102,13 @@ def reclaim_orphans(client: Any) -> list[str]:
     hosts sharing the engine, are left alone. Returns the removed ids.
     """
     removed: list[str] = []
-    for container in client.containers.list(all=True, filters={"label": f"{LABEL_MANAGED}=true"}):
-        creator = container.labels.get(LABEL_WORKER, "")
+    # Sparse: the listing alone, not one inspection per container, which fails
+    # for a container another worker removes in between.
+    listed = client.containers.list(
+        all=True, sparse=True, filters={"label": f"{LABEL_MANAGED}=true"}
+    )
+    for container in listed:
+        creator = (container.attrs.get("Labels") or {}).get(LABEL_WORKER, "")
         if creator and _worker_alive(creator):
             continue
         with contextlib.suppress(Exception):

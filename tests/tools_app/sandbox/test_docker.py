@@ -25,7 +25,9 @@ def managed_ids(client) -> set[str]:
     """Managed containers this process made: a worker running elsewhere in the suite
     probes the engine with throwaway containers of its own."""
     labels = [f"{LABEL_MANAGED}=true", f"{LABEL_WORKER}={worker_identity()}"]
-    return {c.id for c in client.containers.list(all=True, filters={"label": labels})}
+    # Sparse: no inspection per container, which fails for one removed in between.
+    listed = client.containers.list(all=True, sparse=True, filters={"label": labels})
+    return {c.id for c in listed}
 
 
 class DockerAttackSuite(AttackSuite):
@@ -50,9 +52,11 @@ class DockerAttackSuite(AttackSuite):
             c.id
             for c in self.client.containers.list(
                 all=True,
+                sparse=True,
                 filters={"label": [f"{LABEL_MANAGED}=true", f"{LABEL_WORKER}={worker_identity()}"]},
             )
-            if c.labels.get(LABEL_AGENT) == (self.owner.agent_id if self.owner else "")
+            if (c.attrs.get("Labels") or {}).get(LABEL_AGENT)
+            == (self.owner.agent_id if self.owner else "")
         }
         assert mine <= backend_ids
         assert len(backend_ids) <= 1

@@ -134,7 +134,9 @@ def test_two_workers_racing_for_an_owners_first_container_share_one(
         .lifecycle()
         .owner_key(ContainerRequest(owner, workspace, MountMode.READ_ONLY, NetworkPolicy.NONE))
     )
-    survivors = docker_client.containers.list(all=True, filters={"label": f"{LABEL_KEY}={key}"})
+    survivors = docker_client.containers.list(
+        all=True, sparse=True, filters={"label": f"{LABEL_KEY}={key}"}
+    )
     assert [c.id for c in survivors] == list(ids)
 
 
@@ -177,7 +179,7 @@ def test_orphans_of_a_dead_worker_are_reclaimed_and_live_ones_kept(docker_client
         removed = set(reclaim_orphans(docker_client))
         assert {orphan.id, recycled.id} <= removed
         assert mine.id not in removed and unmanaged.id not in removed
-        remaining = {c.id for c in docker_client.containers.list(all=True)}
+        remaining = {c.id for c in docker_client.containers.list(all=True, sparse=True)}
         assert mine.id in remaining and unmanaged.id in remaining
         assert orphan.id not in remaining
     finally:
