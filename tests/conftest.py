@@ -53,7 +53,16 @@ def celery_worker_process(
             what="the Celery worker's heartbeat",
         )
         assert worker.process.poll() is None, worker.output()
-        yield worker
+        _shared_worker["running"] = True
+        try:
+            yield worker
+        finally:
+            _shared_worker["running"] = False
+
+
+# Once the session's worker runs, any test may feed it (a call submitted through
+# daphne with wait=0 runs after the test returns), not only tests that ask for it.
+_shared_worker: dict[str, bool] = {"running": False}
 
 
 @pytest.fixture(scope="session")
@@ -104,5 +113,5 @@ def _celery_worker_settles(request: pytest.FixtureRequest) -> Iterator[None]:
     test started (trust evaluations and sweeps included), so emptying the
     database after it never races a task still writing to it."""
     yield
-    if "celery_worker_process" in request.fixturenames:
+    if "celery_worker_process" in request.fixturenames or _shared_worker["running"]:
         wait_until(_celery_idle, timeout=60, what="the Celery worker to finish its tasks")
