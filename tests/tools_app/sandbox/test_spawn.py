@@ -11,14 +11,11 @@ import os
 import select
 import signal
 import threading
-import time
 from pathlib import Path
 
 import pytest
 
 from common.testing import require, wait_until
-from tools_app.sandbox import spawn as spawn_module
-from tools_app.sandbox.cgroups import detect_cgroup_support
 from tools_app.sandbox.protocol import (
     MIB,
     KilledBy,
@@ -409,112 +406,3 @@ def test_file_runner_writes_the_same_warm_and_cold(backends, workspace):
         cold_file.stat().st_uid,
         cold_file.stat().st_mode,
     )
-
-
-# -- the standby: a child already in the next call's cgroups -------------------
-
-CONFINEMENT = (
-    "import os, resource as r\n"
-    "print(os.getuid(), os.geteuid(), os.getgroups(), os.getcwd(), oct(os.umask(0)))\n"
-    "print(os.getpgid(0) == os.getpid() == os.getsid(0), sorted(os.listdir('/proc/self/fd')))\n"
-    "print([r.getrlimit(getattr(r, 'RLIMIT_' + n)) for n in ('AS', 'CPU', 'NOFILE', 'NPROC')])\n"
-    "groups = [l.split(':', 2) for l in open('/proc/self/cgroup').read().splitlines()]\n"
-    "print(sorted(c for _, k, c in groups if k in ('memory', 'pids')))\n"
-)
-
-
-def server_children() -> list[int]:
-    """Processes the running spawn servers of this process hold between calls."""
-    pids: list[int] = []
-    for server in spawn_module._servers.values():
-        if server._proc is not None and server._proc.poll() is None:
-            path = Path(f"/proc/{server._proc.pid}/task/{server._proc.pid}/children")
-            pids += [int(word) for word in path.read_text().split()]
-    return pids
-
-
-def cgroups_of(pid: int) -> list[str]:
-    lines = Path(f"/proc/{pid}/cgroup").read_text().splitlines()
-    return sorted(
-        line.split(":", 2)[2] for line in lines if line.split(":")[1] in ("memory", "pids")
-    )
-
-
-def needs_cgroups() -> None:
-    require(detect_cgroup_support().available, "a memory and pids cgroup for sandboxed calls")
-
-
-def test_after_a_call_a_standby_waits_in_the_pooled_cgroups(workspace):
-    needs_cgroups()
-    sandbox = SubprocessSandbox()
-    spec = SandboxSpec(
-        argv=("sh", "-c", "echo $$; grep -E ':(memory|pids):' /proc/self/cgroup"),
-        workspace=WorkspaceMount(workspace),
-    )
-    first = sandbox.run(spec)
-    wait_until(lambda: len(server_children()) == 1, timeout=10, what="a standby child")
-    (standby,) = server_children()
-    # Not confined yet: still the worker's user, already in the call's groups.
-    assert f"\nUid:\t{os.getuid()}\t" in Path(f"/proc/{standby}/status").read_text()
-    waiting_in = cgroups_of(standby)
-    assert all("/call-" in group for group in waiting_in) and len(waiting_in) == 2
-    time.sleep(0.1)  # a pause, as between an agent's calls
-    second = sandbox.run(spec)
-    pid, *groups = second.stdout.split()
-    assert int(pid) == standby
-    assert sorted(g.split(":", 2)[2] for g in groups) == waiting_in
-    assert sorted(g.split(":", 2)[2] for g in first.stdout.split()[1:]) == waiting_in
-
-
-def test_a_standby_confines_exactly_as_a_fresh_child(workspace):
-    needs_cgroups()
-    sandbox = SubprocessSandbox(warm_python=False)
-    spec = SandboxSpec(argv=("python3", "-c", CONFINEMENT), workspace=WorkspaceMount(workspace))
-    sandbox.run(spec)
-    wait_until(lambda: len(server_children()) == 1, timeout=10, what="a standby child")
-    through_standby = sandbox.run(spec)
-    for pid in server_children():  # no standby: the next command is forked afresh
-        os.kill(pid, signal.SIGKILL)
-    fresh = sandbox.run(spec)
-    assert through_standby.exit_code == fresh.exit_code == 0, fresh.stderr
-    assert through_standby.stdout == fresh.stdout
-    assert "call-" in fresh.stdout
-
-
-def test_a_standby_killed_while_waiting_is_replaced(workspace):
-    needs_cgroups()
-    sandbox = SubprocessSandbox()
-    spec = SandboxSpec(argv=("echo", "still works"), workspace=WorkspaceMount(workspace))
-    for _ in range(3):
-        assert sandbox.run(spec).stdout == "still works\n"
-        wait_until(lambda: len(server_children()) == 1, timeout=10, what="a standby child")
-        for pid in server_children():
-            os.kill(pid, signal.SIGKILL)
-    assert sandbox.run(spec).stdout == "still works\n"
-
-
-def test_limits_hold_for_a_command_run_by_a_standby(workspace):
-    needs_cgroups()
-    sandbox = SubprocessSandbox(warm_python=False)
-    first = SandboxSpec(argv=("true",), workspace=WorkspaceMount(workspace))
-    bomb = SandboxSpec(
-        argv=("python3", "-c", "b = []\nwhile True: b.append(bytearray(8 << 20))"),
-        workspace=WorkspaceMount(workspace),
-        limits=Limits(memory_bytes=64 * MIB),
-    )
-    sandbox.run(first)
-    wait_until(lambda: len(server_children()) == 1, timeout=10, what="a standby child")
-    (standby,) = server_children()
-    result = sandbox.run(bomb)
-    assert result.killed_by is KilledBy.MEMORY
-    assert not _alive(standby)
-
-
-def test_closing_the_server_ends_its_standby(workspace):
-    needs_cgroups()
-    SubprocessSandbox().run(SandboxSpec(argv=("true",), workspace=WorkspaceMount(workspace)))
-    wait_until(lambda: len(server_children()) == 1, timeout=10, what="a standby child")
-    (standby,) = server_children()
-    for server in list(spawn_module._servers.values()):
-        server.close()
-    wait_until(lambda: not _alive(standby), timeout=10, what="the standby to end")
