@@ -116,7 +116,9 @@ class ToolContract(StrictModel):
     safety_class: SafetyClass
     input_schema: dict[str, Any]
     output_schema: dict[str, Any]
-    # "required": every call must carry an idempotency key (consequential tools).
+    # "required": a client should send a key, since retrying this (consequential)
+    # call without one may run it twice. Advice to clients: the server never
+    # refuses a call for lacking a key.
     idempotency: Idempotency = "optional"
     # True when running the same call twice has the effect of running it once; only
     # then is a call whose worker died mid-run retried instead of failed.

@@ -121,9 +121,9 @@ def invocation_submit(
         )
         raise NotFoundError(reason)
 
+    # A missing idempotency key is never a refusal: the invocation's state machine
+    # runs a call at most once; a key only makes a client's own retry safe.
     problems = _schema_errors(contract, call.arguments)
-    if contract.idempotency == "required" and not call.idempotency_key:
-        problems.append(f"idempotency_key: required by {contract.name} (a consequential tool)")
     if problems:
         reason = "; ".join(problems)
         _refuse(

@@ -151,6 +151,36 @@ def test_built_in_file_tools_run_through_the_pipeline(
     assert "root:" not in str(escape)
 
 
+def test_a_consequential_call_without_an_idempotency_key_runs_once(
+    make_agent: Callable[..., AgentClient],
+) -> None:
+    """The key is optional for every tool: write_file (a tool that asks clients for a
+    key) runs without one, once per request, exactly like the call that sends one."""
+    from trust_app.services import workspace_grant
+
+    client = make_agent()
+    workspace = Path(client.agent.workspace)
+    workspace_grant(workspace)
+    keyed = client.call(
+        "write_file", {"path": "keyed.txt", "content": "with a key\n"},
+        idempotency_key=f"k-{uuid.uuid4()}", wait=30,
+    )  # fmt: skip
+    assert keyed.status_code == 201, keyed.text
+    assert keyed.json()["status"] == "succeeded", keyed.json()
+    for attempt in range(2):
+        bare = client.call(
+            "write_file", {"path": "bare.txt", "content": f"no key {attempt}\n"}, wait=30
+        )
+        assert bare.status_code == 201, bare.text
+        body = bare.json()
+        assert body["status"] == "succeeded", body
+        assert body["idempotency_key"] is None
+        assert (workspace / "bare.txt").read_text() == f"no key {attempt}\n"
+    assert (workspace / "keyed.txt").read_text() == "with a key\n"
+    assert Invocation.objects.filter(agent=client.agent, tool="write_file").count() == 3
+    assert not AuditEvent.objects.filter(agent_id=client.agent.id, kind="invocation.refused")
+
+
 def _terminal_message(group_of: str, start: Callable[[], object]) -> dict[str, Any]:
     """The terminal status message a waiter on invocation ``group_of`` receives after ``start``."""
 
