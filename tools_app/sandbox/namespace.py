@@ -37,6 +37,12 @@ from tools_app.sandbox.protocol import (
 )
 from tools_app.sandbox.result import result_from_outcome
 from tools_app.sandbox.runner import INFO_FD, run_confined
+from tools_app.sandbox.userns import (
+    DISABLE_USERNS_FLAG,
+    NESTED_USERNS_PROBE,
+    bwrap_disables_userns,
+    nested_userns_verdict,
+)
 from tools_app.sandbox.workspace import check_workspace_access
 
 WORKSPACE_INSIDE = "/workspace"
@@ -112,6 +118,12 @@ class NamespaceSandbox:
             return CgroupSupport(None, "cgroups switched off in config")
         return detect_cgroup_support()
 
+    def nested_userns_args(self) -> list[str]:
+        # No nested user namespaces (and so no mount rights) inside the sandbox.
+        if self.bwrap_path is not None and bwrap_disables_userns(self.bwrap_path):
+            return [DISABLE_USERNS_FLAG]
+        return []
+
     def _system_binds(self) -> list[str]:
         args: list[str] = []
         for directory in SYSTEM_DIRS:
@@ -145,6 +157,7 @@ class NamespaceSandbox:
         args = [
             self.bwrap_path,
             "--unshare-user",
+            *self.nested_userns_args(),
             "--unshare-pid",
             "--unshare-ipc",
             "--unshare-uts",
@@ -231,6 +244,8 @@ class NamespaceSandbox:
             "cgroup": self._cgroup_support().reason,
             "max_user_namespaces": _read_int("/proc/sys/user/max_user_namespaces"),
         }
+        if ok:
+            details["nested_user_namespaces"] = probe_nested_userns(self)
         return ProbeReport(self.name, ok, reason, details)
 
     def close(self) -> None:
@@ -247,6 +262,24 @@ def _read_int(path: str) -> int | None:
             return int(handle.read().strip())
     except (OSError, ValueError):
         return None
+
+
+def probe_nested_userns(backend: NamespaceSandbox) -> str:
+    """Try to make a user namespace inside the sandbox; say whether it was refused."""
+    with tempfile.TemporaryDirectory(prefix="synthorg-probe-") as tmp:
+        os.chmod(tmp, 0o755)  # noqa: S103 - the sandbox user must enter it
+        spec = SandboxSpec(
+            argv=("sh", "-c", NESTED_USERNS_PROBE),
+            workspace=WorkspaceMount(Path(tmp)),
+            timeout_seconds=10,
+            limits=Limits(),
+        )
+        try:
+            result = backend.run(spec)
+        except SandboxError as exc:
+            return f"not checked: {exc.reason}"
+    flag = "with" if DISABLE_USERNS_FLAG in backend.nested_userns_args() else "without"
+    return f"{nested_userns_verdict(result.stdout)[1]} (bubblewrap {flag} {DISABLE_USERNS_FLAG})"
 
 
 def probe_namespace(backend: NamespaceSandbox) -> tuple[bool, str]:

@@ -14,10 +14,21 @@ from typing import TYPE_CHECKING
 from tools_app.sandbox.engine import sdk_errors
 from tools_app.sandbox.errors import SandboxError
 from tools_app.sandbox.protocol import Limits, ProbeReport, SandboxSpec, WorkspaceMount
+from tools_app.sandbox.userns import NESTED_USERNS_PROBE, nested_userns_verdict
 
 if TYPE_CHECKING:
     from tools_app.sandbox.config import SandboxingConfig
     from tools_app.sandbox.docker import DockerSandbox
+
+
+def _nested_verdict(stdout: str) -> str:
+    # Docker's default seccomp profile is what refuses unshare/setns to a container
+    # without CAP_SYS_ADMIN; say whether a filter is really on (mode 2).
+    lines = stdout.splitlines()
+    seccomp = next((line.split()[-1] for line in lines if line.startswith("Seccomp:")), "?")
+    verdict = nested_userns_verdict("\n".join(x for x in lines if not x.startswith("Seccomp:")))
+    mode = "on" if seccomp == "2" else f"OFF (mode {seccomp})"
+    return f"{verdict[1]} (seccomp filter {mode})"
 
 
 def probe_docker(backend: DockerSandbox) -> ProbeReport:
@@ -47,8 +58,15 @@ def probe_docker(backend: DockerSandbox) -> ProbeReport:
     with tempfile.TemporaryDirectory(prefix="synthorg-probe-") as tmp:
         Path(tmp).chmod(0o755)  # the image's user must enter it
         spec = SandboxSpec(argv=("true",), workspace=WorkspaceMount(Path(tmp)), limits=Limits())
+        nested = SandboxSpec(
+            argv=("sh", "-c", f"{NESTED_USERNS_PROBE}; grep '^Seccomp:' /proc/self/status"),
+            workspace=WorkspaceMount(Path(tmp)),
+            limits=Limits(),
+        )
         try:
             result = backend.run(spec)
+            if result.exit_code == 0:
+                details["nested_user_namespaces"] = _nested_verdict(backend.run(nested).stdout)
         except (SandboxError, errors.DockerException) as exc:
             reason = exc.reason if isinstance(exc, SandboxError) else str(exc)
             return ProbeReport(backend.name, False, reason, details)

@@ -1,0 +1,84 @@
+"""Nested user namespaces are refused inside the namespace and Docker sandboxes.
+
+A script (as an agent with terminal ``full`` would run it: ``sh script.sh`` in its
+workspace) tries ``unshare -r``, ``unshare -Ur true`` and ``unshare(CLONE_NEWUSER)``
+through ctypes (Python 3.11 has no ``os.unshare``). The control is the same script
+with the namespace line swapped for an ordinary command, in the same sandbox.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.tools_app.sandbox.test_docker import SETTINGS
+from tests.tools_app.sandbox.test_namespace import namespace_backend
+from tools_app.sandbox.docker import DockerSandbox
+from tools_app.sandbox.probe import probe_docker
+from tools_app.sandbox.protocol import MountMode, SandboxBackend, SandboxSpec, WorkspaceMount
+from tools_app.sandbox.userns import DISABLE_USERNS_FLAG
+
+ATTEMPTS = {
+    "unshare -r": "unshare -r sh -c 'echo NESTED-ROOT; id -u'",
+    "unshare -Ur true": "unshare -Ur true && echo NESTED-ROOT",
+    "unshare(CLONE_NEWUSER)": (
+        "python3 -c 'import ctypes; libc = ctypes.CDLL(None, use_errno=True); "
+        'print("NESTED-ROOT" if libc.unshare(0x10000000) == 0 else "refused")\''
+    ),
+}
+CONTROL = "echo PLAIN-WORK; id -u"
+
+
+def run_script(backend: SandboxBackend, workspace: Path, line: str) -> str:
+    script = workspace / "script.sh"
+    script.write_text(f"#!/bin/sh\n{line}\necho script-finished\n")
+    script.chmod(0o644)
+    spec = SandboxSpec(
+        argv=("sh", "script.sh"),
+        workspace=WorkspaceMount(workspace, MountMode.READ_WRITE),
+        timeout_seconds=20,
+    )
+    result = backend.run(spec)
+    return result.stdout + result.stderr
+
+
+@pytest.fixture(params=["namespace", "docker"])
+def backend(request: pytest.FixtureRequest) -> Iterator[SandboxBackend]:
+    if request.param == "docker":
+        request.getfixturevalue("docker_client")
+        made: SandboxBackend = DockerSandbox(SETTINGS)
+    else:
+        made = namespace_backend()
+    yield made
+    made.close()
+
+
+@pytest.mark.parametrize("attempt", sorted(ATTEMPTS))
+def test_a_script_cannot_make_a_nested_user_namespace(backend, workspace, attempt):
+    control = run_script(backend, workspace, CONTROL)
+    assert "PLAIN-WORK" in control and "script-finished" in control
+    attacked = run_script(backend, workspace, ATTEMPTS[attempt])
+    assert "script-finished" in attacked  # the script ran; only the namespace was refused
+    assert "NESTED-ROOT" not in attacked
+
+
+def test_bubblewrap_is_told_to_disable_user_namespaces(workspace):
+    backend = namespace_backend()
+    spec = SandboxSpec(argv=("true",), workspace=WorkspaceMount(workspace))
+    assert DISABLE_USERNS_FLAG in backend.bwrap_argv(spec, workspace, "/workspace")
+
+
+def test_probes_report_nested_namespaces_refused(docker_client):
+    namespace = namespace_backend().probe()
+    assert namespace.ok
+    assert str(namespace.details["nested_user_namespaces"]).startswith("refused")
+    docker = DockerSandbox(SETTINGS)
+    try:
+        report = probe_docker(docker)
+    finally:
+        docker.close()
+    assert report.ok, report.reason
+    verdict = str(report.details["nested_user_namespaces"])
+    assert verdict.startswith("refused") and "seccomp filter on" in verdict
