@@ -208,7 +208,13 @@ SYNTHORG_INVOCATION_LEASE_SECONDS = env.float("SYNTHORG_INVOCATION_LEASE_SECONDS
 SYNTHORG_INVOCATION_MAX_ATTEMPTS = env.int("SYNTHORG_INVOCATION_MAX_ATTEMPTS", default=3)
 SYNTHORG_BATCH_MAX_CALLS = env.int("SYNTHORG_BATCH_MAX_CALLS", default=50)
 # How long an MCP tools/call waits for a person to decide before answering "pending".
-SYNTHORG_MCP_APPROVAL_WAIT_SECONDS = env.int("SYNTHORG_MCP_APPROVAL_WAIT_SECONDS", default=60)
+# 50 s: below the 60 s request timeout of the common MCP clients (TypeScript SDK,
+# Inspector), so they receive the "pending" answer instead of timing out first.
+SYNTHORG_MCP_APPROVAL_WAIT_SECONDS = env.int("SYNTHORG_MCP_APPROVAL_WAIT_SECONDS", default=50)
+# How often a tools/call that waits sends a progress notification (progressToken given).
+SYNTHORG_MCP_PROGRESS_INTERVAL_SECONDS = env.float(
+    "SYNTHORG_MCP_PROGRESS_INTERVAL_SECONDS", default=5.0
+)
 DATA_UPLOAD_MAX_MEMORY_SIZE = SYNTHORG_MAX_REQUEST_BYTES
 
 REST_FRAMEWORK: dict[str, object] = {

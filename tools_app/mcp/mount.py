@@ -2,9 +2,13 @@
 
 Each request gets a request id (like every Django request), a Host check against
 ALLOWED_HOSTS, and the agent bearer token check of the REST API: no token or an
-unknown one is 401, a person's token 403. Only then does it reach the SDK's
-Streamable HTTP session manager, stateless and answering JSON, so any web node can
-serve any request.
+unknown one is 401, a person's token 403. The server is stateless (any web node
+serves any request), so it offers no GET event stream and no sessions: every method
+but POST is 405. The body is read here (size-limited) and checked to be one
+JSON-RPC message; `notifications/cancelled` is acted on here. Only then does the
+request reach the SDK's Streamable HTTP session manager: one answering JSON, and
+one answering a server-sent event stream for a `tools/call` that asked for
+progress notifications.
 
 daphne runs no ASGI lifespan, so the session manager is started on the first request
 of each event loop, in a task of its own that lives as long as the loop.
@@ -13,9 +17,10 @@ of each event loop, in a task of its own that lives as long as the loop.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import structlog
@@ -24,11 +29,13 @@ from django.conf import settings
 from django.db import close_old_connections
 from django.http.request import split_domain_port, validate_host
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-from mcp_types import INVALID_REQUEST
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from synthorg_site.logs import REQUEST_ID_HEADER, request_id_from
-from tools_app.mcp.server import CALLER_SCOPE_KEY, McpCaller, gateway_server
+from tools_app.mcp.cancel import mcp_request_cancel
+from tools_app.mcp.envelope import INVALID_REQUEST, Envelope, EnvelopeProblem, read_envelope
+from tools_app.mcp.server import CALLER_SCOPE_KEY, EXCHANGE_SCOPE_KEY, McpCaller, gateway_server
+from tools_app.mcp.waiting import McpExchange
 from trust_app.auth import agent_for_token, person_for_token
 from trust_app.tokens import token_kind
 
@@ -42,6 +49,9 @@ class _Refusal:
     status: int
     code: str
     message: str
+    rpc_code: int = INVALID_REQUEST
+    request_id: str | int | None = None
+    headers: tuple[tuple[bytes, bytes], ...] = field(default=())
 
 
 def _header(scope: Scope, name: bytes) -> str | None:
@@ -96,15 +106,19 @@ async def _refuse(send: Send, refusal: _Refusal) -> None:
     body = json.dumps(
         {
             "jsonrpc": "2.0",
-            "id": None,
+            "id": refusal.request_id,
             "error": {
-                "code": INVALID_REQUEST,
+                "code": refusal.rpc_code,
                 "message": refusal.message,
                 "data": {"code": refusal.code, "status": refusal.status},
             },
         }
     ).encode()
-    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"content-length", str(len(body)).encode()),
+        *refusal.headers,
+    ]
     if refusal.status == 401:
         headers.append((b"www-authenticate", b'Bearer realm="synthorg"'))
     await send({"type": "http.response.start", "status": refusal.status, "headers": headers})
@@ -120,31 +134,32 @@ class _Running:
 
 
 class GatewaySessionManager:
-    """One running SDK session manager per event loop, started on first use."""
+    """Running SDK session managers per event loop (one answering JSON, one answering
+    an event stream), each started on first use."""
 
     def __init__(self) -> None:
-        self._running: _Running | None = None
+        self._running: dict[bool, _Running] = {}
 
-    def _new_manager(self) -> StreamableHTTPSessionManager:
+    def _new_manager(self, streaming: bool) -> StreamableHTTPSessionManager:
         return StreamableHTTPSessionManager(
             app=gateway_server(),
-            json_response=True,
+            json_response=not streaming,
             stateless=True,
             max_request_body_size=settings.SYNTHORG_MAX_REQUEST_BYTES,
         )
 
-    async def manager(self) -> StreamableHTTPSessionManager:
+    async def manager(self, *, streaming: bool = False) -> StreamableHTTPSessionManager:
         loop = asyncio.get_running_loop()
-        running = self._running
+        running = self._running.get(streaming)
         if running is None or running.loop is not loop or running.task.done():
             # No await between the check and the assignment: one start per loop.
-            manager = self._new_manager()
+            manager = self._new_manager(streaming)
             ready: asyncio.Future[None] = loop.create_future()
             # A fresh context: the manager's task must not keep the first request's
             # request id (or anything else it bound) for the life of the process.
             task = loop.create_task(self._serve(manager, ready), context=contextvars.Context())
             running = _Running(loop=loop, manager=manager, ready=ready, task=task)
-            self._running = running
+            self._running[streaming] = running
         await asyncio.shield(running.ready)
         return running.manager
 
@@ -160,8 +175,56 @@ class GatewaySessionManager:
             raise
 
 
+class _BodyTooLarge(Exception):
+    pass
+
+
+async def _read_body(receive: Receive, limit: int) -> bytes | None:
+    """The whole request body (chunked or not), or None when the client went away."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return None
+        chunk = bytes(message.get("body", b""))
+        size += len(chunk)
+        if size > limit:
+            raise _BodyTooLarge
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+def _accepts_event_stream(scope: Scope) -> bool:
+    accept = (_header(scope, b"accept") or "").lower()
+    return "text/event-stream" in accept and ("application/json" in accept or "*/*" in accept)
+
+
+def _problem_refusal(problem: EnvelopeProblem) -> _Refusal:
+    return _Refusal(
+        400, "invalid_argument", problem.message, rpc_code=problem.code,
+        request_id=problem.request_id,
+    )  # fmt: skip
+
+
+_NOT_POST = (
+    "{method} is not served at /mcp/: this MCP server is stateless, so it offers no "
+    "server-sent event stream (GET) and no sessions to end (DELETE); POST one "
+    "JSON-RPC message per request"
+)
+
+
+async def _accepted(send: Send) -> None:
+    await send(
+        {"type": "http.response.start", "status": 202, "headers": [(b"content-length", b"0")]}
+    )
+    await send({"type": "http.response.body", "body": b""})
+
+
 class McpGateway:
-    """The /mcp endpoint: request id, Host check, agent authentication, then the SDK."""
+    """The /mcp endpoint: request id, Host check, agent authentication, method and
+    message checks, then the SDK."""
 
     def __init__(self) -> None:
         self.sessions = GatewaySessionManager()
@@ -189,11 +252,77 @@ class McpGateway:
                     log.info("mcp_refused", status=caller.status, reason=caller.message)
                     await _refuse(send_with_request_id, caller)
                     return
-                manager = await self.sessions.manager()
-                scope = {**scope, CALLER_SCOPE_KEY: caller}
-                await manager.handle_request(scope, receive, send_with_request_id)
+                await self._serve(scope, receive, send_with_request_id, caller)
             finally:
                 await sync_to_async(close_old_connections)()
+
+    async def _serve(self, scope: Scope, receive: Receive, send: Send, caller: McpCaller) -> None:
+        method = str(scope.get("method", "")).upper()
+        if method != "POST":
+            message = _NOT_POST.format(method=method)
+            await _refuse(
+                send, _Refusal(405, "method_not_allowed", message, headers=((b"allow", b"POST"),))
+            )
+            return
+        limit = settings.SYNTHORG_MAX_REQUEST_BYTES
+        try:
+            body = await _read_body(receive, limit)
+        except _BodyTooLarge:
+            message = f"the request body is larger than {limit} bytes"
+            await _refuse(send, _Refusal(413, "payload_too_large", message))
+            return
+        if body is None:
+            return
+        envelope = read_envelope(body)
+        if isinstance(envelope, EnvelopeProblem):
+            log.info("mcp_message_refused", reason=envelope.message[:200])
+            await _refuse(send, _problem_refusal(envelope))
+            return
+        cancelled = envelope.cancelled_request
+        if cancelled is not None:
+            await sync_to_async(mcp_request_cancel)(
+                agent=caller.agent, request_id=cancelled, reason=envelope.cancel_reason
+            )
+            await _accepted(send)
+            return
+        await self._hand_over(scope, receive, send, caller, envelope, body)
+
+    async def _hand_over(
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        caller: McpCaller,
+        envelope: Envelope,
+        body: bytes,
+    ) -> None:
+        """Give the request to the SDK, telling its handler when the client goes away."""
+        exchange = McpExchange()
+        streaming = envelope.wants_progress and _accepts_event_stream(scope)
+        manager = await self.sessions.manager(streaming=streaming)
+        delivered = False
+
+        async def replay() -> Message:
+            nonlocal delivered
+            if not delivered:
+                delivered = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            await exchange.disconnected.wait()
+            return {"type": "http.disconnect"}
+
+        async def watch_disconnect() -> None:
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            exchange.disconnected.set()
+
+        watcher = asyncio.ensure_future(watch_disconnect())
+        try:
+            scope = {**scope, CALLER_SCOPE_KEY: caller, EXCHANGE_SCOPE_KEY: exchange}
+            await manager.handle_request(scope, replay, send)
+        finally:
+            watcher.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await watcher
 
 
 class McpMount:

@@ -2,7 +2,8 @@
 
 Only sanitised text reaches the agent: the tool's content is stored sanitised, and
 every message the console adds is sanitised again on the way out, since an error
-message can quote tool output.
+message can quote tool output. The texts speak MCP: they name the tool, the
+argument or the `_meta` key to change, never a REST URL.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from tools_app.secrets import known_secrets
 META_INVOCATION = "synthorg/invocation"
 META_STATUS = "synthorg/status"
 META_ERROR_CODE = "synthorg/error_code"
+META_TRUNCATED = "synthorg/truncated"
 
 _RAN = {InvocationStatus.SUCCEEDED, InvocationStatus.FAILED, InvocationStatus.TIMED_OUT}
 
@@ -35,11 +37,32 @@ def _text(text: str) -> types.TextContent:
     return types.TextContent(type="text", text=text)
 
 
-def refusal_result(error: SynthOrgError) -> types.CallToolResult:
+def _refusal_text(tool: str, error: SynthOrgError) -> str:
+    message = _clean(error.message)
+    if error.code == "not_found":
+        # The service's reason points REST clients at the tools list; say it in MCP.
+        return (
+            f"refused (unknown_tool): there is no tool {tool!r} this agent may call; "
+            "tools/list names the tools you may call"
+        )
+    if error.code == "invalid_argument":
+        return (
+            f"refused (invalid_argument): {tool}: {message}. Change the arguments named "
+            f"here (the inputSchema of {tool} in tools/list says what is allowed) and call again"
+        )
+    if error.code == "conflict":
+        return (
+            f"refused (conflict): {message}. Send a new _meta synthorg/idempotency_key "
+            "for a different call, or the same arguments to get that call's outcome"
+        )
+    return f"refused ({error.code}): {message}"
+
+
+def refusal_result(error: SynthOrgError, *, tool: str = "") -> types.CallToolResult:
     """A call the console refused before it became an invocation (unknown tool, invalid
     arguments, rate limit, idempotency conflict)."""
     return types.CallToolResult(
-        content=[_text(f"refused ({error.code}): {_clean(error.message)}")],
+        content=[_text(_refusal_text(tool[:200], error))],
         is_error=True,
         _meta={META_ERROR_CODE: error.code},
     )
@@ -54,33 +77,86 @@ def request_problem_result(message: str) -> types.CallToolResult:
     )
 
 
+def internal_problem_result(invocation_id: Any, request_id: str) -> types.CallToolResult:
+    """The console could not finish answering a call it had recorded."""
+    return types.CallToolResult(
+        content=[
+            _text(
+                f"the console could not report the outcome of invocation {invocation_id} "
+                f"(request {request_id}); it is recorded and its outcome is kept. Call the "
+                "tool again with the same arguments to wait for that same invocation."
+            )
+        ],
+        is_error=True,
+        _meta={META_INVOCATION: str(invocation_id), META_ERROR_CODE: "internal"},
+    )
+
+
+def _resume_hint(invocation: Invocation) -> str:
+    if invocation.idempotency_key:
+        return (
+            f"Call {invocation.tool} again with the same arguments and the same _meta "
+            f"synthorg/idempotency_key {invocation.idempotency_key!r} to wait for its outcome."
+        )
+    return f"Call {invocation.tool} again with the same arguments to wait for its outcome."
+
+
 def _pending_text(invocation: Invocation) -> str:
     text = (
-        f"invocation {invocation.id} awaits approval by a person; it was not run. "
-        f"GET /api/v1/invocations/{invocation.id}/?wait=60 answers once it is decided"
+        f"{invocation.tool} awaits a person's approval (invocation {invocation.id}); "
+        "it has not run, and runs only if a person approves it"
     )
-    if invocation.idempotency_key:
-        text += (
-            ", and so does this call again with the same _meta "
-            f"synthorg/idempotency_key {invocation.idempotency_key!r}"
-        )
     try:
         approval: ApprovalRequest = invocation.approval
     except ApprovalRequest.DoesNotExist:
-        return text + "."
+        return f"{text}. {_resume_hint(invocation)}"
     expires = approval.expires_at.isoformat().replace("+00:00", "Z")
-    return text + f" (approval request {approval.id}, open until {expires})."
+    return (
+        f"{text} (approval request {approval.id}, open until {expires}). {_resume_hint(invocation)}"
+    )
+
+
+def _denied_text(invocation: Invocation) -> str:
+    # A person's denial is recorded as the invocation's error ("denied by NAME:
+    # REASON"); the decision still holds the routing reason that asked for a person.
+    message = invocation.error_message or (invocation.decision or {}).get("reason") or ""
+    message = _clean(message or "no reason was recorded")
+    if message.startswith("denied by "):
+        return f"{message}. A person refused this call; do not repeat it unchanged."
+    return f"denied: {message}"
+
+
+def _truncation_text(invocation: Invocation) -> str:
+    return (
+        f"[output truncated: {invocation.tool} returned more than the console shows "
+        f"(at most {settings.SYNTHORG_RESULT_MAX_CHARS} characters); ask for a smaller part]"
+    )
+
+
+def _structured(invocation: Invocation) -> dict[str, Any] | None:
+    structured = invocation.structured
+    if structured is None or not isinstance(structured, dict):
+        return structured
+    if invocation.truncated and isinstance(structured.get("truncated"), bool):
+        # The tool's own flag covers only its own limit; the console's cut counts too.
+        return {**structured, "truncated": True}
+    return structured
 
 
 def invocation_result(invocation: Invocation) -> types.CallToolResult:
     """The invocation as MCP shows it: its sanitised output when it ran, else why not."""
     meta: dict[str, Any] = {META_INVOCATION: str(invocation.id), META_STATUS: invocation.status}
+    if invocation.truncated:
+        meta[META_TRUNCATED] = True
     status = invocation.status
     if status == InvocationStatus.SUCCEEDED:
-        structured = invocation.structured if invocation.structured is not None else {}
+        structured = _structured(invocation)
+        content: list[types.ContentBlock] = [_text(invocation.content)]
+        if invocation.truncated:
+            content.append(_text(_truncation_text(invocation)))
         return types.CallToolResult(
-            content=[_text(invocation.content)],
-            structured_content=structured,
+            content=content,
+            structured_content=structured if structured is not None else {},
             is_error=False,
             _meta=meta,
         )
@@ -91,17 +167,18 @@ def invocation_result(invocation: Invocation) -> types.CallToolResult:
     if status in _RAN and invocation.started_at is not None:
         if invocation.content:
             blocks.append(_text(invocation.content))
-        structured_content = invocation.structured
+            if invocation.truncated:
+                blocks.append(_text(_truncation_text(invocation)))
+        structured_content = _structured(invocation)
     if status == InvocationStatus.DENIED:
-        reason = (invocation.decision or {}).get("reason") or invocation.error_message
-        blocks.append(_text(f"denied: {_clean(reason)}"))
+        blocks.append(_text(_denied_text(invocation)))
     elif status == InvocationStatus.PENDING_APPROVAL:
         blocks.append(_text(_pending_text(invocation)))
     elif status in (InvocationStatus.QUEUED, InvocationStatus.RUNNING):
         blocks.append(
             _text(
-                f"invocation {invocation.id} is still {status}; "
-                f"GET /api/v1/invocations/{invocation.id}/?wait=60 answers with its result."
+                f"{invocation.tool} (invocation {invocation.id}) is still {status}; "
+                f"its outcome is kept. {_resume_hint(invocation)}"
             )
         )
     else:

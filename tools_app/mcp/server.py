@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
 import mcp_types as types
 import structlog
 from asgiref.sync import sync_to_async
@@ -25,9 +26,23 @@ from mcp.shared.exceptions import MCPError
 from common.errors import SynthOrgError
 from tools_app.api.views import _check_rate
 from tools_app.contracts import ToolContract
-from tools_app.events import wait_for_terminal
-from tools_app.mcp.results import invocation_result, refusal_result, request_problem_result
-from tools_app.models import Invocation, InvocationStatus
+from tools_app.mcp.annotations import tool_hints
+from tools_app.mcp.calls import (
+    call_answered,
+    call_started,
+    unfinished_call_kept,
+    unfinished_call_taken,
+    was_cancelled,
+)
+from tools_app.mcp.cancel import abandoned_call_withdraw, cancel_reason, cancelled_call_withdraw
+from tools_app.mcp.results import (
+    internal_problem_result,
+    invocation_result,
+    refusal_result,
+    request_problem_result,
+)
+from tools_app.mcp.waiting import McpExchange, ProgressSink, wait_for_outcome
+from tools_app.models import Invocation
 from tools_app.registry import tool_catalog
 from tools_app.selectors import permitted_tools
 from tools_app.services.invocation_submit import CallRequest, invocation_submit
@@ -36,6 +51,7 @@ from trust_app.selectors import agent_policy
 
 SERVER_NAME = "synthorg-console"
 CALLER_SCOPE_KEY = "synthorg.mcp_caller"
+EXCHANGE_SCOPE_KEY = "synthorg.mcp_exchange"
 
 # Optional `_meta` keys of tools/call: the REST body's other fields, with its limits.
 META_IDEMPOTENCY_KEY = "synthorg/idempotency_key"
@@ -74,14 +90,22 @@ def _tool(contract: ToolContract) -> types.Tool:
     # Up to protocol 2025-11-25 an output schema must be an object at its root.
     schema = contract.output_schema
     output_schema = schema if schema.get("type") == "object" else None
+    hints = tool_hints(
+        category=contract.category.value,
+        action_type=contract.resolved_action_type,
+        safety_class=contract.safety_class.value,
+        idempotent=contract.idempotent,
+    )
     return types.Tool(
         name=contract.name,
         description=_description(contract),
         input_schema=contract.input_schema,
         output_schema=output_schema,
         annotations=types.ToolAnnotations(
-            read_only_hint=contract.safety_class.value == "read",
-            idempotent_hint=contract.idempotent,
+            read_only_hint=hints.read_only,
+            destructive_hint=hints.destructive,
+            idempotent_hint=hints.idempotent,
+            open_world_hint=hints.open_world,
         ),
         _meta={
             "synthorg/category": contract.category.value,
@@ -109,7 +133,15 @@ async def _list_tools(
 ) -> types.ListToolsResult:
     caller = _caller(ctx)
     with structlog.contextvars.bound_contextvars(request_id=caller.request_id):
-        tools = await sync_to_async(mcp_tools_for)(caller.agent)
+        try:
+            tools = await sync_to_async(mcp_tools_for)(caller.agent)
+        except Exception as exc:
+            log.exception("mcp_list_failed")
+            raise MCPError(
+                types.INTERNAL_ERROR,
+                f"the console could not list the tools (request {caller.request_id}); "
+                "try again later",
+            ) from exc
     return types.ListToolsResult(tools=tools)
 
 
@@ -132,39 +164,117 @@ def _wait_meta(meta: Mapping[str, Any]) -> int:
     return value
 
 
-def _status(invocation_id: uuid.UUID) -> str:
-    return Invocation.objects.values_list("status", flat=True).get(id=invocation_id)
+def _submit(agent: Agent, call: CallRequest, invocation_id: uuid.UUID) -> Invocation:
+    _check_rate(agent)
+    return invocation_submit(agent=agent, call=call, invocation_id=invocation_id).invocation
+
+
+def _resume(agent: Agent, call: CallRequest) -> Invocation | None:
+    """The unfinished invocation a repeat of an earlier call picks up, if any."""
+    if call.idempotency_key:
+        return None  # the key finds its invocation in the submission itself
+    invocation_id = unfinished_call_taken(
+        agent_id=agent.id, tool=call.tool, arguments=call.arguments
+    )
+    if invocation_id is None:
+        return None
+    invocation = (
+        Invocation.objects.select_related("approval").filter(id=invocation_id, agent=agent).first()
+    )
+    if invocation is not None:
+        _check_rate(agent)
+    return invocation
+
+
+def _progress_sink(
+    ctx: ServerRequestContext[Any, Any], token: str | int | None
+) -> ProgressSink | None:
+    if token is None or isinstance(token, bool) or not isinstance(token, str | int):
+        return None
+
+    async def report(done: float, total: float | None, message: str) -> None:
+        await ctx.session.send_progress_notification(
+            token, done, total, message, related_request_id=str(ctx.request_id)
+        )
+
+    return report
+
+
+def _exchange(ctx: ServerRequestContext[Any, Any]) -> McpExchange:
+    scope = getattr(ctx.request, "scope", None) or {}
+    exchange = scope.get(EXCHANGE_SCOPE_KEY)
+    return exchange if isinstance(exchange, McpExchange) else McpExchange()
+
+
+async def _withdraw_if_cancelled(
+    caller: McpCaller, rpc_id: str | int | None, invocation: Invocation
+) -> None:
+    """A cancel that arrived before the invocation was recorded takes effect now."""
+    if rpc_id is None or invocation.terminal:
+        return
+    if await sync_to_async(was_cancelled)(agent_id=caller.agent.id, request_id=rpc_id):
+        await sync_to_async(cancelled_call_withdraw)(
+            agent=caller.agent, invocation_id=invocation.id, why=cancel_reason(rpc_id, "")
+        )
+
+
+async def _answer(
+    ctx: ServerRequestContext[Any, Any],
+    caller: McpCaller,
+    call: CallRequest,
+    approval_wait: int,
+    progress: ProgressSink | None,
+) -> types.CallToolResult:
+    rpc_id = ctx.request_id
+    agent_id = caller.agent.id
+    invocation = await sync_to_async(_resume)(caller.agent, call)
+    if invocation is None:
+        new_id = uuid.uuid4()
+        if rpc_id is not None:
+            await sync_to_async(call_started)(
+                agent_id=agent_id, request_id=rpc_id, invocation_id=new_id
+            )
+        try:
+            invocation = await sync_to_async(_submit)(caller.agent, call, new_id)
+        except SynthOrgError as exc:
+            log.info("mcp_call_refused", tool=call.tool[:200], code=exc.code)
+            return refusal_result(exc, tool=call.tool)
+    if rpc_id is not None and invocation.id:
+        await sync_to_async(call_started)(
+            agent_id=agent_id, request_id=rpc_id, invocation_id=invocation.id
+        )
+    await _withdraw_if_cancelled(caller, rpc_id, invocation)
+    try:
+        invocation = await wait_for_outcome(
+            invocation, approval_wait=approval_wait, exchange=_exchange(ctx), progress=progress
+        )
+    except anyio.get_cancelled_exc_class():
+        # The transport cancels the handler when the client goes away.
+        with anyio.CancelScope(shield=True):
+            await sync_to_async(abandoned_call_withdraw)(
+                agent=caller.agent, invocation_id=invocation.id
+            )
+        raise
+    except Exception:
+        log.exception("mcp_call_unanswered", invocation=str(invocation.id))
+        await sync_to_async(unfinished_call_kept)(
+            agent_id=agent_id, tool=call.tool, arguments=call.arguments, invocation_id=invocation.id
+        )
+        return internal_problem_result(invocation.id, caller.request_id)
+    if _exchange(ctx).disconnected.is_set():
+        await sync_to_async(abandoned_call_withdraw)(
+            agent=caller.agent, invocation_id=invocation.id
+        )
+        invocation = await sync_to_async(_load)(invocation.id)
+    if not invocation.terminal:
+        await sync_to_async(unfinished_call_kept)(
+            agent_id=agent_id, tool=call.tool, arguments=call.arguments, invocation_id=invocation.id
+        )
+    return await sync_to_async(invocation_result)(invocation)
 
 
 def _load(invocation_id: uuid.UUID) -> Invocation:
     return Invocation.objects.select_related("approval").get(id=invocation_id)
-
-
-async def _wait_for(invocation: Invocation, *, approval_wait: int) -> Invocation:
-    """Wait on the channel layer until the invocation is terminal.
-
-    A call waiting for a person is waited for at most `approval_wait` seconds; one that
-    is queued or running, at most the worker's hard time limit, which is above every
-    sandbox timeout.
-    """
-    if invocation.terminal:
-        return invocation
-
-    async def status() -> str:
-        return await sync_to_async(_status)(invocation.id)
-
-    await wait_for_terminal(invocation.id, timeout=approval_wait, current_status=status)
-    current = await status()
-    if current in (InvocationStatus.QUEUED, InvocationStatus.RUNNING):
-        await wait_for_terminal(
-            invocation.id, timeout=settings.CELERY_TASK_TIME_LIMIT, current_status=status
-        )
-    return await sync_to_async(_load)(invocation.id)
-
-
-def _submit(agent: Agent, call: CallRequest) -> Invocation:
-    _check_rate(agent)
-    return invocation_submit(agent=agent, call=call).invocation
 
 
 async def _call_tool(
@@ -185,13 +295,25 @@ async def _call_tool(
             approval_wait = _wait_meta(meta)
         except ValueError as exc:
             return request_problem_result(str(exc))
+        progress = _progress_sink(ctx, meta.get("progress_token", meta.get("progressToken")))
         try:
-            invocation = await sync_to_async(_submit)(caller.agent, call)
-        except SynthOrgError as exc:
-            log.info("mcp_call_refused", tool=params.name[:200], code=exc.code)
-            return refusal_result(exc)
-        invocation = await _wait_for(invocation, approval_wait=approval_wait)
-        return await sync_to_async(invocation_result)(invocation)
+            return await _answer(ctx, caller, call, approval_wait, progress)
+        except MCPError:
+            raise
+        except Exception as exc:
+            # Never the exception's own text: it can name sockets, paths or hosts.
+            log.exception("mcp_call_failed", tool=params.name[:200])
+            raise MCPError(
+                types.INTERNAL_ERROR,
+                f"the console failed while taking this call of {params.name[:200]} "
+                f"(request {caller.request_id}); try again later",
+            ) from exc
+        finally:
+            if ctx.request_id is not None:
+                with anyio.CancelScope(shield=True):
+                    await sync_to_async(call_answered)(
+                        agent_id=caller.agent.id, request_id=ctx.request_id
+                    )
 
 
 def gateway_server() -> Server[Any]:

@@ -21,8 +21,17 @@ CANCELLABLE = (
 
 
 @transaction.atomic
-def invocation_cancel(*, invocation: Invocation, actor: Actor) -> Invocation:
+def invocation_cancel(
+    *,
+    invocation: Invocation,
+    actor: Actor,
+    why: str = "",
+    statuses: tuple[str, ...] = CANCELLABLE,
+) -> Invocation:
     """Cancel the call if it has not finished; a finished call is returned as it is.
+
+    ``why`` (optional) says what asked for the cancellation, for the agent and the audit;
+    ``statuses`` narrows which unfinished statuses it may cancel from.
 
     A running call's result is discarded when it arrives (its worker's final
     compare-and-set finds the call cancelled).
@@ -30,12 +39,12 @@ def invocation_cancel(*, invocation: Invocation, actor: Actor) -> Invocation:
     previous = Invocation.objects.filter(id=invocation.id).values_list("status", flat=True).first()
     cancelled = invocation_transition(
         invocation_id=invocation.id,
-        from_statuses=CANCELLABLE,
+        from_statuses=statuses,
         to_status=InvocationStatus.CANCELLED,
         finished_at=timezone.now(),
         is_error=True,
         error_code="cancelled",
-        error_message=f"cancelled by {actor.name}",
+        error_message=f"cancelled by {actor.name}: {why}" if why else f"cancelled by {actor.name}",
     )
     if cancelled:
         pending = ApprovalRequest.objects.filter(
@@ -56,7 +65,7 @@ def invocation_cancel(*, invocation: Invocation, actor: Actor) -> Invocation:
             arguments_hash=invocation.arguments_hash,
             outcome="cancelled",
             status=InvocationStatus.CANCELLED,
-            reason=f"cancelled while {previous}",
+            reason=f"cancelled while {previous}: {why}" if why else f"cancelled while {previous}",
         )
         if invocation.batch_id is not None:
             from tools_app.services.invocation_batch import batch_release

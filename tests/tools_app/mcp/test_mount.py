@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import json
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import httpx
 import pytest
+from django.conf import settings
 from django.utils import timezone
 
 from tests.tools_app.api.conftest import AgentClient
@@ -121,3 +123,86 @@ def test_a_host_outside_allowed_hosts_is_refused(
     response = httpx.post(daphne_server + "/mcp/", json=INITIALIZE, headers=headers)
     assert response.status_code == 400
     assert "ALLOWED_HOSTS" in response.json()["error"]["message"]
+
+
+def _headers(token: str) -> dict[str, str]:
+    return {**ACCEPT, "Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+
+
+@pytest.mark.parametrize("method", ["GET", "DELETE", "PUT"])
+def test_a_stateless_server_answers_anything_but_post_with_405_in_json(
+    daphne_server: str, make_agent: Callable[..., AgentClient], method: str
+) -> None:
+    client = make_agent()
+    headers = {"Authorization": f"Bearer {client.token}", "Accept": "text/event-stream"}
+    response = httpx.request(method, daphne_server + "/mcp/", headers=headers, timeout=10)
+    assert response.status_code == 405
+    assert response.headers["Allow"] == "POST"
+    assert response.headers["Content-Type"] == "application/json"
+    error = response.json()["error"]
+    assert error["code"] == -32600 and error["data"]["code"] == "method_not_allowed"
+    assert "stateless" in error["message"] and "POST one JSON-RPC message" in error["message"]
+    # Positive control: the same agent's POST is served.
+    assert _post(daphne_server + "/mcp/", client.token).status_code == 200
+
+
+def test_a_batch_gets_a_json_rpc_error_not_a_validation_dump(
+    daphne_server: str, make_agent: Callable[..., AgentClient]
+) -> None:
+    client = make_agent()
+    listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
+    response = httpx.post(
+        daphne_server + "/mcp/", json=[INITIALIZE, listing], headers=_headers(client.token)
+    )
+    assert response.status_code == 400
+    body = response.json()
+    assert body["id"] is None and body["error"]["code"] == -32600
+    assert "batches are not supported" in body["error"]["message"]
+    assert "validation" not in response.text.lower() and "pydantic" not in response.text
+    # Positive control: the first message of the batch, sent alone, is answered.
+    alone = httpx.post(daphne_server + "/mcp/", json=INITIALIZE, headers=_headers(client.token))
+    assert alone.status_code == 200 and alone.json()["id"] == 1
+
+
+def test_a_malformed_message_names_what_is_wrong_with_its_json_rpc_code(
+    daphne_server: str, make_agent: Callable[..., AgentClient]
+) -> None:
+    client = make_agent()
+    response = httpx.post(
+        daphne_server + "/mcp/",
+        content=b'{"jsonrpc": "2.0", "id": 4, "method": "tools/list", "params": [1]}',
+        headers=_headers(client.token),
+    )
+    assert response.status_code == 400
+    body = response.json()
+    assert body["id"] == 4 and body["error"]["code"] == -32600
+    assert '"params" must be an object' in body["error"]["message"]
+    broken = httpx.post(daphne_server + "/mcp/", content=b"{", headers=_headers(client.token))
+    assert broken.status_code == 400 and broken.json()["error"]["code"] == -32700
+
+
+def test_a_body_over_the_limit_is_413_even_when_chunked(
+    daphne_server: str, make_agent: Callable[..., AgentClient]
+) -> None:
+
+    client = make_agent()
+    padding = "x" * (settings.SYNTHORG_MAX_REQUEST_BYTES + 10)
+    message = {**INITIALIZE, "params": {**INITIALIZE["params"], "padding": padding}}
+    body = json.dumps(message).encode()
+
+    def chunks() -> Iterator[bytes]:
+        for start in range(0, len(body), 65536):
+            yield body[start : start + 65536]
+
+    response = httpx.post(
+        daphne_server + "/mcp/", content=chunks(), headers=_headers(client.token), timeout=30
+    )
+    assert response.status_code == 413
+    assert response.json()["error"]["data"]["code"] == "payload_too_large"
+    # Positive control: a chunked body under the limit is read whole and served.
+    small = json.dumps(INITIALIZE).encode()
+    served = httpx.post(
+        daphne_server + "/mcp/", content=iter([small[:10], small[10:]]),
+        headers=_headers(client.token), timeout=30,
+    )  # fmt: skip
+    assert served.status_code == 200 and served.json()["id"] == 1

@@ -9,7 +9,7 @@ import pytest
 from django.conf import settings
 from django.utils import timezone
 
-from common.errors import InvalidArgumentError, RateLimitedError
+from common.errors import InvalidArgumentError, NotFoundError, RateLimitedError
 from tools_app.mcp.results import invocation_result, refusal_result
 from tools_app.models import Invocation
 
@@ -89,7 +89,8 @@ def test_a_call_still_running_names_the_invocation() -> None:
     invocation = _invocation(status="running", finished_at=None)
     result = invocation_result(invocation)
     assert result.is_error is True
-    assert f"invocation {invocation.id} is still running" in _texts(result)[0]
+    assert f"test_echo (invocation {invocation.id}) is still running" in _texts(result)[0]
+    assert "/api/" not in _texts(result)[0]
 
 
 def test_console_secrets_in_an_error_message_are_redacted() -> None:
@@ -113,6 +114,78 @@ def test_console_secrets_in_an_error_message_are_redacted() -> None:
     ],
 )
 def test_a_refusal_is_an_error_with_its_code_and_reason(error: Any) -> None:
-    result = refusal_result(error)
+    result = refusal_result(error, tool="test_echo")
     assert result.is_error is True
-    assert _texts(result) == [f"refused ({error.code}): {error.message}"]
+    [text] = _texts(result)
+    assert text.startswith(f"refused ({error.code}): ")
+    assert error.message in text
+
+
+def test_invalid_arguments_name_the_tool_and_where_the_rules_are() -> None:
+    error = InvalidArgumentError("arguments.text: 42 is not of type 'string'")
+    [text] = _texts(refusal_result(error, tool="test_echo"))
+    assert text.startswith("refused (invalid_argument): test_echo: arguments.text: 42")
+    assert "inputSchema of test_echo in tools/list" in text
+
+
+def test_an_unknown_tool_points_at_tools_list_not_at_rest() -> None:
+    error = NotFoundError("unknown tool 'nope': GET /api/v1/tools/ lists the tools you may use")
+    [text] = _texts(refusal_result(error, tool="nope"))
+    assert "/api/" not in text
+    assert text.startswith("refused (unknown_tool): there is no tool 'nope'")
+    assert "tools/list" in text
+
+
+def test_a_persons_denial_reaches_the_agent_with_their_reason() -> None:
+    result = invocation_result(
+        _invocation(
+            status="denied",
+            started_at=None,
+            decision={"outcome": "require_approval", "reason": "locked autonomy asks a person"},
+            error_code="denied",
+            error_message="denied by alice: not on a Friday",
+        )
+    )
+    assert result.is_error is True
+    [text] = _texts(result)
+    assert text.startswith("denied by alice: not on a Friday")
+    assert "locked autonomy" not in text
+
+
+def test_a_policy_denial_shows_the_policy_reason() -> None:
+    reason = "test_counter is on the agent's denied list"
+    result = invocation_result(
+        _invocation(
+            status="denied",
+            started_at=None,
+            decision={"outcome": "deny", "reason": reason},
+            error_code="denied",
+            error_message=reason,
+        )
+    )
+    assert _texts(result) == [f"denied: {reason}"]
+
+
+def test_a_cut_output_is_marked_in_text_structured_content_and_meta() -> None:
+    result = invocation_result(
+        _invocation(
+            content="x" * 50,
+            structured={"path": "big.txt", "truncated": False},
+            truncated=True,
+        )
+    )
+    assert result.is_error is False
+    texts = _texts(result)
+    assert texts[0] == "x" * 50
+    assert texts[-1].startswith("[output truncated: test_echo returned more than")
+    assert result.structured_content == {"path": "big.txt", "truncated": True}
+    assert result.meta is not None and result.meta["synthorg/truncated"] is True
+
+
+def test_an_output_that_was_not_cut_is_not_marked() -> None:
+    result = invocation_result(
+        _invocation(content="short", structured={"path": "a.txt", "truncated": False})
+    )
+    assert _texts(result) == ["short"]
+    assert result.structured_content == {"path": "a.txt", "truncated": False}
+    assert result.meta is not None and "synthorg/truncated" not in result.meta

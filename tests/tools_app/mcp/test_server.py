@@ -155,8 +155,9 @@ def test_a_call_awaiting_approval_names_its_invocation_and_a_repeat_gets_the_res
     assert pending.is_error is True
     invocation = Invocation.objects.get(agent=client.agent)
     assert invocation.status == "pending_approval"
-    assert f"invocation {invocation.id} awaits approval" in _text(pending)
+    assert f"test_echo awaits a person's approval (invocation {invocation.id}" in _text(pending)
     assert "synthorg/idempotency_key 'mcp-approve-1'" in _text(pending)
+    assert "/api/" not in _text(pending), "an MCP agent is not pointed at REST URLs"
 
     operator = person_create(username="mcp-operator", role="operator", password=None)
     request = ApprovalRequest.objects.get(invocation=invocation)

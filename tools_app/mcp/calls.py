@@ -1,0 +1,104 @@
+"""MCP calls in flight, across web nodes: what `notifications/cancelled` and a
+repeated call refer to.
+
+The gateway is stateless (no MCP session), so the only handle a client has on a
+call in flight is its JSON-RPC request id, and the cancel notification may reach
+another web node than the call. Both are kept in the shared cache (Redis):
+
+- `request id -> invocation`, while the call is being answered, so a
+  `notifications/cancelled` naming that request id cancels that invocation;
+- a cancel that arrives before the call has recorded its invocation leaves a mark
+  the call reads once it has one;
+- `(tool, arguments) -> invocation` for a call answered before it finished (still
+  waiting for a person, or still running), so a stock client that calls the same
+  tool with the same arguments again waits for that same invocation instead of
+  asking a person twice.
+
+Request ids are per agent: two clients of one agent that use the same request id
+for calls in flight at the same moment cannot be told apart, and a cancel names
+the later one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from typing import Any
+
+from django.conf import settings
+from django.core.cache import cache
+
+from tools_app.canonical import arguments_hash
+from trust_app.policy import name_key
+
+_PREFIX = "mcp"
+
+
+def _digest(*parts: str) -> str:
+    return hashlib.sha256("\x00".join(parts).encode()).hexdigest()
+
+
+def _request_key(agent_id: Any, request_id: str | int) -> str:
+    # json.dumps tells the request id 1 from "1", as JSON-RPC does.
+    return f"{_PREFIX}:call:{agent_id}:{_digest(json.dumps(request_id))}"
+
+
+def _cancel_key(agent_id: Any, request_id: str | int) -> str:
+    return f"{_PREFIX}:cancel:{agent_id}:{_digest(json.dumps(request_id))}"
+
+
+def _in_flight_seconds() -> int:
+    return int(settings.SYNTHORG_MCP_APPROVAL_WAIT_SECONDS + settings.CELERY_TASK_TIME_LIMIT + 60)
+
+
+def call_started(*, agent_id: Any, request_id: str | int, invocation_id: uuid.UUID) -> None:
+    """Remember which invocation this request is answering."""
+    cache.set(_request_key(agent_id, request_id), str(invocation_id), _in_flight_seconds())
+
+
+def call_answered(*, agent_id: Any, request_id: str | int) -> None:
+    cache.delete_many([_request_key(agent_id, request_id), _cancel_key(agent_id, request_id)])
+
+
+def call_for_request(*, agent_id: Any, request_id: str | int) -> uuid.UUID | None:
+    """The invocation the agent's request is answering, if it is still in flight."""
+    value = cache.get(_request_key(agent_id, request_id))
+    return uuid.UUID(value) if isinstance(value, str) else None
+
+
+def cancel_requested(*, agent_id: Any, request_id: str | int) -> None:
+    """Mark the request cancelled, for a call that has not recorded its invocation yet."""
+    cache.set(_cancel_key(agent_id, request_id), "1", _in_flight_seconds())
+
+
+def was_cancelled(*, agent_id: Any, request_id: str | int) -> bool:
+    return cache.get(_cancel_key(agent_id, request_id)) is not None
+
+
+def _resume_key(agent_id: Any, tool: str, arguments: Any) -> str | None:
+    try:
+        digest = arguments_hash(arguments)
+    except (TypeError, ValueError, OverflowError, RecursionError):
+        return None  # the submission refuses such arguments and says why
+    return f"{_PREFIX}:resume:{agent_id}:{_digest(name_key(tool), digest)}"
+
+
+def unfinished_call_kept(*, agent_id: Any, tool: str, arguments: Any, invocation_id: Any) -> None:
+    """The call was answered before it finished: the same call again resumes it."""
+    key = _resume_key(agent_id, tool, arguments)
+    if key is not None:
+        ttl = settings.SYNTHORG_APPROVAL_TTL_SECONDS + settings.CELERY_TASK_TIME_LIMIT
+        cache.set(key, str(invocation_id), ttl)
+
+
+def unfinished_call_taken(*, agent_id: Any, tool: str, arguments: Any) -> uuid.UUID | None:
+    """The unfinished invocation a repeat of this call resumes (taken: one repeat each)."""
+    key = _resume_key(agent_id, tool, arguments)
+    if key is None:
+        return None
+    value = cache.get(key)
+    if not isinstance(value, str):
+        return None
+    cache.delete(key)
+    return uuid.UUID(value)
