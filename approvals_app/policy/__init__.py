@@ -5,7 +5,12 @@ write what it returns.
 """
 
 from approvals_app.policy.grants import GrantView, covering_grant, grant_covers
-from approvals_app.policy.matching import CallFacts, condition_holds, match_holds
+from approvals_app.policy.matching import (
+    CallFacts,
+    condition_holds,
+    match_holds,
+    match_result,
+)
 from approvals_app.policy.route import (
     BudgetQuery,
     RateWindow,
@@ -29,6 +34,7 @@ __all__ = [
     "expiry_of",
     "grant_covers",
     "match_holds",
+    "match_result",
     "period_start",
     "rate_windows",
     "risk_tier",

@@ -25,7 +25,7 @@ from datetime import datetime, timedelta
 from typing import Final
 
 from approvals_app.policy.grants import GrantView, covering_grant
-from approvals_app.policy.matching import CallFacts, match_holds, match_label
+from approvals_app.policy.matching import CallFacts, match_holds, match_label, match_result
 from common.config.approval import (
     ApprovalBudget,
     ApprovalRule,
@@ -42,6 +42,9 @@ TIER_ORDER: Final = tuple(RiskTierName)
 HIGH_RISK_ACTIONS: Final = ActionPatternSet.of(
     ("deploy", "org", "budget", "db:admin", "vcs:push", "tool:create", "comms:external")
 )
+
+# Dispositions that restrict: they apply to an argument they cannot judge.
+RESTRICTIVE_DISPOSITIONS: Final = frozenset({"deny", "require_approval"})
 
 SAFETY_FLOORS: Final = {
     "financial": (1, "safety_class_financial", "financial tools need a human's approval"),
@@ -160,10 +163,23 @@ def _by_rules(
 ) -> _Verdict | None:
     for index, rule in enumerate(approval.rules):
         name = rule_name(rule, index)
-        if not match_holds(rule.match, facts):
-            continue
         label = f"approval_rule:{name}"
+        restrictive = rule.disposition in RESTRICTIVE_DISPOSITIONS
+        matched = match_result(rule.match, facts, restrictive=restrictive)
+        if not matched.matched:
+            if matched.unjudged:
+                trace.append(
+                    f"{label}: not applied ({match_label(rule.match)}, {rule.disposition}): "
+                    f"{'; '.join(matched.unjudged)}, and a permissive rule never matches "
+                    "what it cannot judge"
+                )
+            continue
         trace.append(f"{label}: matches ({match_label(rule.match)}), {rule.disposition}")
+        if matched.unjudged:
+            trace.append(
+                f"{label}: {'; '.join(matched.unjudged)}, so this restrictive rule applies "
+                "(fail closed)"
+            )
         if rule.disposition == "deny":
             verdict = _Verdict(
                 Outcome.DENY,
@@ -275,7 +291,7 @@ def route(
     budget_key = verdict.budget_key if required == 0 else None
 
     if required == 1:
-        grant = covering_grant(grants(), tool=facts.tool, arguments=facts.arguments, digest=digest)
+        grant = covering_grant(grants(), facts=facts, digest=digest)
         if grant is not None:
             trace.append(f"grant:{grant.id}: granted by {grant.granted_by}, allow")
             decision = Decision(
@@ -320,7 +336,8 @@ def rate_windows(
     """
     windows = []
     for index, limit in enumerate(approval.rate_limits):
-        if limit.match is not None and not match_holds(limit.match, facts):
+        # A rate limit restricts: an argument it cannot judge counts against it.
+        if limit.match is not None and not match_holds(limit.match, facts, restrictive=True):
             continue
         name = limit.name or f"rate_limit{index + 1}"
         tool = facts.tool.casefold()

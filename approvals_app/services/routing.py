@@ -11,6 +11,8 @@ are sliding windows in Redis, checked before anything is recorded
 from __future__ import annotations
 
 import math
+import os
+import posixpath
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -60,6 +62,17 @@ class Routed:
         return data
 
 
+def _workspace_roots(workspace: str) -> tuple[str, ...]:
+    if not workspace:
+        return ()
+    given = posixpath.normpath(workspace)
+    try:
+        real = os.path.realpath(given)
+    except OSError:
+        return (given,)  # paths under the resolved form then stay absolute: no grant covers them
+    return (given,) if real == given else (given, real)
+
+
 def call_facts(agent: Agent, contract: ToolContract, arguments: Mapping[str, Any]) -> CallFacts:
     """The plain facts the approval policy reads about one call."""
     return CallFacts(
@@ -70,6 +83,8 @@ def call_facts(agent: Agent, contract: ToolContract, arguments: Mapping[str, Any
         action_type=contract.resolved_action_type,
         safety_class=contract.safety_class.value,
         arguments=arguments,
+        argument_roles={name: role.value for name, role in contract.argument_roles.items()},
+        workspace_roots=_workspace_roots(agent.workspace),
     )
 
 

@@ -137,8 +137,9 @@ def test_first_matching_rule_wins_and_unnamed_rules_are_numbered() -> None:
         ({"field": "amount", "above": 100}, {"amount": 150}, True),
         ({"field": "amount", "above": 100}, {"amount": 100}, False),
         ({"field": "amount", "above": 100}, {"amount": "250.5"}, True),
-        ({"field": "amount", "above": 100}, {"amount": True}, False),
-        ({"field": "amount", "above": 100}, {}, False),
+        # A value the condition cannot judge matches a deny rule (fail closed).
+        ({"field": "amount", "above": 100}, {"amount": True}, True),
+        ({"field": "amount", "above": 100}, {}, True),
         ({"field": "order.total", "above": 10}, {"order": {"total": 11}}, True),
         ({"field": "path", "path": "/etc/*"}, {"path": "/etc/passwd"}, True),
         ({"field": "path", "path": "/etc/*"}, {"path": "/srv/../etc/shadow"}, True),
@@ -146,7 +147,7 @@ def test_first_matching_rule_wins_and_unnamed_rules_are_numbered() -> None:
         ({"field": "url", "host": "*.example.com"}, {"url": "https://API.example.com/x"}, True),
         ({"field": "url", "host": "*.example.com"}, {"url": "https://example.com.evil/x"}, False),
         ({"field": "url", "host": "db.internal"}, {"url": "db.internal:5432"}, True),
-        ({"field": "url", "host": "db.internal"}, {"url": 5432}, False),
+        ({"field": "url", "host": "db.internal"}, {"url": 5432}, True),
     ],
 )
 def test_argument_conditions(

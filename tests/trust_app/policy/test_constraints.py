@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 from pathlib import Path
 
@@ -111,6 +112,25 @@ def test_workspace_that_is_itself_a_symlink_still_works(tmp_path: Path) -> None:
     alias.symlink_to(real)
     policy = agent("sandboxed", workspace=str(alias), path_resolver=os.path.realpath)
     assert decide(policy, READ, {"path": "file.txt"}).outcome is Outcome.ALLOW
+
+
+def test_a_path_that_changes_while_being_resolved_is_refused(tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    (workspace / "flip").mkdir(parents=True)
+
+    def flipping(path: str) -> str:
+        # What realpath raises when a component was a symlink at lstat and is a
+        # directory by readlink: the race an agent can run against the check.
+        if "/flip" in path:
+            raise OSError(errno.EINVAL, "Invalid argument", path)
+        return os.path.realpath(path)
+
+    policy = agent("sandboxed", workspace=str(workspace), path_resolver=flipping)
+    raced = decide(policy, READ, {"path": "flip/x"})
+    assert raced.outcome is Outcome.DENY and raced.rule == Rule.FILE_SYSTEM_SCOPE
+    assert "cannot be resolved" in raced.reason and "changed while" in raced.reason
+    # Positive control: a path the resolver can read is allowed by the same policy.
+    assert decide(policy, READ, {"path": "steady/x"}).outcome is Outcome.ALLOW
 
 
 # --- network -------------------------------------------------------------------

@@ -1,0 +1,97 @@
+"""A daphne and a Celery worker of a test module's own, started with a config file.
+
+The shared pipeline (``tests/conftest.py``) runs without a config file; a module
+that needs approval rules or tool settings starts this pair instead, on a Redis
+database of its own so its broker, live events and heartbeats never mix with
+the shared pipeline's.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import redis
+
+from common.testing import free_port, http_status, python_argv, running, wait_until
+
+
+def _own_redis(url: str, db: int) -> str:
+    base, _, query = url.partition("?")
+    params = [p for p in query.split("&") if p and not p.startswith("db=")]
+    return base + "?" + "&".join([*params, f"db={db}"])
+
+
+@dataclass
+class Pipeline:
+    """daphne's base URL, and the Redis database the pair's broker uses."""
+
+    url: str
+    broker: redis.Redis
+
+    def idle(self) -> bool:
+        """No task waiting in any queue, and none taken but not yet acknowledged."""
+        from synthorg_site.celery import QUEUES
+
+        waiting = sum(int(self.broker.llen(queue)) for queue in QUEUES)
+        return waiting == 0 and int(self.broker.hlen("unacked")) == 0
+
+    def settle(self) -> None:
+        """Wait until the worker has finished what a test started (before rows are emptied)."""
+        wait_until(self.idle, timeout=60, what="the configured worker to go idle")
+
+
+@contextmanager
+def configured_pipeline(
+    test_env: dict[str, str], root: Path, config: dict[str, Any], *, redis_db: int
+) -> Iterator[Pipeline]:
+    """Start the pair with ``config`` (written as JSON, which is YAML)."""
+    path = root / "synthorg.yaml"
+    path.write_text(json.dumps(config))
+    env = dict(
+        test_env,
+        SYNTHORG_CONFIG=str(path),
+        REDIS_URL=_own_redis(test_env["REDIS_URL"], redis_db),
+    )
+    redis.Redis.from_url(env["REDIS_URL"]).flushdb()
+    name = f"configured-worker-{redis_db}-{os.getpid()}@localhost"
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    from synthorg_site.celery import QUEUES
+
+    worker_argv = python_argv(
+        "-m", "celery", "-A", "synthorg_site", "worker", "-Q", ",".join(QUEUES),
+        "-c", "2", "-n", name, "--without-gossip", "--without-mingle", "-l", "INFO",
+    )  # fmt: skip
+    daphne_argv = python_argv("-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
+                              "synthorg_site.asgi:application")  # fmt: skip
+    heartbeats = redis.Redis.from_url(env["REDIS_URL"])
+    with (
+        running(worker_argv, env=env, log_path=root / "worker.log") as worker,
+        running(daphne_argv, env=env, log_path=root / "daphne.log") as server,
+    ):
+        wait_until(
+            lambda: (
+                bool(heartbeats.exists(f"synthorg:heartbeat:worker:{name}"))
+                or worker.process.poll() is not None
+            ),
+            timeout=60,
+            what="the configured worker's heartbeat",
+        )
+        wait_until(
+            lambda: (
+                http_status(url + "/healthz") in (200, 503) or server.process.poll() is not None
+            ),
+            timeout=60,
+            what="the configured daphne",
+        )
+        assert worker.process.poll() is None, worker.output()[-4000:]
+        assert server.process.poll() is None, server.output()[-4000:]
+        pipeline = Pipeline(url, heartbeats)
+        yield pipeline
+        pipeline.settle()
