@@ -1,6 +1,7 @@
 """Version-control tools: status, log, diff, branch, commit, clone and push.
 
-Git runs hardened inside ``context.sandbox`` (see ``git_command``); network is
+Git runs hardened inside ``context.sandbox`` (see ``git_command``), by default the
+namespace backend, which shows it the agent's workspace only; network is
 given to the sandbox for clone and push only, whose URLs pass the SSRF guard
 first (see ``git_url``). Flag injection is refused: branch names, revisions and
 paths never start with '-', revisions follow ``--end-of-options``, paths follow
@@ -58,7 +59,6 @@ class GitStatusTool:
         require_git_access(context, "vcs:read")
         repo = open_repository(context, arguments.get("path", "."))
         git = GitRunner(context)
-        git.local_config(repo)
         result = git.run_ok(
             repo, ["status", "--porcelain=v1", "--branch", "--untracked-files=normal"]
         )
@@ -104,7 +104,6 @@ class GitLogTool:
             args.append(check_revision(arguments["revision"]))
         args += ["--", *(check_pathspec(p) for p in arguments.get("paths", []))]
         git = GitRunner(context)
-        git.local_config(repo)
         result = git.run_ok(repo, args)
         commits = []
         for record in result.stdout.split("\x1e"):
@@ -150,7 +149,6 @@ class GitDiffTool:
             args.append(check_revision(arguments["revision"]))
         args += ["--", *(check_pathspec(p) for p in arguments.get("paths", []))]
         git = GitRunner(context)
-        git.local_config(repo)
         result = git.run_ok(repo, args)
         return text_outcome(result.stdout, result.truncated)
 
@@ -177,7 +175,6 @@ class GitBranchTool:
         repo = open_repository(context, arguments.get("path", "."))
         action = arguments.get("action", "list")
         git = GitRunner(context)
-        git.local_config(repo)
         if action == "list":
             result = git.run_ok(
                 repo, ["branch", "--list", "--no-color", "--format=%(HEAD) %(refname:short)"]
@@ -227,7 +224,6 @@ class GitCommitTool:
         git = GitRunner(
             context, extra_options=("-c", f"user.name={name}", "-c", f"user.email={email}")
         )
-        git.local_config(repo)
         if paths:
             git.run_ok(repo, ["add", "--", *paths], writable=True)
         args = ["commit", "--no-verify", "--no-edit", "-F", "-"]

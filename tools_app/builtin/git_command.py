@@ -1,26 +1,20 @@
 """Running git hardened inside the sandbox, on a repository inside the workspace.
 
-Every invocation is ``env <hardening> git <-c options> --git-dir D --work-tree W ...``:
-
-- ``GIT_CONFIG_NOSYSTEM=1``, ``GIT_CONFIG_GLOBAL=/dev/null``: no system or global
-  config (HOME is the sandbox's empty scratch directory as well);
-- ``GIT_TERMINAL_PROMPT=0``, ``GIT_ASKPASS``/``SSH_ASKPASS`` ``/bin/false``: never prompt;
-- ``GIT_PROTOCOL_FROM_USER=0`` and ``protocol.allow=never`` with only https and ssh
-  (and http when configured) allowed: no ``file``, ``ext`` or other transports;
-- ``core.hooksPath=/dev/null``, ``core.fsmonitor=false``, ``credential.helper=``,
-  gpg signing off, ``core.sshCommand`` with batch mode and no ssh config;
-- explicit ``--git-dir``/``--work-tree``: no repository discovery. The sandbox
-  strips every inherited ``GIT_*`` variable (``GIT_DIR``, ``GIT_WORK_TREE``,
-  ``GIT_CEILING_DIRECTORIES``…); the hardening values are set by ``env`` in argv
-  because the sandbox refuses ``GIT_*`` names in its environment additions.
-
-A repository's own config is read first and refused when it holds a key outside a
-small allowlist (``core.worktree``, ``include.path``, ``filter.*``, ``diff.external``,
-``url.*.insteadOf``, ``core.sshCommand``… would make git run programs or go elsewhere).
+Every invocation is ``python3 -I -S -c <git_launcher> SPEC git-args...``: the
+launcher, inside the sandbox, checks the repository (no ``.git`` file or link,
+no link anywhere under ``.git``), reads ``.git/config`` once, refuses a key
+outside ``ALLOWED_LOCAL_KEYS`` and runs git on a private copy of what it
+checked, with the environment and ``-c`` options of ``git_hardening``: no
+system or global config, no prompts, no hooks, no pager or editor, no
+credential helpers or signing programs, only the protocols the call needs
+(``GIT_ALLOW_PROTOCOL``: none without network), no redirects. Paths are
+relative to the working directory the sandbox gives (the work tree), so the
+same command runs on every backend (``/workspace`` inside namespaces).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -34,6 +28,15 @@ from tools_app.builtin.base import (
     ToolFailedError,
     ToolRefusedError,
 )
+from tools_app.builtin.fs_paths import MAX_COMPONENT_BYTES
+from tools_app.builtin.git_hardening import (
+    ALLOWED_LOCAL_KEYS,
+    HARDENING_ENV,
+    HARDENING_OPTIONS,
+    SSH_COMMAND,
+    protocols,
+)
+from tools_app.builtin.git_launcher import REFUSED_EXIT, REFUSED_MARKER
 from tools_app.sandbox.errors import SandboxError
 from tools_app.sandbox.protocol import (
     MountMode,
@@ -43,49 +46,10 @@ from tools_app.sandbox.protocol import (
     WorkspaceMount,
 )
 
-HARDENING_ENV: Final = (
-    "GIT_CONFIG_NOSYSTEM=1",
-    "GIT_CONFIG_GLOBAL=/dev/null",
-    "GIT_TERMINAL_PROMPT=0",
-    "GIT_ASKPASS=/bin/false",
-    "SSH_ASKPASS=/bin/false",
-    "GIT_PROTOCOL_FROM_USER=0",
-    "GIT_EDITOR=/bin/false",
-    "GIT_PAGER=cat",
-    "GIT_OPTIONAL_LOCKS=0",
-)
-_SSH_COMMAND: Final = (
-    "ssh -F /dev/null -o BatchMode=yes -o StrictHostKeyChecking=yes "
-    "-o ProxyCommand=none -o ControlMaster=no -o PermitLocalCommand=no"
-)
-HARDENING_OPTIONS: Final = (
-    "-c", "protocol.allow=never",
-    "-c", "protocol.https.allow=always",
-    "-c", "protocol.ssh.allow=always",
-    "-c", "core.hooksPath=/dev/null",
-    "-c", "core.fsmonitor=false",
-    "-c", "credential.helper=",
-    "-c", "commit.gpgSign=false",
-    "-c", "tag.gpgSign=false",
-    "-c", "core.askPass=/bin/false",
-    "-c", "submodule.recurse=false",
-)  # fmt: skip
-
-# Keys a repository's own config may hold; anything else is refused before git runs.
-_ALLOWED_LOCAL_KEYS: Final = tuple(
-    re.compile(p)
-    for p in (
-        r"core\.(repositoryformatversion|filemode|bare|logallrefupdates|ignorecase|"
-        r"precomposeunicode|symlinks|autocrlf|eol|safecrlf|quotepath|abbrev)",
-        r"extensions\.objectformat",
-        r"remote\.[^\n]+\.(url|pushurl|fetch|tagopt|prune)",
-        r"branch\.[^\n]+\.(remote|merge|rebase|pushremote)",
-        r"user\.(name|email)",
-        r"init\.defaultbranch",
-        r"(pull\.(rebase|ff)|push\.default|fetch\.prune|gc\.auto|index\.version)",
-        r"i18n\.(commitencoding|logoutputencoding)",
-    )
-)
+LAUNCHER_SOURCE: Final = Path(__file__).with_name("git_launcher.py").read_text(encoding="utf-8")
+LAUNCHER_ARGV: Final = ("python3", "-I", "-S", "-c", LAUNCHER_SOURCE)
+# A repository config larger than this is refused, not parsed (real ones are a few KiB).
+MAX_CONFIG_BYTES: Final = 256 * 1024
 REF_RE: Final = re.compile(
     r"^(?!-)(?!/)(?!.*\.\.)(?!.*@\{)(?!.*//)[A-Za-z0-9._/\-]{1,200}(?<![./])(?<!\.lock)$"
 )
@@ -125,7 +89,18 @@ def check_pathspec(value: object) -> str:
             f"path {value!r} must be relative to the repository, without '..', a leading "
             "'-' or pathspec magic"
         )
+    check_segments(value, "path")
     return value
+
+
+def check_segments(value: str, what: str) -> None:
+    """Refuse a path with a name longer than the file system allows (before the OS does)."""
+    for part in value.split("/"):
+        if len(part.encode("utf-8", "surrogatepass")) > MAX_COMPONENT_BYTES:
+            raise invalid(
+                f"{what} {value[:80]!r}... has a name longer than {MAX_COMPONENT_BYTES} bytes, "
+                "which no file system here can hold"
+            )
 
 
 def workspace_path(context: ToolContext, relative: object, *, must_exist: bool = True) -> Path:
@@ -137,6 +112,7 @@ def workspace_path(context: ToolContext, relative: object, *, must_exist: bool =
             RefusalCode.PATH_NOT_REACHABLE,
             f"path {relative!r} must be relative to the workspace and not start with '-'",
         )
+    check_segments(relative, "path")
     root = Path(os.path.realpath(context.workspace))
     target = Path(os.path.realpath(root / relative))
     if target != root and root not in target.parents:
@@ -150,15 +126,18 @@ def workspace_path(context: ToolContext, relative: object, *, must_exist: bool =
 
 @dataclass(frozen=True, slots=True)
 class Repository:
-    """A checked repository: its work tree and git directory, inside the workspace."""
+    """A repository's work tree, relative to the workspace (the launcher checks its .git)."""
 
     work_tree: Path
-    git_dir: Path
     relative: str
 
 
 def open_repository(context: ToolContext, relative: object) -> Repository:
-    """The repository at ``relative``; its ``.git`` must be a real directory, no indirection."""
+    """The repository at ``relative``; a missing or linked ``.git`` is refused at once.
+
+    This early look saves a process; the launcher checks again, inside the
+    sandbox, in the process that then runs git.
+    """
     work_tree = workspace_path(context, "." if relative is None else relative)
     git_dir = work_tree / ".git"
     if git_dir.is_symlink() or not git_dir.is_dir():
@@ -167,45 +146,68 @@ def open_repository(context: ToolContext, relative: object) -> Repository:
             f"{relative or '.'} is not a git repository (no .git directory; .git files and "
             "links are not followed)",
         )
-    for indirection in ("commondir", "objects/info/alternates", "config.worktree"):
-        if os.path.lexists(git_dir / indirection):
-            raise ToolRefusedError(
-                RefusalCode.PATH_NOT_REACHABLE,
-                f".git/{indirection} points git outside this repository; it is not supported",
-            )
-    if (git_dir / "config").is_symlink():
-        raise ToolRefusedError(RefusalCode.PATH_NOT_REACHABLE, ".git/config must not be a link")
     root = Path(os.path.realpath(context.workspace))
-    return Repository(work_tree, git_dir, str(work_tree.relative_to(root)) or ".")
+    return Repository(work_tree, str(work_tree.relative_to(root)) or ".")
+
+
+def launcher_refusal(result: SandboxResult) -> ToolRefusedError | None:
+    """The launcher's refusal in ``result``, if it refused."""
+    if result.exit_code != REFUSED_EXIT or not result.stderr.startswith(REFUSED_MARKER):
+        return None
+    line = result.stderr[len(REFUSED_MARKER) :].splitlines()[0]
+    code_name, _, reason = line.partition(": ")
+    code = RefusalCode.__members__.get(code_name, RefusalCode.INVALID_ARGUMENT)
+    return ToolRefusedError(code, reason or line)
 
 
 class GitRunner:
-    """Builds hardened git command lines and runs them through ``context.sandbox``."""
+    """Builds launcher command lines and runs them through ``context.sandbox``."""
 
     def __init__(self, context: ToolContext, *, extra_options: Sequence[str] = ()) -> None:
         self.context = context
         self.settings: Mapping[str, Any] = context.settings
         self.extra_options = tuple(extra_options)
 
-    def argv(self, repository: Repository | None, args: Sequence[str]) -> tuple[str, ...]:
-        """The full command line for ``git args`` on ``repository`` (or none, for clone)."""
-        options: list[str] = [*HARDENING_OPTIONS, "-c", f"core.sshCommand={self._ssh_command()}"]
-        if self.settings.get("allow_plain_http"):
-            options += ["-c", "protocol.http.allow=always"]
-        options += self.extra_options
-        if repository is not None:
-            options += [
-                "-c", f"safe.directory={repository.work_tree}",
-                f"--git-dir={repository.git_dir}",
-                f"--work-tree={repository.work_tree}",
-            ]  # fmt: skip
-        return ("env", *HARDENING_ENV, "git", "--no-pager", *options, *args)
+    def spec(
+        self,
+        repository: Repository | None,
+        *,
+        network: bool = False,
+        writable: bool = False,
+        allowed_keys: Sequence[str] = ALLOWED_LOCAL_KEYS,
+        dropped_keys: Sequence[str] = (),
+        print_config: bool = False,
+        path_args: Sequence[int] = (),
+    ) -> dict[str, Any]:
+        """What the launcher is told: mode, checked keys, environment and options."""
+        env = dict(HARDENING_ENV)
+        env["GIT_ALLOW_PROTOCOL"] = protocols(
+            network=network, allow_plain_http=bool(self.settings.get("allow_plain_http"))
+        )
+        if network:
+            env["GIT_SSH_COMMAND"] = self._ssh_command()
+        return {
+            "mode": "repo" if repository is not None else "none",
+            "shown": repository.relative if repository is not None else ".",
+            "allowed_keys": list(allowed_keys),
+            "dropped_keys": list(dropped_keys),
+            "max_config_bytes": MAX_CONFIG_BYTES,
+            "writable": writable,
+            "print_config": print_config,
+            "path_args": list(path_args),
+            "env": env,
+            "options": [*HARDENING_OPTIONS, *self.extra_options],
+        }
+
+    def argv(self, spec: Mapping[str, Any], args: Sequence[str]) -> tuple[str, ...]:
+        """The sandbox command line: the launcher, its instructions, git's arguments."""
+        return (*LAUNCHER_ARGV, json.dumps(spec), *args)
 
     def _ssh_command(self) -> str:
         known_hosts = str(self.settings.get("ssh_known_hosts_file") or "/dev/null")
         if not re.match(r"^/[A-Za-z0-9._/\-]+$", known_hosts):
             raise invalid("config 'ssh_known_hosts_file' must be an absolute plain path")
-        return f"{_SSH_COMMAND} -o UserKnownHostsFile={known_hosts}"
+        return f"{SSH_COMMAND} -o UserKnownHostsFile={known_hosts}"
 
     def run(
         self,
@@ -215,25 +217,30 @@ class GitRunner:
         writable: bool = False,
         network: bool = False,
         stdin: bytes = b"",
-        cwd: str = ".",
+        **spec_options: Any,
     ) -> SandboxResult:
-        """Run git in the sandbox; a sandbox refusal becomes a tool failure."""
+        """Run git through the launcher; its refusal becomes ToolRefusedError."""
         timeout = float(self.settings.get("timeout_seconds", 120 if network else 30))
+        launcher = self.spec(repository, network=network, writable=writable, **spec_options)
         spec = SandboxSpec(
-            argv=self.argv(repository, args),
+            argv=self.argv(launcher, args),
             workspace=WorkspaceMount(
                 self.context.workspace, MountMode.READ_WRITE if writable else MountMode.READ_ONLY
             ),
-            cwd=cwd,
+            cwd=repository.relative if repository is not None else ".",
             stdin=stdin,
             timeout_seconds=timeout,
             network=NetworkPolicy.BRIDGE if network else NetworkPolicy.NONE,
             owner=self.context.owner,
         )
         try:
-            return self.context.sandbox.run(spec)
+            result = self.context.sandbox.run(spec)
         except SandboxError as exc:
             raise ToolFailedError(f"the sandbox refused to run git: {exc.reason}") from exc
+        refusal = launcher_refusal(result)
+        if refusal is not None:
+            raise refusal
+        return result
 
     def run_ok(
         self, repository: Repository | None, args: Sequence[str], **kw: Any
@@ -248,19 +255,9 @@ class GitRunner:
         return result
 
     def local_config(self, repository: Repository) -> dict[str, str]:
-        """The repository's own config, refused when a key is outside the allowlist."""
-        result = self.run_ok(repository, ["config", "--local", "--null", "--list"])
-        entries: dict[str, str] = {}
-        for item in result.stdout.split("\0"):
-            if not item:
-                continue
-            key, _, value = item.partition("\n")
-            key = key.lower()
-            if not any(p.fullmatch(key) for p in _ALLOWED_LOCAL_KEYS):
-                raise ToolRefusedError(
-                    RefusalCode.INVALID_ARGUMENT,
-                    f"the repository's config sets {key!r}, which can make git run programs or "
-                    "reach other places; remove it from .git/config",
-                )
-            entries[key] = value
-        return entries
+        """The repository's checked config (refused when a key is outside the allowlist)."""
+        result = self.run_ok(repository, ["config"], print_config=True)
+        entries = json.loads(result.stdout or "{}")
+        if not isinstance(entries, dict):
+            raise ToolFailedError("git config could not be read", code="GIT_FAILED")
+        return {str(k): str(v) for k, v in entries.items()}

@@ -93,7 +93,7 @@ class GitCloneTool:
         args += ["--", remote.url, str(target.relative_to(root))]
         recheck_ssh(remote, guard)
         git = GitRunner(context, extra_options=remote.pin_options())
-        result = git.run_ok(None, args, writable=True, network=True)
+        result = git.run_ok(None, args, writable=True, network=True, path_args=(len(args) - 1,))
         return text_outcome(
             result.stderr.strip() or f"cloned into {directory}",
             result.truncated,
@@ -144,5 +144,7 @@ class GitPushTool:
             ["push", "--no-verify", "--porcelain", "--", remote.url, refspec],
             writable=True,
             network=True,
+            # The URL was checked; a remote section named after it must not redirect it.
+            dropped_keys=(r"remote\..*",),
         )
         return text_outcome(result.stdout, result.truncated)

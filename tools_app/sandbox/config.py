@@ -2,10 +2,10 @@
 
 Frozen pydantic models with ``extra="forbid"``: a typo or an unknown backend
 or category is an error naming the field and the allowed values. Our
-defaults: file_system and version_control on subprocess; terminal,
-code_execution, web and database on namespace. ``overrides`` in the file are
-merged over these defaults, so naming one category never silently moves the
-others to a weaker backend.
+defaults: file_system on subprocess; terminal, code_execution, version_control
+(git runs programs a repository can name), web and database on namespace.
+``overrides`` in the file are merged over these defaults, so naming one
+category never silently moves the others to a weaker backend.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ CATEGORY_ALIASES = MappingProxyType({"git": "version_control"})
 DEFAULT_OVERRIDES: MappingProxyType[str, str] = MappingProxyType(
     {
         "file_system": "subprocess",
-        "version_control": "subprocess",
+        "version_control": "namespace",
         "terminal": "namespace",
         "code_execution": "namespace",
         "web": "namespace",

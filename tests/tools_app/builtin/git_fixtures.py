@@ -15,8 +15,14 @@ from typing import Any
 
 from tools_app.builtin.base import ToolContext
 from tools_app.sandbox.identity import DEFAULT_SANDBOX_USER, resolve_identity
-from tools_app.sandbox.protocol import Owner, ProbeReport, SandboxResult, SandboxSpec
-from tools_app.sandbox.subprocess import SubprocessSandbox
+from tools_app.sandbox.namespace import NamespaceSandbox
+from tools_app.sandbox.protocol import (
+    Owner,
+    ProbeReport,
+    SandboxBackend,
+    SandboxResult,
+    SandboxSpec,
+)
 from tools_app.sandbox.workspace import grant_workspace
 
 GIT_ENV = {
@@ -58,13 +64,19 @@ def grant(workspace: Path) -> None:
 
 
 class RecordingSandbox:
-    """The real SubprocessSandbox, recording each spec (and optionally adding variables)."""
+    """A real backend (namespace, the version_control default), recording each spec.
 
-    name = "subprocess"
-    isolates_network = False
+    ``extra_env`` adds variables to every call; ``inner`` picks another backend.
+    """
 
-    def __init__(self, extra_env: Mapping[str, str] | None = None) -> None:
-        self.inner = SubprocessSandbox()
+    def __init__(
+        self,
+        extra_env: Mapping[str, str] | None = None,
+        inner: SandboxBackend | None = None,
+    ) -> None:
+        self.inner: SandboxBackend = inner or NamespaceSandbox()
+        self.name = self.inner.name
+        self.isolates_network = self.inner.isolates_network
         self.extra_env = dict(extra_env or {})
         self.specs: list[SandboxSpec] = []
 

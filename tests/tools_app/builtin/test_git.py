@@ -1,7 +1,8 @@
-"""Git tools through the real subprocess sandbox: happy paths and the attack list."""
+"""Git tools through the real namespace sandbox (their default): happy paths and attacks."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import uuid
@@ -32,8 +33,10 @@ from tools_app.builtin.git import (
     git_log,
     git_status,
 )
+from tools_app.builtin.git_command import LAUNCHER_ARGV
 from tools_app.contracts import ToolRegistry
 from tools_app.net.dnswire import TYPE_A
+from tools_app.sandbox.subprocess import SubprocessSandbox
 
 ROOT = Path("/tmp/synthorg-test-workspaces")
 
@@ -178,32 +181,30 @@ def test_clone_over_http_is_pinned_to_the_checked_address(
     assert outcome.structured["address"] == "127.0.0.1"
     assert (workspace / "copy" / "README.md").read_text() == "hello\nworld\n"
     assert served.requests
-    argv = sandbox.specs[-1].argv
-    assert f"http.curloptResolve=git.test:{served.port}:127.0.0.1" in argv
+    options = json.loads(sandbox.specs[-1].argv[5])["options"]
+    assert f"http.curloptResolve=git.test:{served.port}:127.0.0.1" in options
 
 
 # --- hardening ---------------------------------------------------------------
 
 
-def test_every_invocation_is_hardened(
+def test_every_invocation_goes_through_the_launcher(
     workspace: Path, repo: Path, sandbox: RecordingSandbox
 ) -> None:
     git_status.run(git_context(workspace, sandbox), {"path": "proj"})
-    for spec in sandbox.specs:
-        argv = spec.argv
-        assert argv[0] == "env"
-        for expected in (
-            "GIT_CONFIG_NOSYSTEM=1",
-            "GIT_CONFIG_GLOBAL=/dev/null",
-            "GIT_TERMINAL_PROMPT=0",
-            "GIT_PROTOCOL_FROM_USER=0",
-            "protocol.allow=never",
-            "core.hooksPath=/dev/null",
-            "core.fsmonitor=false",
-        ):
-            assert expected in argv
-        assert f"--git-dir={repo}/.git" in argv
-        assert spec.network.value == "none"
+    assert len(sandbox.specs) == 1  # checked and run in one sandboxed process
+    spec = sandbox.specs[0]
+    assert spec.argv[:5] == LAUNCHER_ARGV
+    launcher = json.loads(spec.argv[5])
+    assert launcher["mode"] == "repo"
+    assert launcher["env"]["GIT_CONFIG_NOSYSTEM"] == "1"
+    assert launcher["env"]["GIT_CONFIG_GLOBAL"] == "/dev/null"
+    assert launcher["env"]["GIT_ALLOW_PROTOCOL"] == ""
+    for expected in ("core.hooksPath=/dev/null", "core.fsmonitor=false", "credential.helper="):
+        assert expected in launcher["options"]
+    assert spec.cwd == "proj"
+    assert spec.network.value == "none"
+    assert not spec.workspace.writable
 
 
 def test_hooks_are_not_run(workspace: Path, repo: Path, sandbox: RecordingSandbox) -> None:
@@ -227,7 +228,8 @@ def test_global_config_is_ignored(workspace: Path, repo: Path, tmp_path: Path) -
     for directory in (xdg, xdg / "git"):
         os.chmod(directory, 0o755)
     os.chmod(xdg / "git" / "config", 0o644)
-    sandbox = RecordingSandbox(extra_env={"XDG_CONFIG_HOME": str(xdg)})
+    # On the subprocess backend the host's files are visible: the hardening must hold alone.
+    sandbox = RecordingSandbox(extra_env={"XDG_CONFIG_HOME": str(xdg)}, inner=SubprocessSandbox())
     (repo / "README.md").write_text("changed\n")
     grant(workspace)
     diff = git_diff.run(git_context(workspace, sandbox), {"path": "proj"})
@@ -246,6 +248,19 @@ def test_global_config_is_ignored(workspace: Path, repo: Path, tmp_path: Path) -
         '[url "file:///etc/"]\n\tinsteadOf = https://example.com/\n',
         "[core]\n\tpager = touch {marker}\n",
         '[remote "origin"]\n\tuploadpack = touch {marker}\n',
+        '[remote "origin"]\n\tvcs = touch\n',
+        "[alias]\n\tstatus = !touch {marker}\n",
+        "[pager]\n\tstatus = touch {marker}\n",
+        '[diff "x"]\n\ttextconv = touch {marker}\n',
+        '[merge "x"]\n\tdriver = touch {marker}\n',
+        '[includeIf "gitdir:/"]\n\tpath = /etc/gitconfig\n',
+        "[credential]\n\thelper = !touch {marker}\n",
+        "[gpg]\n\tprogram = touch\n",
+        '[protocol "ext"]\n\tallow = always\n',
+        "[http]\n\tproxy = http://127.0.0.1:9/\n",
+        "[core]\n\talternateRefsCommand = touch {marker}\n",
+        "[sequence]\n\teditor = touch {marker}\n",
+        "[extensions]\n\tpartialClone = origin\n",
     ],
 )
 def test_dangerous_repository_config_is_refused(

@@ -11,8 +11,8 @@ from tools_app.sandbox.config import SandboxingConfig, parse_size
 def test_defaults_put_risky_categories_on_namespace():
     cfg = SandboxingConfig()
     assert cfg.backend_for("file_system") == "subprocess"
-    assert cfg.backend_for("version_control") == "subprocess"
-    assert cfg.backend_for("git") == "subprocess"
+    assert cfg.backend_for("version_control") == "namespace"
+    assert cfg.backend_for("git") == "namespace"
     for category in ("terminal", "code_execution", "web", "database"):
         assert cfg.backend_for(category) == "namespace"
     assert cfg.backend_for("memory") == "subprocess"
