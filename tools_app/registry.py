@@ -55,6 +55,10 @@ _DATABASE_KEYS = frozenset(
         "connect_timeout_seconds",
         "max_query_chars",
         "max_cell_chars",
+        "memory_limit_mb",
+        "max_value_bytes",
+        "max_result_bytes",
+        "process_grace_seconds",
     }
 )
 TOOL_SETTINGS_KEYS: dict[str, frozenset[str]] = {

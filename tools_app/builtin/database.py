@@ -12,36 +12,56 @@ Writes are a separate tool with their own action type (``db:mutate``), safety
 class (write) and connection list, so policies can route them to a human; schema
 changes are refused by both (they are ``db:admin``).
 
-They run in the worker process, not the database category's sandbox: that sandbox
+They run on the worker, not in the database category's sandbox: that sandbox
 has no network, and the only targets are the admin's named connections (see
-``database_postgres``). A connection that cannot be reached fails closed.
+``database_postgres``). A connection that cannot be reached fails closed. Each
+statement runs in a child forked from the worker with a memory and CPU ceiling
+and a wall-clock deadline (``database_confined``), so a query that asks for a
+gigabyte or never ends costs the child, never the worker.
 
 Settings (``tools.<tool>``; all optional): ``connections``, ``max_rows`` (1000),
 ``statement_timeout_seconds`` (10), ``connect_timeout_seconds`` (5),
-``max_query_chars`` (20000), ``max_cell_chars`` (4000); ``schema_inspect`` also
+``max_query_chars`` (20000), ``max_cell_chars`` (4000), ``memory_limit_mb`` (256),
+``max_value_bytes`` (16 MiB: the largest string, blob or row SQLite may build),
+``max_result_bytes`` (8 MiB of cells, then ``truncated``), ``process_grace_seconds``
+(5: how long past the timeouts the child may live); ``schema_inspect`` also
 ``max_tables`` (200).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import math
+import sqlite3
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
-from tools_app.builtin.base import RefusalCode, ToolContext, ToolOutcome, ToolRefusedError
+from tools_app.builtin.base import (
+    RefusalCode,
+    ToolContext,
+    ToolFailedError,
+    ToolOutcome,
+    ToolRefusedError,
+)
 from tools_app.builtin.database_config import (
     DatabaseConnection,
     DatabaseToolSettings,
     connection_for,
     database_settings,
 )
+from tools_app.builtin.database_confined import ChildLimits, run_confined
 from tools_app.builtin.database_postgres import (
-    StatementTimeoutError,
+    CONNECTION_LOST,
     postgres_mutate,
     postgres_read,
     postgres_schema,
 )
-from tools_app.builtin.database_rows import QueryResult
+from tools_app.builtin.database_rows import (
+    QueryMemoryExceededError,
+    QueryResult,
+    StatementTimeoutError,
+)
 from tools_app.builtin.database_schema import SCHEMA_INSPECT_CONTRACT, schema_tables
 from tools_app.builtin.database_sql import check_mutation, check_read_query
 from tools_app.builtin.database_sqlite import sqlite_mutate, sqlite_read, sqlite_schema
@@ -87,6 +107,7 @@ _COMMON_FAILURES: Final = (
     "LIMIT_EXCEEDED: the query is longer than the configured maximum.",
     "CONNECTION_FAILED: the configured database cannot be reached; nothing ran.",
     "timed_out: the statement ran past the configured statement timeout.",
+    "MEMORY_EXCEEDED: the statement needed more than the configured memory; nothing was returned.",
 )
 
 SQL_QUERY_CONTRACT: Final = ToolContract(
@@ -173,6 +194,53 @@ def _timed_out(settings: DatabaseToolSettings, started: float) -> ToolOutcome:
     )
 
 
+def _memory_exceeded(settings: DatabaseToolSettings, started: float) -> ToolOutcome:
+    return ToolOutcome(
+        content=f"the statement needed more than its memory limit of {settings.memory_limit_mb} "
+        "MiB and was stopped; ask for fewer or smaller values",
+        is_error=True,
+        error_code="MEMORY_EXCEEDED",
+        duration_ms=int((time.monotonic() - started) * 1000),
+    )
+
+
+def _child_limits(settings: DatabaseToolSettings) -> ChildLimits:
+    wall = (
+        settings.statement_timeout_seconds
+        + settings.connect_timeout_seconds
+        + settings.process_grace_seconds
+    )
+    memory = settings.memory_limit_mb * 1024 * 1024
+    return ChildLimits(
+        memory_bytes=memory,
+        cpu_seconds=math.ceil(wall),
+        wall_seconds=wall,
+        max_report_bytes=memory,
+    )
+
+
+def _confined(settings: DatabaseToolSettings, work: Callable[[], Any]) -> Any:
+    """``work`` in a confined child; SQLite's own heap stops below the child's ceiling."""
+
+    def bounded() -> Any:
+        # Process-wide, so only ever set in the child: the worker's own SQLite is untouched.
+        heap = settings.memory_limit_mb * 1024 * 1024 // 2
+        with sqlite3.connect(":memory:") as handle:
+            handle.execute(f"PRAGMA hard_heap_limit = {int(heap)}")
+        return work()
+
+    try:
+        return run_confined(bounded, _child_limits(settings))
+    except ToolFailedError as exc:
+        if exc.code != CONNECTION_LOST:
+            raise
+        raise ToolFailedError(
+            f"{exc.message}; a value larger than the memory limit of "
+            f"{settings.memory_limit_mb} MiB (memory_limit_mb) ends the connection this way",
+            code=exc.code,
+        ) from None
+
+
 def _run_statement(
     context: ToolContext,
     arguments: Mapping[str, Any],
@@ -192,16 +260,26 @@ def _run_statement(
         "max_rows": settings.max_rows,
         "max_cell_chars": settings.max_cell_chars,
         "statement_timeout": settings.statement_timeout_seconds,
+        "max_result_bytes": settings.max_result_bytes,
     }
-    try:
+
+    def work() -> dict[str, Any]:
         if connection.engine == "sqlite":
-            result = sqlite(path=connection.sqlite_path, **limits)
+            found = sqlite(
+                path=connection.sqlite_path, max_value_bytes=settings.max_value_bytes, **limits
+            )
         else:
-            result = postgres(
+            found = postgres(
                 url=connection.url, connect_timeout=settings.connect_timeout_seconds, **limits
             )
+        return dataclasses.asdict(found)
+
+    try:
+        result = QueryResult(**_confined(settings, work))
     except StatementTimeoutError:
         return _timed_out(settings, started)
+    except QueryMemoryExceededError:
+        return _memory_exceeded(settings, started)
     return _outcome(result, name, started)
 
 
@@ -241,27 +319,31 @@ class SchemaInspectTool:
         connection = connection_for(settings, name, context.agent_name)
         schema, table = arguments.get("schema"), arguments.get("table")
         started = time.monotonic()
-        try:
+
+        def work() -> list[tuple[str, str, str, str, str, bool]]:
             if connection.engine == "sqlite":
-                columns = sqlite_schema(
+                found = sqlite_schema(
                     path=connection.sqlite_path,
                     name=name,
                     table=table,
                     statement_timeout=settings.statement_timeout_seconds,
                 )
-                if schema not in (None, "main"):
-                    columns = []
-            else:
-                columns = postgres_schema(
-                    url=connection.url,
-                    name=name,
-                    schema=schema,
-                    table=table,
-                    statement_timeout=settings.statement_timeout_seconds,
-                    connect_timeout=settings.connect_timeout_seconds,
-                )
+                return found if schema in (None, "main") else []
+            return postgres_schema(
+                url=connection.url,
+                name=name,
+                schema=schema,
+                table=table,
+                statement_timeout=settings.statement_timeout_seconds,
+                connect_timeout=settings.connect_timeout_seconds,
+            )
+
+        try:
+            columns = [tuple(row) for row in _confined(settings, work)]
         except StatementTimeoutError:
             return _timed_out(settings, started)
+        except QueryMemoryExceededError:
+            return _memory_exceeded(settings, started)
         tables, truncated = schema_tables(columns, settings.max_tables)
         text = "\n".join(
             f"{t['schema']}.{t['name']} ({t['kind']}): "

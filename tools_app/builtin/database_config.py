@@ -37,6 +37,10 @@ DEFAULT_CONNECT_TIMEOUT: Final = 5.0
 DEFAULT_MAX_QUERY_CHARS: Final = 20_000
 DEFAULT_MAX_CELL_CHARS: Final = 4000
 DEFAULT_MAX_TABLES: Final = 200
+DEFAULT_MEMORY_LIMIT_MB: Final = 256
+DEFAULT_MAX_VALUE_BYTES: Final = 16 * 1024 * 1024
+DEFAULT_MAX_RESULT_BYTES: Final = 8 * 1024 * 1024
+DEFAULT_PROCESS_GRACE_SECONDS: Final = 5.0
 _NAME_PATTERN: Final = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$"
 
 
@@ -85,6 +89,12 @@ class DatabaseToolSettings(BaseModel):
     max_query_chars: int = Field(default=DEFAULT_MAX_QUERY_CHARS, ge=1, le=1_000_000)
     max_cell_chars: int = Field(default=DEFAULT_MAX_CELL_CHARS, ge=16, le=1_000_000)
     max_tables: int = Field(default=DEFAULT_MAX_TABLES, ge=1, le=10_000)
+    # The statement runs in a child process of the worker (``database_confined``):
+    # how far its memory may grow, and how long past the timeouts it may live.
+    memory_limit_mb: int = Field(default=DEFAULT_MEMORY_LIMIT_MB, ge=32, le=65_536)
+    max_value_bytes: int = Field(default=DEFAULT_MAX_VALUE_BYTES, ge=1024, le=1_000_000_000)
+    max_result_bytes: int = Field(default=DEFAULT_MAX_RESULT_BYTES, ge=1024, le=1_000_000_000)
+    process_grace_seconds: float = Field(default=DEFAULT_PROCESS_GRACE_SECONDS, gt=0, le=120)
 
     @field_validator("connections")
     @classmethod

@@ -24,11 +24,22 @@ import psycopg
 from psycopg import errors as pg_errors
 
 from tools_app.builtin.base import RefusalCode, ToolFailedError, ToolRefusedError
-from tools_app.builtin.database_rows import QueryResult, limited_result
+from tools_app.builtin.database_rows import (
+    DEFAULT_MAX_RESULT_BYTES,
+    QueryResult,
+    StatementTimeoutError,
+    streamed_result,
+)
 
+CONNECTION_LOST = "CONNECTION_LOST"
 
-class StatementTimeoutError(Exception):
-    """The server cancelled the statement at its timeout."""
+__all__ = [
+    "CONNECTION_LOST",
+    "StatementTimeoutError",
+    "postgres_mutate",
+    "postgres_read",
+    "postgres_schema",
+]
 
 
 @contextmanager
@@ -79,7 +90,15 @@ def _database_errors() -> Iterator[None]:
             f"the connection's role may not do this: {exc.diag.message_primary}",
         ) from None
     except psycopg.Error as exc:
-        message = exc.diag.message_primary or exc.__class__.__name__
+        if exc.diag.message_primary is None and isinstance(exc, psycopg.OperationalError):
+            # No word from the server: libpq dropped the connection, which is also what it
+            # does when a result row does not fit the memory it may use.
+            raise ToolFailedError(
+                "the connection to the database was lost while the statement ran or its "
+                "result was read",
+                code=CONNECTION_LOST,
+            ) from None
+        message = exc.diag.message_primary or f"{exc.__class__.__name__}: {str(exc)[:200]}"
         raise ToolFailedError(f"the database said: {message}", code="QUERY_FAILED") from None
 
 
@@ -98,6 +117,7 @@ def postgres_read(
     max_cell_chars: int,
     statement_timeout: float,
     connect_timeout: float,
+    max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
 ) -> QueryResult:
     """Run one read in a read-only transaction; at most ``max_rows`` rows come back."""
     with _connection(url, connect_timeout, name) as conn, _database_errors():
@@ -107,10 +127,15 @@ def postgres_read(
             with conn.cursor(name="synthorg_read") as cursor:
                 cursor.execute(sql, _parameters(parameters))
                 columns = [c.name for c in cursor.description or []]
-                fetched = cursor.fetchmany(max_rows + 1)
+                return streamed_result(
+                    cursor,
+                    columns,
+                    max_rows=max_rows,
+                    max_cell_chars=max_cell_chars,
+                    max_result_bytes=max_result_bytes,
+                )
         finally:
             conn.rollback()
-    return limited_result(columns, fetched, max_rows=max_rows, max_cell_chars=max_cell_chars)
 
 
 def postgres_mutate(
@@ -123,6 +148,7 @@ def postgres_mutate(
     max_cell_chars: int,
     statement_timeout: float,
     connect_timeout: float,
+    max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
 ) -> QueryResult:
     """Run one data change in its own transaction and commit it; RETURNING rows come back."""
     with _connection(url, connect_timeout, name) as conn, _database_errors():
@@ -132,12 +158,21 @@ def postgres_mutate(
                 cursor.execute(sql, _parameters(parameters))
                 affected = cursor.rowcount
                 columns = [c.name for c in cursor.description or []]
-                fetched = cursor.fetchmany(max_rows + 1) if cursor.description else []
+                result = (
+                    streamed_result(
+                        cursor,
+                        columns,
+                        max_rows=max_rows,
+                        max_cell_chars=max_cell_chars,
+                        max_result_bytes=max_result_bytes,
+                    )
+                    if cursor.description
+                    else QueryResult(columns, [], truncated=False)
+                )
             conn.commit()
         except BaseException:
             conn.rollback()
             raise
-    result = limited_result(columns, fetched, max_rows=max_rows, max_cell_chars=max_cell_chars)
     return QueryResult(
         columns=result.columns,
         rows=result.rows,

@@ -9,7 +9,25 @@ import math
 import uuid
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final, Protocol
+
+# Rows fetched from a cursor per round while a result streams.
+FETCH_BATCH: Final = 100
+DEFAULT_MAX_RESULT_BYTES: Final = 8 * 1024 * 1024
+
+
+class StatementTimeoutError(Exception):
+    """The statement ran past its timeout and was cancelled."""
+
+
+class QueryMemoryExceededError(Exception):
+    """The statement needed more memory than it may use."""
+
+
+class RowCursor(Protocol):
+    """What both engines' cursors offer for streaming a result."""
+
+    def fetchmany(self, size: int = ..., /) -> list[Any]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +97,41 @@ class CellLimiter:
 
     def rows(self, rows: Iterable[Sequence[Any]]) -> list[list[Any]]:
         return [[self.cell(v) for v in row] for row in rows]
+
+
+def _cell_size(cell: Any) -> int:
+    return len(cell) if isinstance(cell, str) else 8
+
+
+def streamed_result(
+    cursor: RowCursor,
+    columns: list[str],
+    *,
+    max_rows: int,
+    max_cell_chars: int,
+    max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
+) -> QueryResult:
+    """Rows fetched a batch at a time, each cut as it arrives, until a limit is reached.
+
+    Only one batch of raw rows is held at once, so a result of many wide rows never
+    sits whole in memory; the result stops (``truncated``) at ``max_rows`` rows or
+    when its cells add up to more than ``max_result_bytes`` characters.
+    """
+    limiter = CellLimiter(max_cell_chars)
+    rows: list[list[Any]] = []
+    size = 0
+    while True:
+        batch = cursor.fetchmany(min(FETCH_BATCH, max_rows + 1 - len(rows)))
+        if not batch:
+            return QueryResult(columns, rows, truncated=False, cells_truncated=limiter.cut)
+        for raw in batch:
+            if len(rows) == max_rows:
+                return QueryResult(columns, rows, truncated=True, cells_truncated=limiter.cut)
+            row = [limiter.cell(v) for v in raw]
+            size += sum(_cell_size(c) for c in row)
+            if size > max_result_bytes:
+                return QueryResult(columns, rows, truncated=True, cells_truncated=limiter.cut)
+            rows.append(row)
 
 
 def limited_result(

@@ -19,8 +19,13 @@ from typing import Any, Final
 from urllib.parse import quote
 
 from tools_app.builtin.base import RefusalCode, ToolFailedError, ToolRefusedError
-from tools_app.builtin.database_postgres import StatementTimeoutError
-from tools_app.builtin.database_rows import QueryResult, limited_result
+from tools_app.builtin.database_rows import (
+    DEFAULT_MAX_RESULT_BYTES,
+    QueryMemoryExceededError,
+    QueryResult,
+    StatementTimeoutError,
+    streamed_result,
+)
 
 _READ_ACTIONS: Final = frozenset(
     {sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION, sqlite3.SQLITE_RECURSIVE}
@@ -35,6 +40,7 @@ _WRITE_ACTIONS: Final = _READ_ACTIONS | frozenset(
 )
 # Run the progress handler every this many virtual-machine instructions.
 _PROGRESS_STEPS: Final = 1000
+DEFAULT_MAX_VALUE_BYTES: Final = 16 * 1024 * 1024
 
 
 def _authorizer(allowed: frozenset[int]) -> Callable[..., int]:
@@ -45,7 +51,14 @@ def _authorizer(allowed: frozenset[int]) -> Callable[..., int]:
 
 
 @contextmanager
-def _open(path: str, *, name: str, writable: bool, timeout: float) -> Iterator[sqlite3.Connection]:
+def _open(
+    path: str,
+    *,
+    name: str,
+    writable: bool,
+    timeout: float,
+    max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES,
+) -> Iterator[sqlite3.Connection]:
     if not Path(path).is_file():
         raise ToolFailedError(
             f"the SQLite file of connection {name!r} does not exist; nothing was run",
@@ -61,6 +74,8 @@ def _open(path: str, *, name: str, writable: bool, timeout: float) -> Iterator[s
             f"the SQLite file of connection {name!r} cannot be opened ({exc})",
             code="CONNECTION_FAILED",
         ) from None
+    # No string, blob or row may grow past this: randomblob(1e9) fails at once.
+    conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, max_value_bytes)
     deadline = time.monotonic() + timeout
     conn.set_progress_handler(lambda: int(time.monotonic() > deadline), _PROGRESS_STEPS)
     try:
@@ -72,6 +87,14 @@ def _open(path: str, *, name: str, writable: bool, timeout: float) -> Iterator[s
         message = str(exc)
         if "interrupted" in message:
             raise StatementTimeoutError from None
+        if "too big" in message:
+            raise ToolRefusedError(
+                RefusalCode.LIMIT_EXCEEDED,
+                f"a value in this statement would be larger than {max_value_bytes} bytes, "
+                "the limit for one string, blob or row (max_value_bytes)",
+            ) from None
+        if "out of memory" in message:
+            raise QueryMemoryExceededError from None
         if "not authorized" in message or "readonly" in message:
             raise ToolRefusedError(
                 RefusalCode.INVALID_ARGUMENT,
@@ -91,13 +114,22 @@ def sqlite_read(
     max_rows: int,
     max_cell_chars: int,
     statement_timeout: float,
+    max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES,
+    max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
 ) -> QueryResult:
     """One read on a read-only handle; at most ``max_rows`` rows come back."""
-    with _open(path, name=name, writable=False, timeout=statement_timeout) as conn:
+    with _open(
+        path, name=name, writable=False, timeout=statement_timeout, max_value_bytes=max_value_bytes
+    ) as conn:
         cursor = conn.execute(sql, list(parameters or ()))
         columns = [c[0] for c in cursor.description or []]
-        fetched = cursor.fetchmany(max_rows + 1)
-    return limited_result(columns, fetched, max_rows=max_rows, max_cell_chars=max_cell_chars)
+        return streamed_result(
+            cursor,
+            columns,
+            max_rows=max_rows,
+            max_cell_chars=max_cell_chars,
+            max_result_bytes=max_result_bytes,
+        )
 
 
 def sqlite_mutate(
@@ -109,22 +141,33 @@ def sqlite_mutate(
     max_rows: int,
     max_cell_chars: int,
     statement_timeout: float,
+    max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES,
+    max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
 ) -> QueryResult:
     """One row change in its own transaction, committed; RETURNING rows come back."""
-    with _open(path, name=name, writable=True, timeout=statement_timeout) as conn:
+    with _open(
+        path, name=name, writable=True, timeout=statement_timeout, max_value_bytes=max_value_bytes
+    ) as conn:
         conn.execute("BEGIN IMMEDIATE")
         try:
             cursor = conn.execute(sql, list(parameters or ()))
             columns = [c[0] for c in cursor.description or []]
-            fetched = cursor.fetchmany(max_rows + 1) if cursor.description else []
-            # RETURNING rows past the limit must still be stepped through to finish the change.
-            cursor.fetchall()
+            result = streamed_result(
+                cursor,
+                columns,
+                max_rows=max_rows,
+                max_cell_chars=max_cell_chars,
+                max_result_bytes=max_result_bytes,
+            )
+            # RETURNING rows past the limit must still be stepped through to finish the change,
+            # one at a time so they are never held together.
+            while cursor.fetchone() is not None:
+                pass
             affected = conn.total_changes
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
             raise
-    result = limited_result(columns, fetched, max_rows=max_rows, max_cell_chars=max_cell_chars)
     return QueryResult(
         columns=result.columns,
         rows=result.rows,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -18,6 +19,7 @@ from common.testing import free_port, http_status, python_argv, running, wait_un
 from tests.tools_app.api import conftest as api_fixtures
 from tests.tools_app.api.conftest import AgentClient
 from tests.tools_app.builtin.test_database_support import PASSWORD, ROWS, pg_scalar, pg_url
+from tests.tools_app.sandbox.proc import processes_with_marker
 
 __all__ = ["pg_url"]
 
@@ -27,6 +29,9 @@ pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 make_agent = api_fixtures.make_agent
 # A Redis database no other test uses (the test Redis has sixteen).
 REDIS_DB = 13
+QUERY_MEMORY_MB = 96
+# How far a worker process's peak memory may rise during calls that ask for a gigabyte.
+WORKER_RSS_GROWTH_CEILING_KIB = 64 * 1024
 
 
 def _own_redis(url: str) -> str:
@@ -42,13 +47,23 @@ def daphne_server(
     """A daphne and a worker configured with `main` (read) and `main_rw` (write)."""
     root = tmp_path_factory.mktemp("db-pipeline")
     config = root / "synthorg.yaml"
-    connections = {"main": {"url": pg_url}}
+    lite = root / "lite.db"
+    with sqlite3.connect(lite) as handle:
+        handle.execute("CREATE TABLE items (id INTEGER PRIMARY KEY)")
+        handle.executemany("INSERT INTO items VALUES (?)", [(i,) for i in range(ROWS)])
+    connections = {"main": {"url": pg_url}, "lite": {"url": f"sqlite:///{lite}"}}
     # JSON is YAML: the URL needs no quoting rules of its own.
     config.write_text(
         json.dumps(
             {
                 "tools": {
-                    "sql_query": {"connections": connections, "max_rows": 5},
+                    # No value limit below the memory ceiling: the ceiling must hold alone.
+                    "sql_query": {
+                        "connections": connections,
+                        "max_rows": 5,
+                        "max_value_bytes": 1_000_000_000,
+                        "memory_limit_mb": QUERY_MEMORY_MB,
+                    },
                     "schema_inspect": {"connections": connections},
                     "db_mutate": {"connections": {"main_rw": {"url": pg_url}}},
                 }
@@ -157,3 +172,46 @@ def test_writes_and_unknown_connections_are_refused_end_to_end(
         assert answer["status"] == "failed", answer
         assert answer["error"]["code"] == code
     assert pg_scalar(pg_url, "SELECT count(*) FROM items") == ROWS
+
+
+def _peak_rss_kib(pid: int) -> int:
+    with open(f"/proc/{pid}/status", encoding="utf-8") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
+
+
+def _reset_peak_rss(pid: int) -> None:
+    with open(f"/proc/{pid}/clear_refs", "w", encoding="utf-8") as handle:
+        handle.write("5")
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "SELECT randomblob(1000000000)",
+        "SELECT zeroblob(1000000000)",
+        "WITH RECURSIVE r(n, s) AS (SELECT 1, randomblob(10000000) "
+        "UNION ALL SELECT n + 1, s || randomblob(10000000) FROM r WHERE n < 100) "
+        "SELECT n, length(s) FROM r",
+    ],
+)
+def test_a_gigabyte_query_fails_clearly_and_the_worker_stays_small(
+    make_agent: Callable[..., AgentClient], query: str
+) -> None:
+    workers = processes_with_marker(f"db-worker-{os.getpid()}@localhost")
+    assert workers  # the module's worker and its pool processes
+    before = {}
+    for pid in workers:
+        _reset_peak_rss(pid)
+        before[pid] = _peak_rss_kib(pid)
+    client = make_agent("standard")
+    answer = client.call("sql_query", {"connection": "lite", "query": query}, wait=60).json()
+    assert answer["status"] == "failed", answer
+    assert answer["error"]["code"] == "MEMORY_EXCEEDED", answer
+    assert f"{QUERY_MEMORY_MB} MiB" in answer["error"]["message"]
+    grown = {pid: _peak_rss_kib(pid) - kib for pid, kib in before.items()}
+    assert max(grown.values()) < WORKER_RSS_GROWTH_CEILING_KIB, grown
+    control = client.call(
+        "sql_query", {"connection": "lite", "query": "SELECT count(*) FROM items"}, wait=30
+    ).json()
+    assert control["status"] == "succeeded", control
+    assert control["result"]["structured"]["rows"] == [[ROWS]]
