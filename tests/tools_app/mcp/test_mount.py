@@ -18,7 +18,7 @@ from trust_app.services import person_create, person_token_issue
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
-INITIALIZE = {
+INITIALIZE: dict[str, Any] = {
     "jsonrpc": "2.0",
     "id": 1,
     "method": "initialize",
