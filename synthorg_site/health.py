@@ -85,14 +85,31 @@ def _sandbox_probes() -> dict[str, PartHealth]:
     return parts
 
 
+def _code_execution(probes: dict[str, PartHealth]) -> PartHealth:
+    """Which backend code_runner uses, and whether that backend's probe passed."""
+    from common.settings_config import synthorg_config
+
+    try:
+        backend = synthorg_config().sandboxing.backend_for("code_execution")
+    except Exception as exc:
+        return PartHealth(False, False, f"the config cannot be read: {exc}")
+    probe = probes.get(f"sandbox.{backend}")
+    state = "not probed yet" if probe is None else probe.detail
+    return PartHealth(
+        probe is not None and probe.ok, False, f"code_runner runs on {backend}: {state}"
+    )
+
+
 def health_report() -> dict[str, Any]:
     """Every part's health; `failing` names the required parts that are down."""
+    probes = _sandbox_probes()
     parts: dict[str, PartHealth] = {
         "database": _database(),
         "redis": _redis(),
         "worker": _worker(),
         "beat": _beat(),
-        **_sandbox_probes(),
+        **probes,
+        "code_execution": _code_execution(probes),
     }
     failing = sorted(name for name, part in parts.items() if part.required and not part.ok)
     body = {

@@ -9,6 +9,7 @@ from django.views.decorators.http import require_POST
 
 from common.errors import NotFoundError
 from common.roles import Role
+from common.settings_config import synthorg_config
 from tools_app.selectors_tools import tool_registry_entries
 from tools_app.services.audit import Actor
 from tools_app.services.tool_registry import tool_enabled_set
@@ -23,7 +24,11 @@ def tool_index(request: HttpRequest) -> HttpResponse:
     return render(
         request,
         "tools/list.html",
-        {"entries": tool_registry_entries(), "can_switch": is_admin(request)},
+        {
+            "entries": tool_registry_entries(),
+            "can_switch": is_admin(request),
+            "code_execution_backend": synthorg_config().sandboxing.backend_for("code_execution"),
+        },
     )
 
 

@@ -1,4 +1,12 @@
-"""The demo organisation `make run` starts with: three people and a few agents."""
+"""The demo organisation `make run` starts with: three people and a few agents.
+
+Every access level asks for containerized code execution by default, and the demo
+machine has no Docker engine, so the demo's code-running agents accept namespace
+isolation instead (``code_execution: namespace`` on the agent, visible and editable
+on its page and audited like any admin change): code_runner then runs in the
+bubblewrap sandbox, which the default config gives the code_execution category.
+An installation with Docker keeps ``containerized`` by not seeding the demo.
+"""
 
 from __future__ import annotations
 
@@ -10,8 +18,10 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 
 from common.roles import Role
+from tools_app.services.audit import Actor
 from trust_app.models import Agent
 from trust_app.services import agent_create, groups_ensure, person_create
+from trust_app.services_permissions import agent_permissions_update
 
 DEMO_PEOPLE = (("admin", Role.ADMIN), ("operator", Role.OPERATOR), ("auditor", Role.AUDITOR))
 DEMO_AGENTS = (
@@ -20,6 +30,8 @@ DEMO_AGENTS = (
     ("ops-bot", "elevated", "supervised"),
     ("intern-bot", "sandboxed", "locked"),
 )
+# The weakest isolation the demo agents' code may run under (see the module note).
+DEMO_CODE_EXECUTION = "namespace"
 
 
 @dataclass(frozen=True)
@@ -53,6 +65,15 @@ def demo_seed(*, owner_name: str = "admin") -> list[DemoCredential]:
     for name, level, autonomy in DEMO_AGENTS:
         if not Agent.objects.filter(name=name).exists():
             made = agent_create(name=name, access_level=level, autonomy=autonomy, owner=owner)
+            agent_permissions_update(
+                agent=made.agent,
+                actor=Actor.system("demo seed"),
+                access_level=level,
+                autonomy=autonomy,
+                allowed=(),
+                denied=(),
+                sub_constraints={"code_execution": DEMO_CODE_EXECUTION},
+            )
             created.append(DemoCredential("agent", name, made.token))
     return created
 
