@@ -29,6 +29,7 @@ AGENT_API_PREFIXES = ("/api/v1/me/", "/api/v1/tools/", "/api/v1/invocations/")
 AGENT_API_MIDDLEWARE = [
     "synthorg_site.agent_http.SecurityHeadersMiddleware",
     "synthorg_site.logs.RequestIdMiddleware",
+    "synthorg_site.http_edge.middleware.ApiErrorEnvelopeMiddleware",
     "synthorg_site.agent_http.CommonHeadersMiddleware",
     "synthorg_site.agent_http.FrameHeadersMiddleware",
 ]

@@ -14,7 +14,10 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402 - needs Django set u
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
+from synthorg_site.http_edge import daphne_guard  # noqa: E402
 from synthorg_site.routing import http_application, websocket_urlpatterns  # noqa: E402
+
+daphne_guard.install()
 
 application = ProtocolTypeRouter(
     {

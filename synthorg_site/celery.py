@@ -60,6 +60,11 @@ app.conf.update(
             "schedule": 1.0,
             "options": {"queue": "maintenance"},
         },
+        "sweep-refusal-summaries": {
+            "task": "tools_app.sweep_refusal_summaries",
+            "schedule": 60.0,
+            "options": {"queue": "maintenance"},
+        },
         "sweep-escalate-approvals": {
             "task": "approvals_app.sweep_escalate_approvals",
             "schedule": 15.0,

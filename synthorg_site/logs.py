@@ -11,7 +11,8 @@ import logging
 import logging.config
 import re
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import structlog
@@ -80,6 +81,21 @@ def request_id_from(header_value: str | None) -> str:
 def current_request_id() -> str | None:
     value = structlog.contextvars.get_contextvars().get("request_id")
     return str(value) if value else None
+
+
+@contextmanager
+def bound_request_id(scope: dict[str, Any]) -> Iterator[str]:
+    """For answers given before Django sees the request: its request id, bound to the logs."""
+    header = None
+    for name, value in scope.get("headers", ()):
+        if name == REQUEST_ID_HEADER.lower().encode():
+            header = bytes(value).decode("latin-1")
+    request_id = request_id_from(header)
+    structlog.contextvars.bind_contextvars(request_id=request_id)
+    try:
+        yield request_id
+    finally:
+        structlog.contextvars.unbind_contextvars("request_id")
 
 
 class RequestIdMiddleware:

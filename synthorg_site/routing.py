@@ -6,6 +6,7 @@ from typing import Any
 
 from approvals_app.routing import websocket_urlpatterns as approvals_websockets
 from synthorg_site.agent_http import agent_api_split
+from synthorg_site.http_edge.body import RequestBodyLimit
 
 websocket_urlpatterns: list[Any] = [*approvals_websockets]
 
@@ -42,5 +43,5 @@ def _relative_path(scope: dict[str, Any]) -> str:
 
 def http_application(django_app: Any) -> Any:
     """Django for every HTTP path (agent calls on their lean path), except the MCP
-    gateway at /mcp/ (and /mcp)."""
-    return LazyMcpMount(agent_api_split(django_app))
+    gateway at /mcp/ (and /mcp); /api/ and /mcp/ bodies read whole and size-limited."""
+    return RequestBodyLimit(LazyMcpMount(agent_api_split(django_app)))

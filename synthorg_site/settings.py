@@ -109,6 +109,7 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "synthorg_site.logs.RequestIdMiddleware",
+    "synthorg_site.http_edge.middleware.ApiErrorEnvelopeMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -216,6 +217,13 @@ SYNTHORG_MCP_PROGRESS_INTERVAL_SECONDS = env.float(
     "SYNTHORG_MCP_PROGRESS_INTERVAL_SECONDS", default=5.0
 )
 DATA_UPLOAD_MAX_MEMORY_SIZE = SYNTHORG_MAX_REQUEST_BYTES
+# JSON bodies nested deeper than this are refused (400) before anything reads them.
+SYNTHORG_JSON_MAX_DEPTH = env.int("SYNTHORG_JSON_MAX_DEPTH", default=32)
+# Refusals of the HTTP layer (bad JSON, 404, 405, 413, 415, ...) are audited one by one
+# up to this many per client per minute; beyond it they are counted in one summary event.
+SYNTHORG_REFUSAL_AUDIT_PER_MINUTE = env.int("SYNTHORG_REFUSAL_AUDIT_PER_MINUTE", default=20)
+# /api/ and /mcp/ answer a failed CSRF check in the error envelope; pages keep Django's.
+CSRF_FAILURE_VIEW = "synthorg_site.http_edge.views.csrf_failure"
 
 REST_FRAMEWORK: dict[str, object] = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
@@ -224,6 +232,8 @@ REST_FRAMEWORK: dict[str, object] = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["common.json_parser.StrictJSONParser"],
     "EXCEPTION_HANDLER": "tools_app.api.errors.api_exception_handler",
+    # JSON is the only answer; an Accept header asking for something else still gets it.
+    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "tools_app.api.errors.JsonOnlyNegotiation",
     "UNAUTHENTICATED_USER": None,
 }
 SPECTACULAR_SETTINGS = {

@@ -29,3 +29,11 @@ def sweep_abandoned_invocations() -> int:
     from tools_app.services.invocation_sweep import invocations_abandoned_settle
 
     return invocations_abandoned_settle()
+
+
+@shared_task(name="tools_app.sweep_refusal_summaries", quiet=True)
+def sweep_refusal_summaries() -> int:
+    """Write the counts of refused requests beyond the per-minute audit budget."""
+    from tools_app.services.request_refusal import request_refusals_summarise
+
+    return request_refusals_summarise()

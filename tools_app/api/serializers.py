@@ -1,9 +1,41 @@
-"""Request bodies of the agent API (validation and the OpenAPI schema)."""
+"""Request bodies of the agent API (validation and the OpenAPI schema).
+
+Every number has its range in the schema and in the message that refuses it.
+"""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.conf import settings
 from rest_framework import serializers
+
+
+def bounded_integer(name: str, low: int, high: int, **kwargs: Any) -> serializers.IntegerField:
+    """An integer field whose every refusal names the allowed range."""
+    allowed = f"{name} must be an integer from {low} to {high}"
+    return serializers.IntegerField(
+        min_value=low,
+        max_value=high,
+        error_messages={
+            "invalid": f"not an integer; {allowed}",
+            "min_value": f"too small; {allowed}",
+            "max_value": f"too large; {allowed}",
+            "max_string_length": f"too long; {allowed}",
+        },
+        **kwargs,
+    )
+
+
+def wait_field() -> serializers.IntegerField:
+    return bounded_integer(
+        "wait",
+        0,
+        settings.SYNTHORG_WAIT_MAX_SECONDS,
+        required=False,
+        default=0,
+        help_text="seconds to hold the answer until the invocation is terminal",
+    )
 
 
 class CallSerializer(serializers.Serializer):
@@ -16,24 +48,32 @@ class CallSerializer(serializers.Serializer):
 
 
 class InvocationCreateSerializer(CallSerializer):
-    wait = serializers.IntegerField(min_value=0, max_value=60, required=False, default=0)
+    wait = wait_field()
 
 
 class BatchSerializer(serializers.Serializer):
-    calls = serializers.ListField(child=CallSerializer(), min_length=1)
-    max_concurrency = serializers.IntegerField(min_value=1, required=False, allow_null=True)
-    wait = serializers.IntegerField(min_value=0, max_value=60, required=False, default=0)
-
-    def validate_calls(self, value: list[dict[str, object]]) -> list[dict[str, object]]:
-        if len(value) > settings.SYNTHORG_BATCH_MAX_CALLS:
-            raise serializers.ValidationError(
-                f"at most {settings.SYNTHORG_BATCH_MAX_CALLS} calls per batch"
-            )
-        return value
+    calls = serializers.ListField(
+        child=CallSerializer(),
+        min_length=1,
+        max_length=settings.SYNTHORG_BATCH_MAX_CALLS,
+        error_messages={
+            "min_length": "a batch needs at least one call",
+            "max_length": f"at most {settings.SYNTHORG_BATCH_MAX_CALLS} calls per batch",
+        },
+    )
+    max_concurrency = bounded_integer(
+        "max_concurrency",
+        1,
+        settings.SYNTHORG_BATCH_MAX_CALLS,
+        required=False,
+        allow_null=True,
+        help_text="at most this many calls of the batch run at once",
+    )
+    wait = wait_field()
 
 
 class WaitQuerySerializer(serializers.Serializer):
-    wait = serializers.IntegerField(min_value=0, max_value=60, required=False, default=0)
+    wait = wait_field()
 
 
 class ErrorBodySerializer(serializers.Serializer):

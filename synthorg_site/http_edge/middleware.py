@@ -1,0 +1,161 @@
+"""Django middleware: /api/ and /mcp/ answer in the error envelope, whatever refused them.
+
+DRF views answer their refusals in the envelope already (tools_app.api.errors).
+What Django answers by itself (an unknown path, a malformed UUID in a path, a
+wrong method on a plain view, a CSRF failure, a server error, the debug pages)
+is an HTML page; on these paths it is replaced by the envelope with the same
+status, and audited. A POST without the trailing slash is served at the path
+with it (Django would redirect, and a redirect drops the body).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from asgiref.sync import iscoroutinefunction, markcoroutinefunction
+from django.http import HttpRequest, HttpResponse, HttpResponseBase, JsonResponse
+from django.urls import Resolver404, resolve
+
+from synthorg_site.http_edge.envelope import (
+    DEFAULT_MESSAGE,
+    code_for_status,
+    error_document,
+    is_api_path,
+)
+from synthorg_site.http_edge.refusals import refusal_audit, refusal_audit_async
+
+REFUSAL_MARK = "_synthorg_refusal"
+
+
+@dataclass(frozen=True)
+class RefusalNote:
+    """A refusal a view answered in the envelope, left on its response to be audited."""
+
+    status: int
+    code: str
+    message: str
+    agent: Any | None = None
+    person: Any | None = None
+
+
+def envelope_response(
+    status: int, message: str | None = None, details: dict[str, Any] | None = None
+) -> JsonResponse:
+    code = code_for_status(status)
+    response = JsonResponse(
+        error_document(code, message or DEFAULT_MESSAGE[code], details), status=status
+    )
+    if status == 401:
+        response["WWW-Authenticate"] = 'Bearer realm="synthorg"'
+    return response
+
+
+def _matches(path: str, urlconf: Any) -> bool:
+    try:
+        resolve(path, urlconf)
+    except Resolver404:
+        return False
+    return True
+
+
+def add_missing_slash(request: HttpRequest) -> None:
+    """/api/v1/invocations is served as /api/v1/invocations/ (never a redirect)."""
+    path = request.path_info
+    if not is_api_path(path) or path.endswith("/"):
+        return
+    urlconf = getattr(request, "urlconf", None)
+    if not _matches(path, urlconf) and _matches(path + "/", urlconf):
+        request.path_info = path + "/"
+        request.path = request.path + "/"
+
+
+def _message_for(request: HttpRequest, response: HttpResponseBase) -> tuple[str, dict[str, Any]]:
+    status = response.status_code
+    if status == 404:
+        return (
+            f"no endpoint or resource at {request.path}; the API is described at /api/schema/",
+            {"path": request.path},
+        )
+    if status == 405:
+        allowed = response.get("Allow", "")
+        return (
+            f"{request.method} is not allowed on {request.path}; allowed: {allowed or 'none'}",
+            {"allowed": [m.strip() for m in allowed.split(",") if m.strip()]},
+        )
+    code = code_for_status(status)
+    return DEFAULT_MESSAGE[code], {}
+
+
+def _needs_envelope(request: HttpRequest, response: HttpResponseBase) -> bool:
+    if response.status_code < 400 or not is_api_path(request.path):
+        return False
+    return "json" not in response.get("Content-Type", "")
+
+
+def _replacement(request: HttpRequest, response: HttpResponseBase) -> HttpResponse:
+    message, details = _message_for(request, response)
+    replaced = envelope_response(response.status_code, message, details)
+    for header in ("Allow", "Retry-After", "WWW-Authenticate"):
+        if header in response:
+            replaced[header] = response[header]
+    return replaced
+
+
+def _note_for(request: HttpRequest, response: HttpResponseBase) -> RefusalNote:
+    status = response.status_code
+    return RefusalNote(
+        status=status, code=code_for_status(status), message=_message_for(request, response)[0]
+    )
+
+
+def _audit_fields(note: RefusalNote) -> dict[str, Any]:
+    return {
+        "status": note.status,
+        "code": note.code,
+        "message": note.message,
+        "agent": note.agent,
+        "person": note.person,
+    }
+
+
+class ApiErrorEnvelopeMiddleware:
+    """Outermost on /api/ and /mcp/: the envelope for every error Django answers itself."""
+
+    sync_capable = True
+    async_capable = True
+
+    def __init__(self, get_response: Callable[..., Any]) -> None:
+        self.get_response = get_response
+        if iscoroutinefunction(get_response):
+            markcoroutinefunction(self)
+
+    def __call__(self, request: HttpRequest) -> Any:
+        if iscoroutinefunction(self):
+            return self._acall(request)
+        add_missing_slash(request)
+        response = self.get_response(request)
+        note = getattr(response, REFUSAL_MARK, None)
+        if note is not None:
+            refusal_audit(request, **_audit_fields(note))
+            return response
+        if not _needs_envelope(request, response):
+            return response
+        replaced = _replacement(request, response)
+        refusal_audit(request, **_audit_fields(_note_for(request, response)))
+        return replaced
+
+    async def _acall(self, request: HttpRequest) -> HttpResponseBase:
+        add_missing_slash(request)
+        get_response: Callable[[HttpRequest], Awaitable[HttpResponseBase]] = self.get_response
+        response = await get_response(request)
+        note = getattr(response, REFUSAL_MARK, None)
+        if note is not None:
+            await refusal_audit_async(request, **_audit_fields(note))
+            return response
+        if not _needs_envelope(request, response):
+            return response
+        replaced = _replacement(request, response)
+        await refusal_audit_async(request, **_audit_fields(_note_for(request, response)))
+        return replaced
