@@ -40,6 +40,9 @@ case "$mode" in
     check "command -v git" git
     check "command -v ip" iproute2
     check "command -v runuser" util-linux
+    # The acceptance tests drive the gateway with the official TypeScript MCP client.
+    check "command -v node" nodejs
+    check "command -v npm" npm
     ;;
   *) echo "usage: $0 run|test" >&2; exit 2 ;;
 esac

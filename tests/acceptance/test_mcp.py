@@ -18,59 +18,21 @@ import anyio
 import httpx
 import pytest
 
-from common.testing import wait_until
 from tests.acceptance.conftest import Console
 from tests.acceptance.console import decide
+from tests.acceptance.mcp_calls import (
+    approval_of,
+    late_approval,
+    read_back,
+    status_of,
+    text_of,
+    wait_status,
+)
 from tests.tools_app.mcp.conftest import with_mcp
 
 # A person who takes this long to decide is waited for (the gateway waits 50 s).
 PERSON_DELAY_SECONDS = 30
 CALL_HEADERS = {"Accept": "application/json, text/event-stream"}
-
-
-def _text(result: Any) -> str:
-    return "\n".join(block.text for block in result.content)
-
-
-def _approval_of(operator: httpx.Client, tool: str, path: str) -> dict[str, Any]:
-    """The pending approval request of the agent's call of `tool` on `path`."""
-    found: list[dict[str, Any]] = []
-
-    def listed() -> bool:
-        answer = operator.get("/api/v1/approvals/", params={"status": "pending"})
-        assert answer.status_code == 200, answer.text
-        for row in answer.json()["results"]:
-            call = row["invocation"]
-            if call["tool"] == tool and call["arguments"].get("path") == path:
-                found.append(row)
-                return True
-        return False
-
-    wait_until(listed, timeout=60, what=f"an approval request for {tool} {path}", poll=0.3)
-    return found[-1]
-
-
-def _status(console: Console, agent: str, invocation_id: str) -> str:
-    with console.agent(agent) as http:
-        answer = http.get(f"/api/v1/invocations/{invocation_id}/")
-        assert answer.status_code == 200, answer.text
-        return str(answer.json()["status"])
-
-
-def _wait_status(console: Console, agent: str, invocation_id: str, status: str) -> None:
-    wait_until(
-        lambda: _status(console, agent, invocation_id) == status,
-        timeout=30,
-        what=f"invocation {invocation_id} to be {status}",
-        poll=0.3,
-    )
-
-
-def _read_back(console: Console, agent: str, path: str) -> Any:
-    async def work(session: Any) -> Any:
-        return await session.call_tool("read_file", {"path": path})
-
-    return with_mcp(console.base_url, console.credentials.agents[agent], work)
 
 
 def test_a_stock_client_writes_a_file_without_any_meta(console: Console) -> None:
@@ -88,10 +50,10 @@ def test_a_stock_client_writes_a_file_without_any_meta(console: Console) -> None
     assert hints is not None
     assert (hints.read_only_hint, hints.destructive_hint) == (False, True)
     assert (hints.idempotent_hint, hints.open_world_hint) == (False, False)
-    assert written.is_error is False, _text(written)
+    assert written.is_error is False, text_of(written)
     assert written.meta["synthorg/status"] == "succeeded"
-    read = _read_back(console, "build-bot", path)
-    assert read.is_error is False and "plain" in _text(read)
+    read = read_back(console, "build-bot", path)
+    assert read.is_error is False and "plain" in text_of(read)
 
 
 def test_a_call_waits_for_a_person_who_approves_after_30_s_with_progress_notes(
@@ -103,7 +65,7 @@ def test_a_call_waits_for_a_person_who_approves_after_30_s_with_progress_notes(
     asked: list[dict[str, Any]] = []
 
     def person_decides_late() -> None:
-        asked.append(_approval_of(operator, "write_file", path))
+        asked.append(approval_of(operator, "write_file", path))
         time.sleep(PERSON_DELAY_SECONDS)  # a person reading the request; not a measurement
         decide(operator, asked[-1]["id"], "approve")
 
@@ -121,14 +83,14 @@ def test_a_call_waits_for_a_person_who_approves_after_30_s_with_progress_notes(
             await anyio.to_thread.run_sync(person.join)
 
     result = with_mcp(console.base_url, token, work)
-    assert result.is_error is False, _text(result)
+    assert result.is_error is False, text_of(result)
     assert result.meta["synthorg/status"] == "succeeded"
     assert asked, "the call waited for a person"
     request_id = asked[-1]["id"]
     assert len(notes) >= 2, notes
     assert all(f"approval request {request_id}" in message for _, message in notes), notes
     assert [done for done, _ in notes] == sorted(done for done, _ in notes)
-    assert "approved" in _text(_read_back(console, "ops-bot", path))
+    assert "approved" in text_of(read_back(console, "ops-bot", path))
 
 
 def test_a_persons_denial_reason_reaches_the_agent(
@@ -139,7 +101,7 @@ def test_a_persons_denial_reason_reaches_the_agent(
     reason = f"not during the freeze {uuid.uuid4().hex[:6]}"
 
     def person_denies() -> None:
-        decide(operator, _approval_of(operator, "write_file", path)["id"], "deny", reason)
+        decide(operator, approval_of(operator, "write_file", path)["id"], "deny", reason)
 
     async def work(session: Any) -> Any:
         person = threading.Thread(target=person_denies, name="operator")
@@ -152,9 +114,9 @@ def test_a_persons_denial_reason_reaches_the_agent(
     result = with_mcp(console.base_url, token, work)
     assert result.is_error is True
     assert result.meta["synthorg/status"] == "denied"
-    assert reason in _text(result), _text(result)
-    assert "denied by " in _text(result)
-    assert _read_back(console, "ops-bot", path).is_error is True, "nothing was written"
+    assert reason in text_of(result), text_of(result)
+    assert "denied by " in text_of(result)
+    assert read_back(console, "ops-bot", path).is_error is True, "nothing was written"
 
 
 def test_a_client_that_cancels_its_request_cancels_the_invocation(
@@ -166,19 +128,17 @@ def test_a_client_that_cancels_its_request_cancels_the_invocation(
     async def work(session: Any) -> dict[str, Any]:
         async with anyio.create_task_group() as group:
             group.start_soon(session.call_tool, "write_file", {"path": path, "content": "x\n"})
-            row = await anyio.to_thread.run_sync(_approval_of, operator, "write_file", path)
+            row = await anyio.to_thread.run_sync(approval_of, operator, "write_file", path)
             group.cancel_scope.cancel()  # the caller gives up: the SDK cancels the request
         return row
 
     row = with_mcp(console.base_url, token, work)
     invocation_id = row["invocation"]["id"]
-    _wait_status(console, "ops-bot", invocation_id, "cancelled")
-    late = operator.post(
-        f"/api/v1/approvals/{row['id']}/decide/", json={"decision": "approve", "reason": ""}
-    )
+    wait_status(console, "ops-bot", invocation_id, "cancelled")
+    late = late_approval(operator, row["id"])
     assert late.status_code == 409, late.text
-    assert _status(console, "ops-bot", invocation_id) == "cancelled"
-    assert _read_back(console, "ops-bot", path).is_error is True, "it never ran"
+    assert status_of(console, "ops-bot", invocation_id) == "cancelled"
+    assert read_back(console, "ops-bot", path).is_error is True, "it never ran"
 
 
 def _post(console: Console, token: str, message: dict[str, Any], **kw: Any) -> httpx.Response:
@@ -216,17 +176,17 @@ def test_notifications_cancelled_cancels_only_the_senders_own_call(
     )
     caller.start()
     try:
-        row = _approval_of(operator, "write_file", path)
+        row = approval_of(operator, "write_file", path)
         invocation_id = row["invocation"]["id"]
         # Attack: another agent names the same request id; nothing happens to the call.
         # The cancel is applied before the 202 answer, so the status below is final.
         assert _post(console, stranger, _cancel(41), timeout=30).status_code == 202
-        assert _status(console, "ops-bot", invocation_id) == "pending_approval"
+        assert status_of(console, "ops-bot", invocation_id) == "pending_approval"
         # The owner's own cancel names its request and cancels the call.
         assert _post(console, owner, _cancel(41), timeout=30).status_code == 202
     finally:
         caller.join(timeout=120)
-    _wait_status(console, "ops-bot", invocation_id, "cancelled")
+    wait_status(console, "ops-bot", invocation_id, "cancelled")
     [answer] = answers
     assert answer.status_code == 200
     result = answer.json()["result"]
@@ -258,21 +218,19 @@ def test_a_dropped_connection_withdraws_a_call_still_waiting_for_a_person(
     if streaming:
         message["params"]["_meta"] = {"progressToken": "drop"}
     sock = _raw_call(console, token, message)
-    row = _approval_of(operator, "write_file", path)
+    row = approval_of(operator, "write_file", path)
     sock.close()  # the client goes away while a person has not decided
     invocation_id = row["invocation"]["id"]
-    _wait_status(console, "ops-bot", invocation_id, "cancelled")
-    late = operator.post(
-        f"/api/v1/approvals/{row['id']}/decide/", json={"decision": "approve", "reason": ""}
-    )
+    wait_status(console, "ops-bot", invocation_id, "cancelled")
+    late = late_approval(operator, row["id"])
     assert late.status_code == 409, late.text
     # Positive control: the same call with the client still there runs once approved.
     kept_path = f"mcp-kept-{uuid.uuid4().hex[:8]}.txt"
     sock = _raw_call(console, token, _call(8, kept_path))
     try:
-        kept = _approval_of(operator, "write_file", kept_path)
+        kept = approval_of(operator, "write_file", kept_path)
         decide(operator, kept["id"], "approve")
-        _wait_status(console, "ops-bot", kept["invocation"]["id"], "succeeded")
+        wait_status(console, "ops-bot", kept["invocation"]["id"], "succeeded")
     finally:
         sock.close()
 
@@ -290,9 +248,9 @@ def test_a_call_still_pending_when_the_wait_ends_is_resumed_by_the_same_call(
 
     pending = with_mcp(console.base_url, token, call)
     assert pending.is_error is True and pending.meta["synthorg/status"] == "pending_approval"
-    text = _text(pending)
+    text = text_of(pending)
     assert "Call write_file again with the same arguments" in text and "/api/" not in text
-    row = _approval_of(operator, "write_file", path)
+    row = approval_of(operator, "write_file", path)
     assert row["invocation"]["id"] == pending.meta["synthorg/invocation"]
     decide(operator, row["id"], "approve")
 
@@ -300,7 +258,7 @@ def test_a_call_still_pending_when_the_wait_ends_is_resumed_by_the_same_call(
         return await session.call_tool("write_file", arguments)
 
     done = with_mcp(console.base_url, token, again)
-    assert done.is_error is False, _text(done)
+    assert done.is_error is False, text_of(done)
     assert done.meta["synthorg/invocation"] == pending.meta["synthorg/invocation"]
     # Once its outcome was delivered, the same call again is a new call.
     third = with_mcp(console.base_url, token, call)
