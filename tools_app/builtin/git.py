@@ -27,6 +27,7 @@ from tools_app.builtin.git_command import (
     check_pathspec,
     check_ref,
     check_revision,
+    default_identity,
     invalid,
     open_repository,
 )
@@ -218,9 +219,7 @@ class GitCommitTool:
         if not message.strip() or "\x00" in message:
             raise invalid("message must be non-empty text without NUL")
         paths = [check_pathspec(p) for p in arguments.get("paths", [])]
-        settings = context.settings
-        name = str(settings.get("author_name") or context.agent_name)
-        email = str(settings.get("author_email") or f"{context.agent_id}@agents.synthorg.invalid")
+        name, email = default_identity(context)
         git = GitRunner(
             context, extra_options=("-c", f"user.name={name}", "-c", f"user.email={email}")
         )

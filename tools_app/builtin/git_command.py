@@ -150,6 +150,37 @@ def open_repository(context: ToolContext, relative: object) -> Repository:
     return Repository(work_tree, str(work_tree.relative_to(root)) or ".")
 
 
+def default_identity(context: ToolContext) -> tuple[str, str]:
+    """The author name and email of the agent's commits unless configured otherwise."""
+    settings = context.settings
+    name = str(settings.get("author_name") or context.agent_name)
+    email = str(settings.get("author_email") or f"{context.agent_id}@agents.synthorg.invalid")
+    return name, email
+
+
+def shell_launcher_argv(
+    *, ceiling_depth: int, writable: bool, identity: tuple[str, str]
+) -> tuple[str, ...]:
+    """The launcher, before git's arguments, for a git command ``shell_command`` runs.
+
+    The repository is found from the working directory (after ``-C``), never
+    more than ``ceiling_depth`` levels up (the workspace root); no network.
+    ``identity`` is the author when the repository names none.
+    """
+    spec = {
+        "mode": "discover",
+        "ceiling_depth": ceiling_depth,
+        "allowed_keys": list(ALLOWED_LOCAL_KEYS),
+        "dropped_keys": [],
+        "max_config_bytes": MAX_CONFIG_BYTES,
+        "writable": writable,
+        "identity": list(identity),
+        "env": dict(HARDENING_ENV),
+        "options": list(HARDENING_OPTIONS),
+    }
+    return (*LAUNCHER_ARGV, json.dumps(spec))
+
+
 def launcher_refusal(result: SandboxResult) -> ToolRefusedError | None:
     """The launcher's refusal in ``result``, if it refused."""
     if result.exit_code != REFUSED_EXIT or not result.stderr.startswith(REFUSED_MARKER):

@@ -163,8 +163,18 @@ def check_entries(
     return kept
 
 
+def _config_value(value: str) -> str:
+    """``value`` quoted for a config file (control characters dropped)."""
+    kept = "".join(c for c in value if c >= " " and c != "\x7f")
+    return '"' + kept.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
 def make_common_dir(
-    git_dir: str, entries: list[tuple[str, str]], scratch: str, writable: bool
+    git_dir: str,
+    entries: list[tuple[str, str]],
+    scratch: str,
+    writable: bool,
+    identity: list[str] | None = None,
 ) -> tuple[str, list[tuple[str, str]]]:
     """The private common directory git uses instead of the repository's own."""
     values = dict(entries)
@@ -177,6 +187,10 @@ def make_common_dir(
         if object_format.lower() not in ("sha1", "sha256"):
             raise Refused(f"extensions.objectformat {object_format!r} is not supported")
         lines += ["[extensions]", f"\tobjectformat = {object_format.lower()}"]
+    if identity:
+        # Lowest priority: the repository's own user.* (passed as GIT_CONFIG_COUNT) wins.
+        name, email = identity
+        lines += ["[user]", f"\tname = {_config_value(name)}", f"\temail = {_config_value(email)}"]
     common = os.path.join(scratch, "common")
     os.mkdir(common, 0o700)
     with open(os.path.join(common, "config"), "w", encoding="utf-8") as handle:
@@ -249,7 +263,9 @@ def prepare(
     if spec.get("print_config"):
         print(json.dumps(dict(entries)))
         sys.exit(0)
-    common, passed = make_common_dir(git_dir, entries, scratch, spec.get("writable", False))
+    common, passed = make_common_dir(
+        git_dir, entries, scratch, spec.get("writable", False), spec.get("identity")
+    )
     env.update(config_env(passed))
     env.update({"GIT_DIR": git_dir, "GIT_WORK_TREE": top, "GIT_COMMON_DIR": common})
     return ["git", *spec["options"], *args], env

@@ -10,7 +10,9 @@ system directories: a script or link planted in the workspace is refused.
 Wrappers that run another program (``env``, ``nice``, ``timeout``, ``nohup``,
 ``stdbuf``, ``time``, ``command``, ``exec``, ``xargs``, ``setsid``, ``busybox``,
 ``find -exec``) have the wrapped command checked too; shells with ``-c`` have
-their command line parsed and every command in it checked. Privilege
+their command line parsed and every command in it checked. Programs that
+can start others through their options (git, tar, sed, awk, rsync, ssh, man,
+less…) have those options refused (``shell_runners``). Privilege
 switchers, tracers and interpreters given inline code (``python -c``,
 ``perl -e``…) are refused: what they would run cannot be checked.
 """
@@ -28,6 +30,7 @@ from tools_app.builtin.shell_parse import (
     parse_command_line,
     simple_commands,
 )
+from tools_app.builtin.shell_runners import check_runner
 from tools_app.builtin.shell_wrappers import (
     CommandRefusedError,
     inline_code,
@@ -212,6 +215,7 @@ def check_argv(argv: Sequence[str], rules: ProgramRules, cwd: str, depth: int = 
         family = program_family(program.real_path)
     if family in REFUSED_WRAPPERS:
         raise CommandRefusedError(f"{word!r} runs programs in a way that cannot be checked")
+    check_runner(family, list(argv[1:]), top_level=depth == 0)
     for wrapped in wrapped_commands(family, list(argv[1:])):
         check_argv(wrapped, rules, cwd, depth + 1)
     if family == "sh":

@@ -4,7 +4,8 @@
 ``exec``, ``xargs``, ``setsid``, ``ionice``, ``taskset``, ``busybox`` and
 ``find -exec`` run another program named in their arguments; shells run the
 string after ``-c``; interpreters run inline code after ``-c``/``-e``. Options
-that hide what would run (``env -S``, ``env PATH=…``) are refused.
+that hide what would run (``env -S``, ``env PATH=…`` and any variable but a
+few locale and display ones) are refused.
 """
 
 from __future__ import annotations
@@ -126,6 +127,10 @@ _SIMPLE_WRAPPERS: Final = frozenset(
     | {"timeout", "xargs", "ionice", "taskset", "unbuffer"}
 )
 _POSITIONAL_BEFORE_COMMAND: Final = {"timeout": 1, "taskset": 1}
+# Variables ``env NAME=VALUE`` may set (and LC_*): many others name a program to run.
+ENV_SETTABLE: Final = frozenset(
+    {"LANG", "LANGUAGE", "TZ", "TERM", "COLUMNS", "LINES", "NO_COLOR", "FORCE_COLOR"}
+)
 
 
 def _strip_options(family: str, args: list[str]) -> list[str]:
@@ -159,9 +164,12 @@ def _strip_options(family: str, args: list[str]) -> list[str]:
     rest = args[index:]
     if family == "env":
         while rest and "=" in rest[0] and not rest[0].startswith("="):
-            if rest[0].split("=", 1)[0] in ("PATH", "LD_PRELOAD", "LD_LIBRARY_PATH"):
+            name = rest[0].split("=", 1)[0]
+            if name not in ENV_SETTABLE and not name.startswith("LC_"):
                 raise CommandRefusedError(
-                    f"env {rest[0].split('=', 1)[0]}=… is refused: it changes what would run"
+                    f"env {name}=… is refused: it can change what would run (PATH, PAGER, "
+                    "LESSOPEN, BASH_ENV, GIT_*, TAR_OPTIONS… name programs); only locale, "
+                    f"time-zone and display variables can be set: {', '.join(sorted(ENV_SETTABLE))}"
                 )
             rest = rest[1:]
     skip = _POSITIONAL_BEFORE_COMMAND.get(family, 0)

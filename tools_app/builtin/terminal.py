@@ -4,9 +4,11 @@ The program and every program it would run are checked against the allow and
 deny lists before any process starts (``shell_policy``); command lines, when
 the settings accept them, are parsed, every command in them checked, and then
 written back fully quoted so the shell runs exactly what was checked
-(``shell_parse``). The call runs on the terminal category's backend (namespace
-by default) with a clean environment, no network, the working directory inside
-the workspace, a timeout and output cut per stream. Settings and
+(``shell_parse``), git going through the console's git launcher and sed
+given ``--sandbox`` (``terminal_harden``). The call runs on the terminal
+category's backend (namespace by default) with a clean environment, no
+network, the working directory inside the workspace, a timeout and output cut
+per stream. Settings and
 sub-constraint keys: see ``terminal_settings``.
 """
 
@@ -25,6 +27,7 @@ from tools_app.builtin.base import (
     ToolRefusedError,
 )
 from tools_app.builtin.fs_paths import AgentPath, PathRules, check_agent_path, workspace_roots
+from tools_app.builtin.git_command import LAUNCHER_ARGV, default_identity, launcher_refusal
 from tools_app.builtin.process_output import PROCESS_OUTPUT_SCHEMA
 from tools_app.builtin.shell_parse import (
     ShellSyntaxRefusedError,
@@ -38,6 +41,7 @@ from tools_app.builtin.shell_policy import (
     check_argv,
     check_command_line,
 )
+from tools_app.builtin.terminal_harden import Hardening, harden_argv, harden_command_list
 from tools_app.builtin.terminal_settings import TerminalSettings, program_rules
 from tools_app.contracts import ToolContract
 from tools_app.sandbox.errors import SandboxError
@@ -146,6 +150,7 @@ def _command_line(
     cwd: AgentPath,
     cwd_host: str,
     line: object,
+    hardening: Hardening,
 ) -> tuple[str, ...]:
     if not settings.command_mode:
         raise ToolRefusedError(
@@ -170,7 +175,7 @@ def _command_line(
     except CommandRefusedError as exc:
         raise _refused(exc) from exc
     _check_redirections(context, cwd, line)
-    return (SHELL, "-c", render(parsed))
+    return (SHELL, "-c", render(harden_command_list(parsed, hardening)))
 
 
 def _timeout(settings: TerminalSettings, requested: object) -> float:
@@ -241,15 +246,20 @@ class ShellCommandTool:
             )
         cwd = _workspace_path(context, arguments.get("cwd", "."))
         cwd_host = os.path.join(os.path.realpath(context.workspace), *cwd.parts)
+        hardening = Hardening(
+            rules, cwd_host, len(cwd.parts), not settings.read_only, default_identity(context)
+        )
         if has_argv:
             argv = _check_argv_words(arguments["argv"], settings.max_command_length)
             try:
                 check_argv(argv, rules, cwd_host)
             except CommandRefusedError as exc:
                 raise _refused(exc) from exc
-            run_argv: tuple[str, ...] = tuple(argv)
+            run_argv = harden_argv(argv, hardening)
         else:
-            run_argv = _command_line(context, settings, rules, cwd, cwd_host, arguments["command"])
+            run_argv = _command_line(
+                context, settings, rules, cwd, cwd_host, arguments["command"], hardening
+            )
         stdin = arguments.get("stdin", "")
         if not isinstance(stdin, str):
             raise ToolRefusedError(RefusalCode.INVALID_ARGUMENT, "stdin must be a string")
@@ -272,6 +282,9 @@ class ShellCommandTool:
             result = context.sandbox.run(spec)
         except SandboxError as exc:
             raise ToolFailedError(exc.reason, code="SANDBOX_REFUSED") from exc
+        refusal = launcher_refusal(result) if run_argv[:5] == LAUNCHER_ARGV else None
+        if refusal is not None:
+            raise refusal
         return outcome_from_result(result, timeout, settings.max_output_bytes)
 
 

@@ -238,7 +238,7 @@ def test_privilege_switchers_are_never_run(workspace: Path, ns: CountingSandbox)
     "argv",
     [
         ["env", "rm", "hello.txt"],
-        ["env", "-i", "A=1", "rm", "hello.txt"],
+        ["env", "-i", "LANG=C", "rm", "hello.txt"],
         ["env", "-u", "HOME", "rm", "hello.txt"],
         ["nice", "-n", "5", "rm", "hello.txt"],
         ["nohup", "rm", "hello.txt"],
