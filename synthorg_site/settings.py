@@ -204,6 +204,11 @@ SYNTHORG_MAX_REQUEST_BYTES = env.int("SYNTHORG_MAX_REQUEST_BYTES", default=1024 
 SYNTHORG_AGENT_RATE_LIMIT_PER_MINUTE = env.int("SYNTHORG_AGENT_RATE_LIMIT_PER_MINUTE", default=1200)
 SYNTHORG_WAIT_MAX_SECONDS = 60
 SYNTHORG_RESULT_MAX_CHARS = env.int("SYNTHORG_RESULT_MAX_CHARS", default=200_000)
+# An error message or a reason relayed to an agent is cut to this many characters.
+SYNTHORG_ERROR_MAX_CHARS = env.int("SYNTHORG_ERROR_MAX_CHARS", default=2000)
+# Known secrets (and their encoded spellings) shorter than this, whitespace not
+# counted, are never looked for: they would match ordinary words and numbers.
+SYNTHORG_SECRET_MIN_LENGTH = env.int("SYNTHORG_SECRET_MIN_LENGTH", default=8)
 SYNTHORG_INVOCATION_LEASE_SECONDS = env.float("SYNTHORG_INVOCATION_LEASE_SECONDS", default=10.0)
 # An idempotent call whose worker keeps dying is failed after this many attempts.
 SYNTHORG_INVOCATION_MAX_ATTEMPTS = env.int("SYNTHORG_INVOCATION_MAX_ATTEMPTS", default=3)

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import functools
+import os
 
 from django.conf import settings
+
+from tools_app.sanitize.keys import is_secret_name, not_a_secret
 
 
 @functools.cache
 def known_secrets() -> tuple[str, ...]:
-    """The secret key, database and Redis passwords: strings no agent may ever see."""
+    """The secret key, database and Redis passwords, injected header values and the
+    values of secret-named variables of the console's own environment: strings no
+    agent may ever see."""
     found = [settings.SECRET_KEY]
     for database in settings.DATABASES.values():
         found.append(str(database.get("PASSWORD") or ""))
@@ -20,7 +25,20 @@ def known_secrets() -> tuple[str, ...]:
         found.append(redis_password)
     found.extend(_configured_header_values())
     found.extend(_database_connection_passwords())
-    return tuple(s for s in found if len(s) >= 8)
+    found.extend(_environment_secrets())
+    minimum = settings.SYNTHORG_SECRET_MIN_LENGTH
+    return tuple(dict.fromkeys(s for s in found if len("".join(s.split())) >= minimum))
+
+
+def _environment_secrets() -> list[str]:
+    """Values of the console's environment variables whose names say secret
+    (`*_TOKEN`, `*_SECRET*`, `*_PASSWORD`, `AWS_SECRET_ACCESS_KEY`, …); a path or a
+    number under such a name (`SSH_AUTH_SOCK`, `PWD`) is not one."""
+    return [
+        value
+        for name, value in os.environ.items()
+        if is_secret_name(name) and not not_a_secret(value)
+    ]
 
 
 def _configured_header_values() -> list[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from approvals_app.models import ApprovalRequest
+from tools_app.agent_view import agent_message, agent_structure
 from tools_app.models import Invocation, InvocationStatus
 
 _RAN = {InvocationStatus.SUCCEEDED, InvocationStatus.FAILED, InvocationStatus.TIMED_OUT}
@@ -48,6 +49,9 @@ def _result(invocation: Invocation) -> dict[str, Any] | None:
 
 
 def invocation_json(invocation: Invocation) -> dict[str, Any]:
+    """The invocation as its agent sees it. Content and structured results are
+    stored sanitised by the worker; reasons, the decision trace and the error
+    message (which can quote a person's words or tool output) are sanitised here."""
     decision = invocation.decision or {}
     return {
         "id": str(invocation.id),
@@ -56,14 +60,14 @@ def invocation_json(invocation: Invocation) -> dict[str, Any]:
         "status": invocation.status,
         "decision": {
             "outcome": decision.get("outcome"),
-            "reason": decision.get("reason", ""),
-            "rule": decision.get("rule", ""),
-            "trace": decision.get("trace", []),
+            "reason": agent_message(str(decision.get("reason") or "")),
+            "rule": agent_message(str(decision.get("rule") or "")),
+            "trace": agent_structure(decision.get("trace") or []).value,
         },
         "approval": _approval(invocation),
         "result": _result(invocation),
         "error": (
-            {"code": invocation.error_code, "message": invocation.error_message}
+            {"code": invocation.error_code, "message": agent_message(invocation.error_message)}
             if invocation.error_code
             else None
         ),

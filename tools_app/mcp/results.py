@@ -11,13 +11,11 @@ from __future__ import annotations
 from typing import Any
 
 import mcp_types as types
-from django.conf import settings
 
 from approvals_app.models import ApprovalRequest
 from common.errors import SynthOrgError
+from tools_app.agent_view import agent_message
 from tools_app.models import Invocation, InvocationStatus
-from tools_app.sanitize import sanitize_output
-from tools_app.secrets import known_secrets
 
 META_INVOCATION = "synthorg/invocation"
 META_STATUS = "synthorg/status"
@@ -28,9 +26,7 @@ _RAN = {InvocationStatus.SUCCEEDED, InvocationStatus.FAILED, InvocationStatus.TI
 
 
 def _clean(text: str) -> str:
-    return sanitize_output(
-        text, known_secrets=known_secrets(), max_chars=settings.SYNTHORG_RESULT_MAX_CHARS
-    ).text
+    return agent_message(text)
 
 
 def _text(text: str) -> types.TextContent:
@@ -71,7 +67,7 @@ def refusal_result(error: SynthOrgError, *, tool: str = "") -> types.CallToolRes
 def request_problem_result(message: str) -> types.CallToolResult:
     """The MCP request itself is malformed where the REST API would answer 400."""
     return types.CallToolResult(
-        content=[_text(f"refused (invalid_argument): {message}")],
+        content=[_text(f"refused (invalid_argument): {_clean(message)}")],
         is_error=True,
         _meta={META_ERROR_CODE: "invalid_argument"},
     )

@@ -1,11 +1,16 @@
 """Output sanitisation and secret redaction (pure: no Django).
 
-An agent sees tool output stripped of escape sequences and invisible
-characters, with credential-shaped strings and the console's own secrets
-replaced by `[REDACTED:<kind>]`, cut to a size limit. Callers keep the raw
-output for auditors.
+Everything an agent sees goes through here: tool output, every string of a
+structured result (keys too), error messages and the reasons relayed to it.
+Escape sequences and invisible characters are stripped, credential-shaped
+strings and the console's own secrets (in any spelling: split by whitespace,
+JSON-escaped, percent-encoded, hex, base64, base64url) are replaced by
+`[REDACTED:<kind>]`, and text is cut to a size limit with a marker. Callers
+keep the raw output for auditors.
 """
 
+from tools_app.sanitize.credentials import TRUNCATION_MARKER
+from tools_app.sanitize.known import MIN_KNOWN_SECRET_LENGTH, KnownSecrets
 from tools_app.sanitize.output import (
     RedactionCount,
     SanitizedText,
@@ -13,13 +18,18 @@ from tools_app.sanitize.output import (
     sanitize_output,
 )
 from tools_app.sanitize.redaction import redact_secrets
-from tools_app.sanitize.structure import redact_structure
+from tools_app.sanitize.structure import SanitizedStructure, redact_structure, sanitize_structure
 
 __all__ = [
+    "MIN_KNOWN_SECRET_LENGTH",
+    "TRUNCATION_MARKER",
+    "KnownSecrets",
     "RedactionCount",
     "SanitizeLimitError",
+    "SanitizedStructure",
     "SanitizedText",
     "redact_secrets",
     "redact_structure",
     "sanitize_output",
+    "sanitize_structure",
 ]

@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from tools_app.sanitize.credentials import MARKER_PREFIX, Candidate
-from tools_app.sanitize.keys import SECRET_NAME_HINTS, is_secret_name
+from tools_app.sanitize.credentials import Candidate, starts_with_marker
+from tools_app.sanitize.keys import SECRET_NAME_HINTS, is_secret_name, not_a_secret
 
 # Kind for a value named secret by its key (`password=…`, `{"token": …}`).
 SECRET_VALUE = "secret_value"
@@ -42,7 +42,7 @@ _MIN_BARE_VALUE = 4
 
 def _is_secret_value(value: re.Match[str]) -> bool:
     secret = value.group("secret")
-    if secret.startswith(MARKER_PREFIX) or _PLACEHOLDER.match(secret):
+    if starts_with_marker(secret) or _PLACEHOLDER.match(secret) or not_a_secret(secret):
         return False
     if value.group("quote"):
         return True

@@ -23,7 +23,16 @@ from dataclasses import dataclass
 from trust_app.tokens import TOKEN_PATTERN
 
 MARKER_PREFIX = "[REDACTED:"
-MARKER = re.compile(r"\[REDACTED:[a-z0-9_]{1,40}\]")
+# Ends text cut to a size limit, so a reader knows there was more.
+TRUNCATION_MARKER = "\n[TRUNCATED]"
+# What the sanitiser itself writes: never taken for (part of) a secret.
+MARKER = re.compile(r"\[(?:REDACTED:[a-z0-9_]{1,40}|TRUNCATED)\]")
+_AT_MARKER = re.compile(r"\[(?:REDACTED:|TRUNCATED\])")
+
+
+def starts_with_marker(text: str) -> bool:
+    """True when `text` begins with something the sanitiser wrote."""
+    return _AT_MARKER.match(text) is not None
 
 
 def marker(kind: str) -> str:
@@ -108,7 +117,7 @@ def _is_basic_credential(match: re.Match[str]) -> bool:
 
 
 def _not_marker(match: re.Match[str]) -> bool:
-    return not match.group("secret").startswith(MARKER_PREFIX)
+    return not starts_with_marker(match.group("secret"))
 
 
 _AWS_KEY_ID = "(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|APKA|AROA)"
@@ -198,7 +207,7 @@ TOKEN_RULES: tuple[CredentialRule, ...] = (
             r"(?i:(?<![A-Za-z0-9_-])(?:proxy-)?authorization)[\"']?\s{0,8}[:=]\s{0,8}[\"']?"
             # Possessive, so a scheme followed by a marker is not taken for the value.
             r"(?:(?i:bearer|basic|token|digest|negotiate|ntlm|apikey|sso-key)\s{1,8})?+"
-            r"(?P<secret>(?!\[REDACTED:)[^\s\"']++(?:[ \t]++[^\s\"']++)*+)"
+            r"(?P<secret>(?!\[REDACTED:|\[TRUNCATED\])[^\s\"']++(?:[ \t]++[^\s\"']++)*+)"
         ),
         hints=("authorization",),
     ),

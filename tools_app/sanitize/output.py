@@ -7,8 +7,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from tools_app.sanitize.controls import strip_invisible
-from tools_app.sanitize.credentials import MARKER
-from tools_app.sanitize.redaction import known_secret_forms, redact_counted
+from tools_app.sanitize.credentials import MARKER, TRUNCATION_MARKER
+from tools_app.sanitize.known import MIN_KNOWN_SECRET_LENGTH, KnownSecrets, known_secrets_for
+from tools_app.sanitize.redaction import redact_counted
 
 
 @dataclass(frozen=True)
@@ -34,23 +35,34 @@ class SanitizeLimitError(ValueError):
     """The size limit is not a usable number of characters."""
 
 
+def redaction_counts(counts: Counter[str]) -> tuple[RedactionCount, ...]:
+    """Counts per kind, in a stable order."""
+    return tuple(RedactionCount(kind, counts[kind]) for kind in sorted(counts))
+
+
 def sanitize_output(
-    text: str, *, known_secrets: Iterable[str] = (), max_chars: int
+    text: str,
+    *,
+    known_secrets: Iterable[str] = (),
+    max_chars: int,
+    min_secret_length: int = MIN_KNOWN_SECRET_LENGTH,
 ) -> SanitizedText:
     """Strip invisible and control characters, redact secrets, cut to `max_chars`.
 
-    Sanitising the result again gives the same text.
+    Text that is cut ends with `TRUNCATION_MARKER` (within `max_chars`, when the
+    limit leaves room for it) and is flagged `truncated`. Sanitising the result
+    again gives the same text.
     """
     if max_chars < 0:
         raise SanitizeLimitError(f"max_chars must be at least 0, got {max_chars}")
-    forms = known_secret_forms(known_secrets)
+    known = known_secrets_for(tuple(known_secrets), min_secret_length)
     stripped, stripped_chars = strip_invisible(text)
-    redacted, counts = redact_counted(stripped, forms)
-    limited, truncated = _limit(redacted, max_chars, forms, counts)
+    redacted, counts = redact_counted(stripped, known)
+    limited, truncated = _limit(redacted, max_chars, known, counts)
     return SanitizedText(
         text=limited,
         truncated=truncated,
-        redactions=tuple(RedactionCount(kind, counts[kind]) for kind in sorted(counts)),
+        redactions=redaction_counts(counts),
         stripped_chars=stripped_chars,
     )
 
@@ -64,14 +76,17 @@ def _cut_point(text: str, limit: int) -> int:
     return limit
 
 
-def _limit(text: str, limit: int, forms: tuple[str, ...], counts: Counter[str]) -> tuple[str, bool]:
+def _limit(text: str, limit: int, known: KnownSecrets, counts: Counter[str]) -> tuple[str, bool]:
     if len(text) <= limit:
         return text, False
-    while len(text) > limit:
+    # The marker fits inside the limit when the limit is not absurdly small.
+    ending = TRUNCATION_MARKER if limit >= 2 * len(TRUNCATION_MARKER) else ""
+    room = limit - len(ending)
+    while len(text) > room:
         # The cut can end a run early and so complete a credential shape that
         # the longer run did not have (`AKIA` + 16 of 30 characters): redact the
         # cut text again, and cut again if the marker does not fit.
-        cut = text[: _cut_point(text, limit)]
-        text, recounted = redact_counted(cut, forms)
+        cut = text[: _cut_point(text, room)]
+        text, recounted = redact_counted(cut, known)
         counts.update(recounted)
-    return text, True
+    return text + ending, True

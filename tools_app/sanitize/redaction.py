@@ -2,50 +2,24 @@
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Iterable
 from typing import Protocol
-from urllib.parse import quote
 
 from tools_app.sanitize.assignments import AssignmentRule
-from tools_app.sanitize.controls import strip_invisible
 from tools_app.sanitize.credentials import TOKEN_RULES, Candidate, marker
+from tools_app.sanitize.known import (
+    KNOWN_SECRET,
+    MIN_KNOWN_SECRET_LENGTH,
+    KnownSecrets,
+    known_secrets_for,
+)
 
-KNOWN_SECRET = "known_secret"
-# Shorter strings would match ordinary words and numbers.
-MIN_KNOWN_SECRET_LENGTH = 8
+__all__ = ["KNOWN_SECRET", "MIN_KNOWN_SECRET_LENGTH", "redact_counted", "redact_secrets"]
+
 # One rule's replacement can leave a boundary another rule was waiting for
 # (`xAKIA…` once `x…` is gone), so the rules run again until nothing changes.
 _MAX_PASSES = 4
-
-
-def known_secret_forms(known_secrets: Iterable[str]) -> tuple[str, ...]:
-    """Every spelling of each secret worth looking for, longest first.
-
-    Besides the secret itself: as it looks inside a JSON string, percent-encoded
-    in a URL, and with invisible characters taken out (the output is stripped
-    before it is redacted).
-    """
-    forms: set[str] = set()
-    for secret in known_secrets:
-        if not isinstance(secret, str) or len(secret) < MIN_KNOWN_SECRET_LENGTH:
-            continue
-        forms.update(
-            (secret, json.dumps(secret)[1:-1], quote(secret, safe=""), strip_invisible(secret)[0])
-        )
-    usable = (form for form in forms if len(form) >= MIN_KNOWN_SECRET_LENGTH)
-    return tuple(sorted(usable, key=len, reverse=True))
-
-
-def _replace_known(text: str, forms: tuple[str, ...], counts: Counter[str]) -> str:
-    replacement = marker(KNOWN_SECRET)
-    for form in forms:
-        found = text.count(form)
-        if found:
-            counts[KNOWN_SECRET] += found
-            text = text.replace(form, replacement)
-    return text
 
 
 class SecretRule(Protocol):
@@ -82,10 +56,12 @@ def _apply_rule(rule: SecretRule, text: str, counts: Counter[str]) -> str:
     return "".join(pieces)
 
 
-def redact_counted(text: str, forms: tuple[str, ...] = ()) -> tuple[str, Counter[str]]:
-    """Redact `text`; answer it with a count per kind. `forms` from `known_secret_forms`."""
+def redact_counted(text: str, known: KnownSecrets | None = None) -> tuple[str, Counter[str]]:
+    """Redact `text` (already stripped of invisible characters); answer it with a
+    count per kind."""
     counts: Counter[str] = Counter()
-    text = _replace_known(text, forms, counts)
+    if known:
+        text = known.redact(text, counts)
     for _ in range(_MAX_PASSES):
         redacted = text
         lowered = text.lower()
@@ -98,6 +74,11 @@ def redact_counted(text: str, forms: tuple[str, ...] = ()) -> tuple[str, Counter
     return text, counts
 
 
-def redact_secrets(text: str, known_secrets: Iterable[str] = ()) -> str:
+def redact_secrets(
+    text: str,
+    known_secrets: Iterable[str] = (),
+    *,
+    min_secret_length: int = MIN_KNOWN_SECRET_LENGTH,
+) -> str:
     """`text` with credential-shaped strings and every known secret replaced by a marker."""
-    return redact_counted(text, known_secret_forms(known_secrets))[0]
+    return redact_counted(text, known_secrets_for(tuple(known_secrets), min_secret_length))[0]

@@ -10,6 +10,8 @@ is idempotent, otherwise failed with worker_lost): never run twice.
 from __future__ import annotations
 
 import copy
+import dataclasses
+import itertools
 import time
 import uuid
 from dataclasses import dataclass
@@ -23,6 +25,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from common.settings_config import synthorg_config
+from tools_app.agent_view import agent_message, agent_output, agent_structure
 from tools_app.api.representation import invocation_json
 from tools_app.builtin.base import ToolContext, ToolFailedError, ToolOutcome, ToolRefusedError
 from tools_app.lease import holder_is_alive, invocation_lease
@@ -30,7 +33,6 @@ from tools_app.models import Invocation, InvocationStatus
 from tools_app.registry import schema_validator, tool_catalog
 from tools_app.sandbox.errors import SandboxError
 from tools_app.sandbox.protocol import Owner
-from tools_app.sanitize import sanitize_output
 from tools_app.services.audit import Actor, audit_record
 from tools_app.services.invocation_claim import invocation_claim
 from tools_app.services.invocation_state import invocation_transition
@@ -41,6 +43,8 @@ from trust_app.services_trust_evidence import trust_invocation_outcome_note
 log = structlog.get_logger("synthorg.invocation")
 
 RUNNING = InvocationStatus.RUNNING
+# An output schema violation names at most this many problems.
+_MAX_SCHEMA_PROBLEMS = 5
 
 
 @dataclass(frozen=True)
@@ -55,6 +59,8 @@ class Settled:
     duration_ms: int | None = None
     error_code: str = ""
     error_message: str = ""
+    # Content and error message already sanitised for the agent.
+    for_agent: bool = False
 
 
 def invocation_execute(*, invocation_id: uuid.UUID, worker: str) -> None:
@@ -209,54 +215,67 @@ def _run_tool(invocation: Invocation) -> Settled:
 
 
 def _settle_outcome(*, contract: Any, outcome: ToolOutcome) -> Settled:
-    from tools_app.secrets import known_secrets
-
     status = InvocationStatus.SUCCEEDED
     error_code, error_message = outcome.error_code or "", ""
+    structured = None if outcome.structured is None else agent_structure(dict(outcome.structured))
     if outcome.timed_out:
         status, error_code = InvocationStatus.TIMED_OUT, error_code or "timeout"
         error_message = "the call ran past its time limit and was stopped"
     elif outcome.is_error:
         status, error_code = InvocationStatus.FAILED, error_code or "tool_error"
-        error_message = outcome.content[:2000]
+        error_message = outcome.content
     else:
-        problems = [
-            f"output.{'.'.join(str(p) for p in e.absolute_path) or '$'}: {e.message}"
-            for e in schema_validator(contract, "output_schema").iter_errors(
-                dict(outcome.structured) if outcome.structured is not None else {}
+        validator = schema_validator(contract, "output_schema")
+        problems = _schema_problems(validator, outcome.structured)
+        if problems:
+            error_message = "the tool's output broke its output schema: " + "; ".join(problems)
+        elif structured is not None and (problems := _schema_problems(validator, structured.value)):
+            # Fail closed: what the agent would be shown no longer matches the
+            # tool's output schema, so it is not shown at all.
+            error_message = "the tool's output broke its output schema once sanitised: " + (
+                "; ".join(problems)
             )
-        ]
         if problems:
             status, error_code = InvocationStatus.FAILED, "output_invalid"
-            error_message = "the tool's output broke its output schema: " + "; ".join(problems[:5])
-    secrets = known_secrets()
-    clean = sanitize_output(
-        outcome.content, known_secrets=secrets, max_chars=settings.SYNTHORG_RESULT_MAX_CHARS
+    return settled_for_agent(
+        Settled(
+            status=status,
+            is_error=status != InvocationStatus.SUCCEEDED,
+            content=outcome.content,
+            raw_content=outcome.content,
+            structured=None if structured is None else structured.value,
+            exit_code=outcome.exit_code,
+            truncated=outcome.truncated,
+            duration_ms=outcome.duration_ms,
+            error_code=error_code,
+            error_message=error_message,
+        )
     )
-    # The message reaches the agent too: it may quote the output, so it is
-    # sanitised like the output (the raw output stays for auditors).
-    error_message = sanitize_output(error_message, known_secrets=secrets, max_chars=2000).text
-    return Settled(
-        status=status,
-        is_error=status != InvocationStatus.SUCCEEDED,
+
+
+def _schema_problems(validator: Any, structured: Any) -> list[str]:
+    value = dict(structured) if structured is not None else {}
+    return [
+        f"output.{'.'.join(str(p) for p in e.absolute_path) or '$'}: {e.message}"
+        for e in itertools.islice(validator.iter_errors(value), _MAX_SCHEMA_PROBLEMS)
+    ]
+
+
+def settled_for_agent(settled: Settled) -> Settled:
+    """`settled` with its content and error message as an agent may see them
+    (the raw content stays for auditors); the structured result is sanitised
+    where it is validated."""
+    if settled.for_agent:
+        return settled
+    clean = agent_output(settled.content)
+    return dataclasses.replace(
+        settled,
+        for_agent=True,
         content=clean.text,
-        raw_content=outcome.content,
-        structured=_sanitize_structured(outcome.structured),
-        exit_code=outcome.exit_code,
-        truncated=outcome.truncated or clean.truncated,
-        duration_ms=outcome.duration_ms,
-        error_code=error_code,
-        error_message=error_message,
+        truncated=settled.truncated or clean.truncated,
+        # The message may quote the output: sanitised like it.
+        error_message=agent_message(settled.error_message),
     )
-
-
-def _sanitize_structured(structured: Any) -> Any:
-    from tools_app.sanitize import redact_structure
-    from tools_app.secrets import known_secrets
-
-    if structured is None:
-        return None
-    return redact_structure(dict(structured), known_secrets())
 
 
 def _settled_fields(settled: Settled, at: datetime) -> dict[str, Any]:
@@ -286,6 +305,8 @@ def _as_settled(invocation: Invocation, status: str, fields: dict[str, Any]) -> 
 
 def _finish(*, invocation: Invocation, settled: Settled) -> None:
     finished_at = timezone.now()
+    # Every way a call ends (refusals, crashes, a lost worker) reaches the agent clean.
+    settled = settled_for_agent(settled)
     fields = _settled_fields(settled, finished_at)
     with transaction.atomic():
         done = invocation_transition(
