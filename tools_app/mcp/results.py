@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import mcp_types as types
+from django.conf import settings
 
 from approvals_app.models import ApprovalRequest
 from common.errors import SynthOrgError
