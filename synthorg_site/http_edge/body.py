@@ -23,6 +23,7 @@ from trust_app.auth import agent_for_token, person_for_token
 from trust_app.tokens import token_kind
 
 Scope = dict[str, Any]
+MCP_GATEWAY_PATHS = frozenset({"/mcp", "/mcp/"})
 
 log = structlog.get_logger(__name__)
 
@@ -119,7 +120,9 @@ class RequestBodyLimit:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
-        if scope.get("type") != "http" or not is_api_path(str(scope.get("path", ""))):
+        path = str(scope.get("path", ""))
+        # The MCP gateway reads and limits its own bodies, answering in JSON-RPC.
+        if scope.get("type") != "http" or not is_api_path(path) or path in MCP_GATEWAY_PATHS:
             await self.app(scope, receive, send)
             return
         limit = int(settings.SYNTHORG_MAX_REQUEST_BYTES)
