@@ -26,9 +26,8 @@ app.conf.update(
         "trust_app.*": {"queue": "maintenance"},
         "approvals_app.sweep_*": {"queue": "maintenance"},
     },
-    # A message not acknowledged within this time is delivered again; keep it above
-    # every task's hard time limit so a slow call is never run twice by redelivery.
-    broker_transport_options={"visibility_timeout": 3600},
+    # broker_transport_options come from settings (CELERY_BROKER_TRANSPORT_OPTIONS):
+    # the Redis timeouts and the visibility timeout.
     task_acks_late=True,
     task_reject_on_worker_lost=True,
     worker_prefetch_multiplier=1,

@@ -3,10 +3,18 @@
 from __future__ import annotations
 
 import environ
+from channels_redis.core import RedisChannelLayer
 from django.core.exceptions import ImproperlyConfigured
 
 from synthorg_site import runtime
 from synthorg_site.logs import logging_config
+from synthorg_site.redis_options import (
+    RedisTimeoutSettingError,
+    broker_transport_options,
+    channel_layer_host,
+    client_options,
+    redis_timeouts,
+)
 from synthorg_site.safety import ProductionSettings, unsafe_production_settings
 
 env = environ.Env()
@@ -173,10 +181,28 @@ STORAGES = {
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+# Redis timeouts are chosen here, never inherited from the client library: a read
+# must outlast the channel layer's blocking read, or every wait past it fails.
+try:
+    REDIS_TIMEOUTS = redis_timeouts(
+        socket_timeout=env.float("SYNTHORG_REDIS_SOCKET_TIMEOUT", default=15.0),
+        connect_timeout=env.float("SYNTHORG_REDIS_CONNECT_TIMEOUT", default=5.0),
+        health_check_interval=env.float("SYNTHORG_REDIS_HEALTH_CHECK_INTERVAL", default=30.0),
+        blocking_read=RedisChannelLayer.brpop_timeout,
+    )
+except RedisTimeoutSettingError as exc:
+    raise ImproperlyConfigured(str(exc)) from exc
+# The console's own short commands (heartbeats, limits, leases) and /healthz's PING
+# fail fast instead: none of them blocks on the server.
+SYNTHORG_REDIS_COMMAND_TIMEOUT = env.float("SYNTHORG_REDIS_COMMAND_TIMEOUT", default=2.0)
+
 CHANNEL_LAYERS = {
     "default": {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
-        "CONFIG": {"hosts": [REDIS_URL], "prefix": "synthorg:ch"},
+        "CONFIG": {
+            "hosts": [channel_layer_host(REDIS_URL, REDIS_TIMEOUTS)],
+            "prefix": "synthorg:ch",
+        },
     }
 }
 
@@ -185,11 +211,18 @@ CACHES = {
         "BACKEND": "django.core.cache.backends.redis.RedisCache",
         "LOCATION": REDIS_URL,
         "KEY_PREFIX": "synthorg",
+        "OPTIONS": client_options(REDIS_URL, REDIS_TIMEOUTS),
     }
 }
 
 # Celery: execution of tools happens only in workers (see synthorg_site/celery.py).
 CELERY_BROKER_URL = runtime.celery_broker_url(REDIS_URL)
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    **broker_transport_options(REDIS_URL, REDIS_TIMEOUTS),
+    # A message not acknowledged within this time is delivered again; keep it above
+    # every task's hard time limit so a slow call is never run twice by redelivery.
+    "visibility_timeout": 3600,
+}
 CELERY_TASK_SOFT_TIME_LIMIT = env.int("CELERY_TASK_SOFT_TIME_LIMIT", default=150)
 CELERY_TASK_TIME_LIMIT = env.int("CELERY_TASK_TIME_LIMIT", default=180)
 CELERY_WORKER_CONCURRENCY = env.int("CELERY_WORKER_CONCURRENCY", default=2)

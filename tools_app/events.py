@@ -8,10 +8,14 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
+import structlog
 from channels.layers import get_channel_layer
+from redis.exceptions import RedisError
 
 from common.channel_send import group_send
 from tools_app.models import TERMINAL_STATUSES
+
+log = structlog.get_logger("synthorg.live")
 
 
 def invocation_group(invocation_id: Any) -> str:
@@ -75,9 +79,20 @@ class InvocationWatch:
                 message = await asyncio.wait_for(self._layer.receive(self._channel), remaining)
             except TimeoutError:
                 return None
+            except (RedisError, OSError) as exc:
+                # The channel layer broke, not the call: the waiter answers what the
+                # database says now (the agent keeps the id and can ask again).
+                log.warning("invocation_wait_interrupted", channel=self._channel, reason=repr(exc))
+                return None
             if message.get("status") in TERMINAL_STATUSES:
                 return dict(message)
         return None
+
+
+def _left(leaving: asyncio.Future[None]) -> None:
+    _leaving.discard(leaving)
+    if not leaving.cancelled() and leaving.exception() is not None:
+        log.warning("invocation_watch_not_left", reason=repr(leaving.exception()))
 
 
 @contextlib.asynccontextmanager
@@ -93,7 +108,13 @@ async def watch_invocation(invocation_id: Any) -> AsyncIterator[InvocationWatch 
         return
     channel = await layer.new_channel()
     group = invocation_group(invocation_id)
-    await layer.group_add(group, channel)
+    try:
+        await layer.group_add(group, channel)
+    except (RedisError, OSError) as exc:
+        # No live updates: the caller answers from the database without waiting.
+        log.warning("invocation_watch_unavailable", group=group, reason=repr(exc))
+        yield None
+        return
     try:
         yield InvocationWatch(layer, channel)
     finally:
@@ -101,7 +122,7 @@ async def watch_invocation(invocation_id: Any) -> AsyncIterator[InvocationWatch 
         # membership that is never removed expires with the group).
         leaving = asyncio.ensure_future(layer.group_discard(group, channel))
         _leaving.add(leaving)
-        leaving.add_done_callback(_leaving.discard)
+        leaving.add_done_callback(_left)
 
 
 async def wait_for_terminal(invocation_id: Any, *, timeout: float, current_status: Any) -> None:
