@@ -2,10 +2,13 @@
 
 Frozen pydantic models with ``extra="forbid"``: a typo or an unknown backend
 or category is an error naming the field and the allowed values. Our
-defaults: file_system on subprocess; terminal, code_execution, version_control
-(git runs programs a repository can name), web and database on namespace.
+defaults: file_system on subprocess (the console's own file runner, in a
+private root, see ``private_root``); every other category on namespace.
 ``overrides`` in the file are merged over these defaults, so naming one
-category never silently moves the others to a weaker backend.
+category never silently moves the others to a weaker backend. Only
+file_system may use the subprocess backend: the other categories start
+external programs (git runs programs a repository can name; shells,
+interpreters, servers), which run only on namespace or docker.
 """
 
 from __future__ import annotations
@@ -22,6 +25,10 @@ from trust_app.policy.categories import ALL_CATEGORIES
 
 BackendName = Literal["subprocess", "namespace", "docker"]
 BACKEND_NAMES: tuple[str, ...] = ("subprocess", "namespace", "docker")
+ISOLATING_BACKENDS: tuple[str, ...] = ("namespace", "docker")
+# The one category the subprocess backend may serve: its command is the
+# console's own file runner, never an external program.
+SUBPROCESS_CATEGORIES: frozenset[str] = frozenset({"file_system"})
 CATEGORY_ALIASES = MappingProxyType({"git": "version_control"})
 DEFAULT_OVERRIDES: MappingProxyType[str, str] = MappingProxyType(
     {
@@ -159,7 +166,8 @@ def _category(name: str) -> str:
 class SandboxingConfig(_Section):
     """The whole ``sandboxing`` section."""
 
-    default_backend: BackendName = "subprocess"
+    # Categories not named in ``overrides`` (mcp, memory, ...) get this one.
+    default_backend: Literal["namespace", "docker"] = "namespace"
     overrides: dict[str, BackendName] = Field(
         default_factory=lambda: cast(dict[str, BackendName], dict(DEFAULT_OVERRIDES))
     )
@@ -179,7 +187,15 @@ class SandboxingConfig(_Section):
                     f"unknown sandbox backend {backend!r} for {name!r}; "
                     f"allowed: {', '.join(BACKEND_NAMES)}"
                 )
-            merged[_category(str(name))] = backend
+            category = _category(str(name))
+            if backend == "subprocess" and category not in SUBPROCESS_CATEGORIES:
+                raise ValueError(
+                    f"{name!r} cannot use the subprocess backend: its tools start external "
+                    "programs, which run only in an isolating backend; allowed for "
+                    f"{name!r}: {', '.join(ISOLATING_BACKENDS)} (subprocess serves only "
+                    f"{', '.join(sorted(SUBPROCESS_CATEGORIES))})"
+                )
+            merged[category] = backend
         return merged
 
     def backend_for(self, category: str) -> str:

@@ -111,6 +111,7 @@ def run_confined(
     nproc_headroom: int = 0,
     info_pipe: tuple[int, int] | None = None,
     warm_python: bool = False,
+    private_root: Mapping[str, object] | None = None,
 ) -> ProcessOutcome:
     """Start ``argv`` confined, capture its output, and end every process it made.
 
@@ -120,6 +121,8 @@ def run_confined(
     of the namespace is gone, so waiting for it proves nothing is left even
     without a cgroup. ``warm_python`` lets the spawn server run
     ``python3 -I -S -c`` commands in its already started interpreter.
+    ``private_root``: the plan of ``spawn_confine.enter_private_root``; the
+    command then runs in its own mount, network, IPC and pid namespaces.
     """
     started = time.monotonic()
     deadline = started + timeout_seconds
@@ -169,6 +172,7 @@ def run_confined(
                 switch=identity.switch,
                 cgroup_procs=group.procs_files if group is not None else (),
                 warm=warm_python and server.serves_warm(argv, env),
+                private_root=private_root,
             )
         finally:
             # The server holds its own copies now (or the spawn failed).

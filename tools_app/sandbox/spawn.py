@@ -224,6 +224,7 @@ class SpawnServer:
         switch: bool,
         cgroup_procs: Sequence[str],
         warm: bool,
+        private_root: Mapping[str, Any] | None = None,
     ) -> Spawned | ExecFailure:
         """Start ``argv`` confined; ``fds`` are stdin (when ``stdin``), stdout, stderr, extras."""
         request = {
@@ -238,6 +239,7 @@ class SpawnServer:
             "switch": switch,
             "cgroups": list(cgroup_procs),
             "warm": warm,
+            "private_root": dict(private_root) if private_root else None,
             "executable": (shutil.which("python3", path=env.get("PATH", "")) or "") if warm else "",
         }
         reply = self._exchange(request, fds)

@@ -138,6 +138,7 @@ class Server:
         self.standby = None
         self.code_cache = {}
         self.warm = _load_sibling("spawn_warm").WarmInterpreter(startup_keys)
+        self.confine = _load_sibling("spawn_confine")
 
     def serve(self):
         _send_message(self.sock, {"ready": os.getpid(), "executable": sys.executable})
@@ -297,12 +298,17 @@ class Server:
                 os.dup2(fd, target)
             os.closerange(len(high), err_write)
             os.closerange(err_write + 1, 1 << 20)
+            # Before a private root's fork: its two processes share the group.
+            os.setsid()
+            private_root = request.get("private_root")
+            if private_root:
+                step = "private root"
+                self.confine.enter_private_root(private_root)
             step = "cwd"
             os.chdir(request["cwd"])
             step = "rlimits"
             for which, soft, hard in request["rlimits"]:
                 resource.setrlimit(which, (soft, hard))
-            os.setsid()
             if code is not None:
                 _present_as(request["argv"])
             step = "user"
@@ -310,6 +316,8 @@ class Server:
                 os.setgroups([])
                 os.setresgid(request["gid"], request["gid"], request["gid"])
                 os.setresuid(request["uid"], request["uid"], request["uid"])
+            if private_root:
+                self.confine.drop_capabilities()
             os.umask(0o022)
         except OSError as exc:
             raise ConfinementError(step, exc) from exc

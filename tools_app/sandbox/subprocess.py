@@ -1,10 +1,16 @@
-"""SubprocessSandbox: a plain child process with a clean environment and limits.
+"""SubprocessSandbox: the console's own file runner, as a confined child process.
 
-Isolation here is process-level: clean environment, restricted PATH, working
-directory inside the workspace, rlimits, an unprivileged user, a cgroup where
-the machine has one, and a kill that reaches every process the call made. It
-does not hide the filesystem or the network; categories that need that run
-on the namespace or docker backend.
+Clean environment, restricted PATH, working directory inside the workspace,
+rlimits, an unprivileged user, a cgroup where the machine has one, and a kill
+that reaches every process the call made. Each command also runs in a private
+root (``private_root``, carried out by ``spawn_confine``): its own mount,
+IPC and pid namespaces, seeing only read-only system directories and its own
+workspace and scratch directory, and its own network namespace with no
+network at all unless the call asks for the network (``NetworkPolicy.BRIDGE``,
+git clone and push, as on the namespace backend). Where those namespaces
+cannot be made the backend refuses every call with the reason; it never runs
+a command with the host's view. Only file_system (the console's own runner)
+may use it (see ``config``); external programs run on namespace or docker.
 """
 
 from __future__ import annotations
@@ -16,7 +22,9 @@ from pathlib import Path
 from tools_app.sandbox.cgroups import CgroupSupport, detect_cgroup_support
 from tools_app.sandbox.env import build_sandbox_env
 from tools_app.sandbox.errors import SandboxError
+from tools_app.sandbox.etc_view import etc_view
 from tools_app.sandbox.identity import DEFAULT_SANDBOX_USER, resolve_identity
+from tools_app.sandbox.namespace import ETC_ENTRIES
 from tools_app.sandbox.paths import (
     DEFAULT_SANDBOX_PATH,
     SAFE_PATH_PREFIXES,
@@ -24,7 +32,8 @@ from tools_app.sandbox.paths import (
     resolve_workspace,
     restrict_path,
 )
-from tools_app.sandbox.protocol import ProbeReport, SandboxResult, SandboxSpec
+from tools_app.sandbox.private_root import private_root_plan, stage_dir
+from tools_app.sandbox.protocol import NetworkPolicy, ProbeReport, SandboxResult, SandboxSpec
 from tools_app.sandbox.result import result_from_outcome
 from tools_app.sandbox.runner import run_confined
 from tools_app.sandbox.scratch import ScratchDir
@@ -37,7 +46,7 @@ class SubprocessSandbox:
     """Runs a command as a confined child process of the worker."""
 
     name = "subprocess"
-    isolates_network = False
+    isolates_network = True
 
     def __init__(
         self,
@@ -65,6 +74,8 @@ class SubprocessSandbox:
         # ``python3 -I -S -c`` commands run in the spawn server's started
         # interpreter instead of a new one; same confinement and results.
         self.warm_python = warm_python
+        # The same /etc entries the namespace backend shows, copied once.
+        self._etc_view = etc_view(ETC_ENTRIES)
 
     def _cgroup_support(self) -> CgroupSupport:
         if not self.use_cgroup:
@@ -97,19 +108,31 @@ class SubprocessSandbox:
                 tmpdir=str(scratch.path),
             )
             env["PWD"] = str(cwd)
-            outcome = run_confined(
-                list(spec.argv),
-                env=env,
-                cwd=cwd,
-                stdin=spec.stdin,
-                timeout_seconds=timeout,
-                limits=spec.limits,
-                identity=identity,
-                cgroup_support=self._cgroup_support(),
-                kill_grace_seconds=self.kill_grace_seconds,
-                exit_drain_seconds=self.exit_drain_seconds,
-                warm_python=self.warm_python,
-            )
+            with self._etc_view.lease() as etc:
+                plan = private_root_plan(
+                    stage=stage_dir(self.scratch_root),
+                    workspace=workspace,
+                    writable=spec.workspace.writable,
+                    scratch=scratch.path,
+                    etc=etc,
+                    identity=identity,
+                    extra_ro=self.safe_prefixes,
+                    network=spec.network is not NetworkPolicy.NONE,
+                )
+                outcome = run_confined(
+                    list(spec.argv),
+                    env=env,
+                    cwd=cwd,
+                    stdin=spec.stdin,
+                    timeout_seconds=timeout,
+                    limits=spec.limits,
+                    identity=identity,
+                    cgroup_support=self._cgroup_support(),
+                    kill_grace_seconds=self.kill_grace_seconds,
+                    exit_drain_seconds=self.exit_drain_seconds,
+                    warm_python=self.warm_python,
+                    private_root=plan,
+                )
         finally:
             scratch.remove()
         return result_from_outcome(self.name, outcome)
@@ -141,7 +164,11 @@ def probe_by_running(backend: SubprocessSandbox) -> ProbeReport:
             limits=Limits(),
         )
         cgroup = backend._cgroup_support()
-        details: dict[str, object] = {"cgroup": cgroup.reason, "isolates_network": False}
+        details: dict[str, object] = {
+            "cgroup": cgroup.reason,
+            "private_root": "own mount, network, IPC and pid namespaces; only the workspace, "
+            "its scratch directory and read-only system directories are visible",
+        }
         try:
             result = backend.run(spec)
         except SandboxError as exc:
@@ -150,4 +177,6 @@ def probe_by_running(backend: SubprocessSandbox) -> ProbeReport:
         return ProbeReport(
             backend.name, False, f"`true` exited {result.exit_code}: {result.stderr[:300]}", details
         )
-    return ProbeReport(backend.name, True, "ran `true` as a confined child process", details)
+    return ProbeReport(
+        backend.name, True, "ran `true` as a confined child process in a private root", details
+    )

@@ -438,8 +438,13 @@ def test_scope_full_reads_outside_and_scope_none_reads_nothing(
     secret = str(outside_dir / "secret.txt")
     error = refused(fs.read_file, workspace, subprocess_sandbox, path=secret)
     assert error.code is RefusalCode.PATH_NOT_REACHABLE
-    out = call(fs.read_file, workspace, subprocess_sandbox, path=secret, scope="full")
-    assert out.content == "TOP-SECRET-OUTSIDE\n"
+    # Full scope reaches absolute paths of the sandbox's own view (read-only
+    # system directories); the host's other files are not in it at all.
+    system_file = "/usr/lib/os-release"
+    out = call(fs.read_file, workspace, subprocess_sandbox, path=system_file, scope="full")
+    assert "ID=" in out.content
+    unseen = failed(fs.read_file, workspace, subprocess_sandbox, path=secret, scope="full")
+    assert "does not exist" in str(unseen)
     error = refused(fs.read_file, workspace, subprocess_sandbox, path="hello.txt", scope="none")
     assert error.code is RefusalCode.PATH_NOT_REACHABLE
 

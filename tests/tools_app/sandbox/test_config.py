@@ -8,14 +8,13 @@ from pydantic import ValidationError
 from tools_app.sandbox.config import SandboxingConfig, parse_size
 
 
-def test_defaults_put_risky_categories_on_namespace():
+def test_defaults_put_every_external_program_on_namespace():
     cfg = SandboxingConfig()
     assert cfg.backend_for("file_system") == "subprocess"
     assert cfg.backend_for("version_control") == "namespace"
     assert cfg.backend_for("git") == "namespace"
-    for category in ("terminal", "code_execution", "web", "database"):
+    for category in ("terminal", "code_execution", "web", "database", "mcp", "memory"):
         assert cfg.backend_for(category) == "namespace"
-    assert cfg.backend_for("memory") == "subprocess"
     assert cfg.docker.lifecycle.strategy == "per-agent"
     assert cfg.docker.lifecycle.grace_period_seconds == 30
     assert cfg.docker.network == "none" and cfg.docker.mount_mode == "ro"
@@ -24,8 +23,8 @@ def test_defaults_put_risky_categories_on_namespace():
 def test_seed_shaped_section_loads_and_merges_over_the_defaults():
     cfg = SandboxingConfig.model_validate(
         {
-            "default_backend": "subprocess",
-            "overrides": {"git": "subprocess", "web": "docker", "terminal": "docker"},
+            "default_backend": "namespace",
+            "overrides": {"file_system": "subprocess", "web": "docker", "terminal": "docker"},
             "subprocess": {"timeout_seconds": 30, "workspace_only": True, "restricted_path": True},
             "docker": {
                 "image": "synthorg-sandbox:0.1.0",
@@ -49,7 +48,11 @@ def test_seed_shaped_section_loads_and_merges_over_the_defaults():
 @pytest.mark.parametrize(
     ("section", "words"),
     [
-        ({"default_backend": "k8s"}, ["subprocess", "namespace", "docker"]),
+        ({"default_backend": "k8s"}, ["namespace", "docker"]),
+        ({"default_backend": "subprocess"}, ["namespace", "docker"]),
+        ({"overrides": {"code_execution": "subprocess"}}, ["code_execution", "isolating"]),
+        ({"overrides": {"git": "subprocess"}}, ["git", "isolating", "namespace, docker"]),
+        ({"overrides": {"terminal": "subprocess"}}, ["terminal", "external programs"]),
         ({"overrides": {"web": "chroot"}}, ["chroot", "allowed"]),
         ({"overrides": {"webb": "docker"}}, ["webb", "file_system"]),
         ({"docker": {"network_overrides": {"dtabase": "bridge"}}}, ["dtabase"]),
@@ -67,6 +70,14 @@ def test_mistakes_are_refused_with_what_is_allowed(section, words):
     text = str(caught.value)
     for word in words:
         assert word in text
+
+
+def test_file_system_may_move_to_an_isolating_backend():
+    cfg = SandboxingConfig.model_validate(
+        {"overrides": {"file_system": "namespace", "git": "docker"}}
+    )
+    assert cfg.backend_for("file_system") == "namespace"
+    assert cfg.referenced_backends() == ("namespace", "docker")
 
 
 def test_config_is_frozen():

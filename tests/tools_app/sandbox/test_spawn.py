@@ -11,11 +11,13 @@ import os
 import select
 import signal
 import threading
+import uuid
 from pathlib import Path
 
 import pytest
 
 from common.testing import require, wait_until
+from tests.tools_app.sandbox.proc import processes_with_marker
 from tools_app.sandbox.protocol import (
     MIB,
     KilledBy,
@@ -126,8 +128,10 @@ def test_warm_runs_are_independent(backends, workspace):
 # -- the same limits on the warm path ------------------------------------------
 
 
-def warm_run(workspace: Path, source: str, **kwargs: object):
-    spec = SandboxSpec(argv=(*WARM, source), workspace=WorkspaceMount(workspace), **kwargs)  # type: ignore[arg-type]
+def warm_run(workspace: Path, source: str, *, writable: bool = False, **kwargs: object):
+    mode = MountMode.READ_WRITE if writable else MountMode.READ_ONLY
+    mount = WorkspaceMount(workspace, mode)
+    spec = SandboxSpec(argv=(*WARM, source), workspace=mount, **kwargs)  # type: ignore[arg-type]
     result = SubprocessSandbox().run(spec)
     assert result.log_metadata.get("warm_python") is True
     return result
@@ -153,29 +157,22 @@ def test_warm_output_flood_is_truncated(workspace):
 
 
 def test_warm_timeout_kills_the_command_and_what_it_forked(workspace):
+    # Pids inside the command's pid namespace are not the host's: the escaped
+    # children carry a marker in their command line, visible from the host.
+    marker = f"warm-escaped-{uuid.uuid4().hex}"
     script = (
         "import os\n"
         "for _ in range(3):\n"
         "    if os.fork() == 0:\n"
         "        os.setsid()\n"
-        "        with open('pids', 'a') as f: f.write(f'{os.getpid()} ')\n"
-        "        while True: pass\n"
-        "with open('pids', 'a') as f: f.write(f'{os.getpid()} ')\n"
+        "        open(f'started-{os.getpid()}', 'w').close()\n"
+        f"        os.execv('/bin/sh', ['sh', '-c', 'while :; do :; done', '{marker}'])\n"
         "while True: pass\n"
     )
-    result = warm_run(workspace, script, timeout_seconds=2)
+    result = warm_run(workspace, script, timeout_seconds=2, writable=True)
     assert result.killed_by is KilledBy.TIMEOUT
-    pids = [int(word) for word in (workspace / "pids").read_text().split()]
-    assert len(pids) >= 1
-    assert [pid for pid in pids if _alive(pid)] == []
-
-
-def _alive(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", encoding="utf-8") as handle:
-            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
+    assert len(list(workspace.glob("started-*"))) == 3
+    assert processes_with_marker(marker) == []
 
 
 def test_warm_fork_bomb_is_contained(workspace):
@@ -190,14 +187,19 @@ def test_warm_fork_bomb_is_contained(workspace):
 
 def test_commands_cannot_signal_the_spawn_server(backends, workspace):
     require(os.geteuid() == 0, "running as root (the server keeps the worker's user)")
+    both(backends, workspace, ("true",))
+    server = server_pid()
+    # Each command is its own pid namespace's init: the server is not even
+    # visible (no parent, its host pid names nothing or another of the call's).
     script = (
-        "import os\ntry:\n    os.kill(os.getppid(), 9)\nexcept OSError as e:\n"
-        "    print(type(e).__name__)\n"
+        f"import os\nprint(os.getpid(), os.getppid())\ntry:\n    os.kill({server}, 9)\n"
+        "except OSError as e:\n    print(type(e).__name__)\n"
     )
     for result in both(backends, workspace, (*WARM, script)):
-        assert result.stdout == "PermissionError\n"
-    shell = both(backends, workspace, ("sh", "-c", "kill -9 $PPID 2>/dev/null || echo refused"))
+        assert result.stdout == "1 0\nProcessLookupError\n"
+    shell = both(backends, workspace, ("sh", "-c", f"kill -9 {server} 2>/dev/null || echo refused"))
     assert [r.stdout for r in shell] == ["refused\n", "refused\n"]
+    assert server_pid() == server and _alive(server)
 
 
 # -- the server itself ---------------------------------------------------------
@@ -339,7 +341,8 @@ def test_a_missing_program_is_reported_not_started(workspace):
 
 def test_no_process_is_left_after_many_warm_calls(workspace):
     for _ in range(50):
-        assert call((*WARM, "import os\nprint(os.getpid() > 1)"), workspace) == "True\n"
+        # The init of its own pid namespace, not the server answering itself.
+        assert call((*WARM, "import os\nprint(os.getpid() == 1)"), workspace) == "True\n"
     settled_descriptor_count(server_pid())
     children = Path(f"/proc/{server_pid()}/task/{server_pid()}/children").read_text().split()
     # At most the standby for the next call, not yet confined (the worker's user).
@@ -406,3 +409,11 @@ def test_file_runner_writes_the_same_warm_and_cold(backends, workspace):
         cold_file.stat().st_uid,
         cold_file.stat().st_mode,
     )
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
