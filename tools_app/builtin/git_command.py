@@ -14,7 +14,6 @@ same command runs on every backend (``/workspace`` inside namespaces).
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -158,6 +157,18 @@ def default_identity(context: ToolContext) -> tuple[str, str]:
     return name, email
 
 
+def launcher_argv(spec: Mapping[str, Any], args: Sequence[str]) -> tuple[str, ...]:
+    """The sandbox command line: the launcher, its ``name=value`` words, ``--``, git's args."""
+    words: list[str] = []
+    for name, value in spec.items():
+        values = value if isinstance(value, list | tuple) else [value]
+        for item in values:
+            if isinstance(item, bool):
+                item = "1" if item else "0"
+            words.append(f"{name}={item}")
+    return (*LAUNCHER_ARGV, *words, "--", *args)
+
+
 def shell_launcher_argv(
     *, ceiling_depth: int, writable: bool, identity: tuple[str, str]
 ) -> tuple[str, ...]:
@@ -170,15 +181,14 @@ def shell_launcher_argv(
     spec = {
         "mode": "discover",
         "ceiling_depth": ceiling_depth,
-        "allowed_keys": list(ALLOWED_LOCAL_KEYS),
-        "dropped_keys": [],
+        "allow": ALLOWED_LOCAL_KEYS,
         "max_config_bytes": MAX_CONFIG_BYTES,
         "writable": writable,
-        "identity": list(identity),
-        "env": dict(HARDENING_ENV),
-        "options": list(HARDENING_OPTIONS),
+        "identity": identity,
+        "env": [f"{k}={v}" for k, v in HARDENING_ENV.items()],
+        "option": HARDENING_OPTIONS,
     }
-    return (*LAUNCHER_ARGV, json.dumps(spec))
+    return launcher_argv(spec, ())
 
 
 def launcher_refusal(result: SandboxResult) -> ToolRefusedError | None:
@@ -205,7 +215,6 @@ class GitRunner:
         *,
         network: bool = False,
         writable: bool = False,
-        allowed_keys: Sequence[str] = ALLOWED_LOCAL_KEYS,
         dropped_keys: Sequence[str] = (),
         print_config: bool = False,
         path_args: Sequence[int] = (),
@@ -220,19 +229,15 @@ class GitRunner:
         return {
             "mode": "repo" if repository is not None else "none",
             "shown": repository.relative if repository is not None else ".",
-            "allowed_keys": list(allowed_keys),
-            "dropped_keys": list(dropped_keys),
+            "allow": ALLOWED_LOCAL_KEYS,
+            "drop": tuple(dropped_keys),
             "max_config_bytes": MAX_CONFIG_BYTES,
             "writable": writable,
             "print_config": print_config,
-            "path_args": list(path_args),
-            "env": env,
-            "options": [*HARDENING_OPTIONS, *self.extra_options],
+            "path_arg": tuple(path_args),
+            "env": [f"{k}={v}" for k, v in env.items()],
+            "option": [*HARDENING_OPTIONS, *self.extra_options],
         }
-
-    def argv(self, spec: Mapping[str, Any], args: Sequence[str]) -> tuple[str, ...]:
-        """The sandbox command line: the launcher, its instructions, git's arguments."""
-        return (*LAUNCHER_ARGV, json.dumps(spec), *args)
 
     def _ssh_command(self) -> str:
         known_hosts = str(self.settings.get("ssh_known_hosts_file") or "/dev/null")
@@ -254,7 +259,7 @@ class GitRunner:
         timeout = float(self.settings.get("timeout_seconds", 120 if network else 30))
         launcher = self.spec(repository, network=network, writable=writable, **spec_options)
         spec = SandboxSpec(
-            argv=self.argv(launcher, args),
+            argv=launcher_argv(launcher, args),
             workspace=WorkspaceMount(
                 self.context.workspace, MountMode.READ_WRITE if writable else MountMode.READ_ONLY
             ),
@@ -288,7 +293,9 @@ class GitRunner:
     def local_config(self, repository: Repository) -> dict[str, str]:
         """The repository's checked config (refused when a key is outside the allowlist)."""
         result = self.run_ok(repository, ["config"], print_config=True)
-        entries = json.loads(result.stdout or "{}")
-        if not isinstance(entries, dict):
-            raise ToolFailedError("git config could not be read", code="GIT_FAILED")
-        return {str(k): str(v) for k, v in entries.items()}
+        entries: dict[str, str] = {}
+        for item in result.stdout.split("\0"):
+            if item:
+                key, _, value = item.partition("\n")
+                entries[key] = value
+        return entries

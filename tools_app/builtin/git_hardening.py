@@ -54,19 +54,31 @@ PROGRAM_KEY_FAMILIES: Final[tuple[tuple[str, str], ...]] = (
     ("extensions.* other than objectFormat (partialClone fetches)", "not definable"),
 )
 
-# Keys a repository's own config may hold (full match on the lower-cased key);
-# anything else is refused before git runs.
+# Keys a repository's own config may hold: ``section.name``, ``section.*.name``
+# (any subsection); anything else is refused before git runs.
 ALLOWED_LOCAL_KEYS: Final[tuple[str, ...]] = (
-    r"core\.(repositoryformatversion|filemode|bare|logallrefupdates|ignorecase|"
-    r"precomposeunicode|symlinks|autocrlf|eol|safecrlf|quotepath|abbrev)",
-    r"extensions\.objectformat",
-    r"remote\.[^\n]+\.(url|pushurl|fetch|tagopt|prune)",
-    r"branch\.[^\n]+\.(remote|merge|rebase|pushremote)",
-    r"user\.(name|email)",
-    r"init\.defaultbranch",
-    r"(pull\.(rebase|ff)|push\.default|fetch\.prune|gc\.auto|index\.version)",
-    r"i18n\.(commitencoding|logoutputencoding)",
-)
+    *(
+        f"core.{name}"
+        for name in (
+            "repositoryformatversion", "filemode", "bare", "logallrefupdates", "ignorecase",
+            "precomposeunicode", "symlinks", "autocrlf", "eol", "safecrlf", "quotepath", "abbrev",
+        )
+    ),
+    "extensions.objectformat",
+    *(f"remote.*.{name}" for name in ("url", "pushurl", "fetch", "tagopt", "prune")),
+    *(f"branch.*.{name}" for name in ("remote", "merge", "rebase", "pushremote")),
+    "user.name",
+    "user.email",
+    "init.defaultbranch",
+    "pull.rebase",
+    "pull.ff",
+    "push.default",
+    "fetch.prune",
+    "gc.auto",
+    "index.version",
+    "i18n.commitencoding",
+    "i18n.logoutputencoding",
+)  # fmt: skip
 
 _FALSE: Final = "/bin/false"
 HARDENING_ENV: Final[Mapping[str, str]] = MappingProxyType(

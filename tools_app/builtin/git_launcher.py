@@ -1,15 +1,16 @@
 """The program that starts git inside the sandbox: standard library only.
 
 It reaches the sandbox like the file runner, as ``python3 -I -S -c SOURCE
-SPEC GIT-ARGS...`` (``SPEC`` is JSON written by ``git_command``), so the check
-and the use happen in one process, as the sandbox's user, on what that
-process sees:
+SPEC-WORDS... -- GIT-ARGS...`` (``name=value`` words written by
+``git_command``), so the check and the use happen in one process, as the
+sandbox's user, on what that process sees:
 
 1. find the repository (``.git`` a plain directory: a ``.git`` file, a link,
    ``commondir`` or ``objects/info/alternates`` is refused), and refuse when
    anything under ``.git`` is a symbolic link (nothing there is followed);
-2. read ``.git/config`` once (``O_NOFOLLOW``), have git parse those bytes from
-   stdin (``--no-includes``), refuse a key outside the allowed patterns;
+2. read ``.git/config`` once (``O_NOFOLLOW``) into a private copy, have git
+   parse that copy (``--no-includes``), refuse a key outside the allowed rules
+   (``section.name``, ``section.*.name`` for any subsection, ``section.**``);
 3. write a private common directory: a ``config`` holding only the format
    keys, and links to the repository's objects, refs, logs, info, packed-refs
    and shallow file; the other checked keys go in ``GIT_CONFIG_COUNT``;
@@ -25,19 +26,18 @@ repository: clone; git runs from an empty private directory, the arguments
 named in ``path_args`` made absolute first), ``discover`` (shell_command:
 leading ``-C DIR`` options are applied, then the repository is looked for
 upwards, never above the workspace; none found means no repository).
+
+It imports nothing beyond ``os``, ``sys`` and ``stat``: every git call pays
+for this interpreter's start, and ``re``, ``json``, ``subprocess`` or
+``tempfile`` would triple it.
 """
 
 from __future__ import annotations
 
-import json
+import _signal
 import os
-import re
-import signal
 import stat
-import subprocess
 import sys
-import tempfile
-from typing import Any
 
 REFUSED_MARKER = "synthorg-git-refused: "
 REFUSED_EXIT = 125
@@ -122,43 +122,91 @@ def read_config(git_dir: str, limit: int) -> bytes:
     return data
 
 
+def run_git(argv: list[str], env: dict[str, str], cwd: str) -> tuple[int, bytes, bytes]:
+    """Run a git helper command; (status, stdout, stderr), both read to the end."""
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    actions = [
+        (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+        (os.POSIX_SPAWN_DUP2, out_w, 1),
+        (os.POSIX_SPAWN_DUP2, err_w, 2),
+    ]
+    here = os.getcwd()
+    os.chdir(cwd)
+    try:
+        pid = os.posix_spawnp(argv[0], argv, env, file_actions=actions)
+    finally:
+        os.chdir(here)
+        os.close(out_w)
+        os.close(err_w)
+    out = _read_all(out_r)
+    err = _read_all(err_r)
+    _, status = os.waitpid(pid, 0)
+    return os.waitstatus_to_exitcode(status), out, err
+
+
+def _read_all(fd: int) -> bytes:
+    # Small outputs (a config listing, a message); read one pipe, then the other.
+    chunks = []
+    while True:
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(fd)
+    return b"".join(chunks)
+
+
 def parse_config(data: bytes, env: dict[str, str], scratch: str) -> list[tuple[str, str]]:
-    """``[(key, value)]`` as git itself reads ``data``, includes ignored."""
+    """``[(key, value)]`` as git itself reads ``data`` (a private copy), includes ignored."""
     if not data:
         return []
-    done = subprocess.run(
-        ["git", "config", "--file", "-", "--no-includes", "--null", "--list"],
-        input=data,
-        capture_output=True,
-        env=env,
-        cwd=scratch,
-        check=False,
+    copy = os.path.join(scratch, "config.checked")
+    fd = os.open(copy, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+    status, out, err = run_git(
+        ["git", "config", "--file", copy, "--no-includes", "--null", "--list"], env, scratch
     )
-    if done.returncode != 0:
-        message = done.stderr.decode("utf-8", "replace").strip()[-300:]
+    if status != 0:
+        message = err.decode("utf-8", "replace").strip()[-300:]
         raise Refused(f"the repository's config cannot be read: {message}")
     entries = []
-    for item in done.stdout.decode("utf-8", "surrogateescape").split("\0"):
+    for item in out.decode("utf-8", "surrogateescape").split("\0"):
         if item:
             key, _, value = item.partition("\n")
-            entries.append((key.lower(), value))
+            entries.append((key, value))
     return entries
+
+
+def rule_matches(rule: str, key: str) -> bool:
+    """``section.name``, ``section.*.name`` (any subsection) or ``section.**``."""
+    section, _, rest = key.partition(".")
+    subsection, _, name = rest.rpartition(".")
+    rule_section, _, rule_rest = rule.partition(".")
+    if rule_section != section.lower():
+        return False
+    if rule_rest == "**":
+        return True
+    if rule_rest.startswith("*."):
+        return bool(subsection) and name.lower() == rule_rest[2:]
+    return not subsection and name.lower() == rule_rest
 
 
 def check_entries(
     entries: list[tuple[str, str]], allowed: list[str], dropped: list[str]
 ) -> list[tuple[str, str]]:
     """The entries to pass on; a key outside ``allowed`` is refused."""
-    allowed_re = [re.compile(p) for p in allowed]
-    dropped_re = [re.compile(p) for p in dropped]
     kept = []
     for key, value in entries:
-        if not any(p.fullmatch(key) for p in allowed_re):
+        if not any(rule_matches(rule, key) for rule in allowed):
             raise Refused(
                 f"the repository's config sets {key!r}, which can make git run programs or "
                 "reach other places; remove it from .git/config"
             )
-        if not any(p.fullmatch(key) for p in dropped_re):
+        if not any(rule_matches(rule, key) for rule in dropped):
             kept.append((key, value))
     return kept
 
@@ -235,49 +283,65 @@ def discover(args: list[str], ceiling: str) -> str | None:
 
 
 def prepare(
-    spec: dict[str, Any], args: list[str], env: dict[str, str], scratch: str
+    spec: dict[str, list[str]], args: list[str], env: dict[str, str], scratch: str
 ) -> tuple[list[str], dict[str, str]]:
     """Check everything and return (argv, env) for git."""
-    mode = spec["mode"]
+    mode = spec["mode"][0]
+    options = spec.get("option", [])
     top = None
     if mode == "repo":
         top = os.getcwd()
     elif mode == "discover":
-        ceiling = os.path.realpath(os.path.join(os.getcwd(), *[".."] * spec["ceiling_depth"]))
+        depth = int(spec["ceiling_depth"][0])
+        ceiling = os.path.realpath(os.path.join(os.getcwd(), *[".."] * depth))
         top = discover(args, ceiling)
         if top is None:
             env["GIT_CEILING_DIRECTORIES"] = os.path.dirname(ceiling) or "/"
     if top is None:
         if mode == "none":
-            for index in spec.get("path_args", ()):
-                args[index] = os.path.abspath(args[index])
+            for index in spec.get("path_arg", []):
+                args[int(index)] = os.path.abspath(args[int(index)])
             os.chdir(scratch)  # nothing to discover from here
-        return ["git", *spec["options"], *args], env
+        return ["git", *options, *args], env
     git_dir = os.path.join(top, ".git")
-    shown = _relative(top, os.getcwd()) if mode == "discover" else spec.get("shown", ".")
+    shown = _relative(top, os.getcwd()) if mode == "discover" else spec.get("shown", ["."])[0]
     check_git_dir(git_dir, shown)
-    data = read_config(git_dir, spec["max_config_bytes"])
+    data = read_config(git_dir, int(spec["max_config_bytes"][0]))
     entries = check_entries(
-        parse_config(data, env, scratch), spec["allowed_keys"], spec.get("dropped_keys", ())
+        parse_config(data, env, scratch), spec.get("allow", []), spec.get("drop", [])
     )
-    if spec.get("print_config"):
-        print(json.dumps(dict(entries)))
+    if spec.get("print_config") == ["1"]:
+        sys.stdout.write("".join(f"{k}\n{v}\0" for k, v in entries))
         sys.exit(0)
+    identity = spec.get("identity")
     common, passed = make_common_dir(
-        git_dir, entries, scratch, spec.get("writable", False), spec.get("identity")
+        git_dir, entries, scratch, spec.get("writable") == ["1"], identity
     )
     env.update(config_env(passed))
     env.update({"GIT_DIR": git_dir, "GIT_WORK_TREE": top, "GIT_COMMON_DIR": common})
-    return ["git", *spec["options"], *args], env
+    return ["git", *options, *args], env
+
+
+def read_spec(words: list[str]) -> tuple[dict[str, list[str]], list[str]]:
+    """``name=value`` words up to ``--`` (names may repeat), then git's arguments."""
+    spec: dict[str, list[str]] = {}
+    end = words.index("--")
+    for word in words[:end]:
+        name, _, value = word.partition("=")
+        spec.setdefault(name, []).append(value)
+    return spec, words[end + 1 :]
 
 
 def main() -> None:
-    spec = json.loads(sys.argv[1])
-    args = list(sys.argv[2:])
+    spec, args = read_spec(sys.argv[1:])
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env.update(spec["env"])
-    scratch = tempfile.mkdtemp(prefix="synthorg-git-")
+    for assignment in spec.get("env", []):
+        name, _, value = assignment.partition("=")
+        env[name] = value
+    base = env.get("TMPDIR") or "/tmp"  # noqa: S108 - the sandbox's private directory
+    scratch = os.path.join(base, f"synthorg-git-{os.getpid()}-{os.urandom(6).hex()}")
     try:
+        os.mkdir(scratch, 0o700)
         argv, env = prepare(spec, args, env, scratch)
     except Refused as exc:
         sys.stderr.write(f"{REFUSED_MARKER}{exc.code}: {exc}\n")
@@ -287,7 +351,7 @@ def main() -> None:
         sys.exit(REFUSED_EXIT)
     sys.stdout.flush()
     # Python ignores SIGPIPE; git (``git log | head``) expects the default.
-    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    _signal.signal(_signal.SIGPIPE, _signal.SIG_DFL)
     os.execvpe("git", argv, env)  # noqa: S606 - argv is a list; no shell reads it
 
 

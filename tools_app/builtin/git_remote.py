@@ -145,6 +145,6 @@ class GitPushTool:
             writable=True,
             network=True,
             # The URL was checked; a remote section named after it must not redirect it.
-            dropped_keys=(r"remote\..*",),
+            dropped_keys=("remote.**",),
         )
         return text_outcome(result.stdout, result.truncated)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import uuid
@@ -34,6 +33,7 @@ from tools_app.builtin.git import (
     git_status,
 )
 from tools_app.builtin.git_command import LAUNCHER_ARGV
+from tools_app.builtin.git_launcher import read_spec
 from tools_app.contracts import ToolRegistry
 from tools_app.net.dnswire import TYPE_A
 from tools_app.sandbox.subprocess import SubprocessSandbox
@@ -181,7 +181,7 @@ def test_clone_over_http_is_pinned_to_the_checked_address(
     assert outcome.structured["address"] == "127.0.0.1"
     assert (workspace / "copy" / "README.md").read_text() == "hello\nworld\n"
     assert served.requests
-    options = json.loads(sandbox.specs[-1].argv[5])["options"]
+    options = read_spec(list(sandbox.specs[-1].argv[5:]))[0]["option"]
     assert f"http.curloptResolve=git.test:{served.port}:127.0.0.1" in options
 
 
@@ -195,13 +195,13 @@ def test_every_invocation_goes_through_the_launcher(
     assert len(sandbox.specs) == 1  # checked and run in one sandboxed process
     spec = sandbox.specs[0]
     assert spec.argv[:5] == LAUNCHER_ARGV
-    launcher = json.loads(spec.argv[5])
-    assert launcher["mode"] == "repo"
-    assert launcher["env"]["GIT_CONFIG_NOSYSTEM"] == "1"
-    assert launcher["env"]["GIT_CONFIG_GLOBAL"] == "/dev/null"
-    assert launcher["env"]["GIT_ALLOW_PROTOCOL"] == ""
+    launcher, args = read_spec(list(spec.argv[5:]))
+    assert args == ["status", "--porcelain=v1", "--branch", "--untracked-files=normal"]
+    assert launcher["mode"] == ["repo"]
+    for expected in ("GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_ALLOW_PROTOCOL="):
+        assert expected in launcher["env"]
     for expected in ("core.hooksPath=/dev/null", "core.fsmonitor=false", "credential.helper="):
-        assert expected in launcher["options"]
+        assert expected in launcher["option"]
     assert spec.cwd == "proj"
     assert spec.network.value == "none"
     assert not spec.workspace.writable
