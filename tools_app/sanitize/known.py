@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import bisect
 import functools
-import re
+import itertools
 from collections import Counter
 from collections.abc import Iterable
 
@@ -29,7 +29,8 @@ KNOWN_SECRET = "known_secret"
 # Default for the shortest secret (and spelling) looked for: shorter strings
 # would match ordinary words and numbers. The console passes its setting.
 MIN_KNOWN_SECRET_LENGTH = 8
-_RUN = re.compile(r"\S+")
+# Output is squeezed in blocks of this many characters (see `_SqueezedText`).
+_BLOCK = 1024
 _PADDING = "="
 
 
@@ -78,11 +79,11 @@ class KnownSecrets:
 
     def _redact_piece(self, text: str, counts: Counter[str]) -> str:
         assert self._automaton is not None
-        squeezed = "".join(text.split())
-        matches = self._automaton.find_matches_as_indexes(squeezed)
+        squeezed = _SqueezedText(text)
+        matches = self._automaton.find_matches_as_indexes(squeezed.squeezed)
         if not matches:
             return text
-        to_original = _position_map(text) if len(squeezed) != len(text) else None
+        to_original = squeezed.original if len(squeezed.squeezed) != len(text) else None
         pieces: list[str] = []
         copied = 0
         replacement = marker(KNOWN_SECRET)
@@ -111,21 +112,29 @@ def _widen(text: str, spelling: Spelling, start: int, end: int, *, floor: int) -
     return start, end
 
 
-def _position_map(text: str) -> functools.partial[int]:
-    """Maps a position in `text` without whitespace to the same character in `text`."""
-    starts: list[int] = []
-    squeezed_starts: list[int] = []
-    length = 0
-    for run in _RUN.finditer(text):
-        starts.append(run.start())
-        squeezed_starts.append(length)
-        length += run.end() - run.start()
-    return functools.partial(_original_position, starts, squeezed_starts)
+class _SqueezedText:
+    """`text` without whitespace, and the way back to positions in `text`.
 
+    Squeezed block by block, so mapping a position back walks one block of the
+    original in Python, not the whole output.
+    """
 
-def _original_position(starts: list[int], squeezed_starts: list[int], position: int) -> int:
-    run = bisect.bisect_right(squeezed_starts, position) - 1
-    return starts[run] + position - squeezed_starts[run]
+    def __init__(self, text: str) -> None:
+        self.text = text
+        blocks = ["".join(text[i : i + _BLOCK].split()) for i in range(0, len(text), _BLOCK)]
+        self.squeezed = "".join(blocks)
+        self._starts = list(itertools.accumulate((len(b) for b in blocks[:-1]), initial=0))
+
+    def original(self, position: int) -> int:
+        """The position in `text` of the character at `position` of `squeezed`."""
+        block = bisect.bisect_right(self._starts, position) - 1
+        wanted = position - self._starts[block]
+        for offset, char in enumerate(self.text[block * _BLOCK : (block + 1) * _BLOCK]):
+            if not char.isspace():
+                if wanted == 0:
+                    return block * _BLOCK + offset
+                wanted -= 1
+        raise ValueError(f"position {position} is past the squeezed text")
 
 
 @functools.lru_cache(maxsize=16)
