@@ -166,3 +166,82 @@ def sandbox_user_ready() -> None:
     if os.geteuid() == 0:
         script = Path(__file__).resolve().parents[3] / "docker" / "ensure-sandbox-user.sh"
         subprocess.run(["sh", str(script)], check=True, capture_output=True)
+
+
+class SmartGitServer:
+    """``git http-backend`` behind a loopback HTTP server: clone and push over smart HTTP."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.requests: list[str] = []
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def _backend(self) -> None:
+                outer.requests.append(f"{self.command} {self.path}")
+                path, _, query = self.path.partition("?")
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else b""
+                env = {
+                    **GIT_ENV,
+                    "GIT_PROJECT_ROOT": str(outer.root),
+                    "GIT_HTTP_EXPORT_ALL": "1",
+                    "REQUEST_METHOD": self.command,
+                    "PATH_INFO": path,
+                    "QUERY_STRING": query,
+                    "CONTENT_TYPE": self.headers.get("Content-Type", ""),
+                    "CONTENT_LENGTH": str(len(body)),
+                    "HTTP_CONTENT_ENCODING": self.headers.get("Content-Encoding", ""),
+                    "GIT_PROTOCOL": self.headers.get("Git-Protocol", ""),
+                    "REMOTE_ADDR": "127.0.0.1",
+                }
+                done = subprocess.run(
+                    ["git", "http-backend"], input=body, env=env, capture_output=True, check=False
+                )
+                head, _, payload = done.stdout.partition(b"\r\n\r\n")
+                status = 200
+                headers: list[tuple[str, str]] = []
+                for line in head.decode("latin-1").split("\r\n"):
+                    name, _, value = line.partition(":")
+                    if name.lower() == "status":
+                        status = int(value.strip().split()[0])
+                    elif name:
+                        headers.append((name, value.strip()))
+                self.send_response(status)
+                for name, value in headers:
+                    self.send_header(name, value)
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            do_GET = _backend
+            do_POST = _backend
+
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self.port = int(self._server.server_address[1])
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, args=(0.05,), daemon=True
+        )
+
+    def __enter__(self) -> SmartGitServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+
+def publish_pushable(source: Path, root: Path, name: str) -> Path:
+    """A bare clone of ``source`` under ``root`` that accepts anonymous smart-HTTP pushes."""
+    bare = root / name
+    subprocess.run(
+        ["git", "clone", "-q", "--bare", str(source), str(bare)], env=GIT_ENV, check=True
+    )
+    git(bare, "config", "http.receivepack", "true")
+    return bare

@@ -23,16 +23,25 @@ import pytest
 from tests.tools_app.builtin.git_fixtures import (
     DumbGitServer,
     RecordingSandbox,
+    SmartGitServer,
     git,
     git_context,
     grant,
     make_repo,
     publish_bare,
+    publish_pushable,
     sandbox_user_ready,
 )
 from tools_app.builtin.base import RefusalCode, ToolFailedError, ToolRefusedError
-from tools_app.builtin.git import GitCloneTool, git_commit, git_diff, git_log, git_status
-from tools_app.sandbox.protocol import MountMode, SandboxSpec, WorkspaceMount
+from tools_app.builtin.git import (
+    GitCloneTool,
+    GitPushTool,
+    git_commit,
+    git_diff,
+    git_log,
+    git_status,
+)
+from tools_app.sandbox.protocol import MountMode, NetworkPolicy, SandboxSpec, WorkspaceMount
 
 ROOT = Path("/tmp/synthorg-test-workspaces")
 RACE_SECONDS = 30.0
@@ -389,3 +398,61 @@ def test_names_of_255_bytes_are_accepted(
     with pytest.raises(ToolRefusedError) as caught:
         git_status.run(context, {"path": "b" * 255})
     assert "is not a directory" in caught.value.reason  # judged as a path, not refused
+
+
+# --- push goes where it was checked -----------------------------------------------------
+
+
+@pytest.fixture
+def pushable(tmp_path: Path) -> Iterator[tuple[SmartGitServer, Path]]:
+    source = make_repo(tmp_path / "upstream")
+    root = tmp_path / "smart"
+    root.mkdir()
+    bare = publish_pushable(source, root, "repo.git")
+    with SmartGitServer(root) as server:
+        yield server, bare
+
+
+def test_push_reaches_the_checked_url_not_a_remote_named_after_it(
+    workspace: Path,
+    repo: Path,
+    pushable: tuple[SmartGitServer, Path],
+    served: DumbGitServer,
+    sandbox: RecordingSandbox,
+) -> None:
+    server, bare = pushable
+    url = f"http://127.0.0.1:{server.port}/repo.git"
+    elsewhere = f"http://127.0.0.1:{served.port}/repo.git"
+    git(repo, "remote", "add", "origin", url)
+    git(repo, "commit", "-q", "--allow-empty", "-m", "pushed by the agent")
+    grant(workspace)
+    settings = {
+        "hostname_allowlist": [f"127.0.0.1:{server.port}", f"127.0.0.1:{served.port}"],
+        "allow_plain_http": True,
+    }
+    context = git_context(workspace, sandbox, settings=settings)
+
+    # Positive control: the push arrives.
+    GitPushTool().run(context, {"path": "proj", "branch": "main"})
+    assert git(bare, "log", "-1", "--format=%s").strip() == "pushed by the agent"
+
+    # A remote section named after the checked URL, sending pushes elsewhere.
+    git(repo, "config", f"remote.{url}.pushurl", elsewhere)
+    git(repo, "commit", "-q", "--allow-empty", "-m", "second push")
+    grant(workspace)
+    # Control: git without the launcher follows it.
+    plain = sandbox.inner.run(
+        SandboxSpec(
+            argv=("git", "-c", "safe.directory=*", "push", url, "main"),
+            workspace=WorkspaceMount(workspace, MountMode.READ_WRITE),
+            cwd="proj",
+            timeout_seconds=30,
+            network=NetworkPolicy.BRIDGE,
+        )
+    )
+    assert served.requests, plain.stderr
+    served.requests.clear()
+
+    GitPushTool().run(context, {"path": "proj", "branch": "main"})
+    assert git(bare, "log", "-1", "--format=%s").strip() == "second push"
+    assert served.requests == []
