@@ -3,7 +3,7 @@ repeated call refer to.
 
 The gateway is stateless (no MCP session), so the only handle a client has on a
 call in flight is its JSON-RPC request id, and the cancel notification may reach
-another web node than the call. Both are kept in the shared cache (Redis):
+another web node than the call. Both are kept in Redis:
 
 - `request id -> invocation`, while the call is being answered, so a
   `notifications/cancelled` naming that request id cancels that invocation;
@@ -27,12 +27,12 @@ import uuid
 from typing import Any
 
 from django.conf import settings
-from django.core.cache import cache
 
+from common.redis import redis_client
 from tools_app.canonical import arguments_hash
 from trust_app.policy import name_key
 
-_PREFIX = "mcp"
+_PREFIX = "synthorg:mcp"
 
 
 def _digest(*parts: str) -> str:
@@ -52,28 +52,28 @@ def _in_flight_seconds() -> int:
     return int(settings.SYNTHORG_MCP_APPROVAL_WAIT_SECONDS + settings.CELERY_TASK_TIME_LIMIT + 60)
 
 
-def call_started(*, agent_id: Any, request_id: str | int, invocation_id: uuid.UUID) -> None:
-    """Remember which invocation this request is answering."""
-    cache.set(_request_key(agent_id, request_id), str(invocation_id), _in_flight_seconds())
+def call_started(*, agent_id: Any, request_id: str | int, invocation_id: uuid.UUID) -> bool:
+    """Remember which invocation this request answers; True when a cancel came first."""
+    pipe = redis_client().pipeline(transaction=False)
+    pipe.set(_request_key(agent_id, request_id), str(invocation_id), ex=_in_flight_seconds())
+    pipe.exists(_cancel_key(agent_id, request_id))
+    _, cancelled = pipe.execute()
+    return bool(cancelled)
 
 
 def call_answered(*, agent_id: Any, request_id: str | int) -> None:
-    cache.delete_many([_request_key(agent_id, request_id), _cancel_key(agent_id, request_id)])
+    redis_client().delete(_request_key(agent_id, request_id), _cancel_key(agent_id, request_id))
 
 
 def call_for_request(*, agent_id: Any, request_id: str | int) -> uuid.UUID | None:
     """The invocation the agent's request is answering, if it is still in flight."""
-    value = cache.get(_request_key(agent_id, request_id))
-    return uuid.UUID(value) if isinstance(value, str) else None
+    value = redis_client().get(_request_key(agent_id, request_id))
+    return uuid.UUID(value.decode()) if isinstance(value, bytes) else None
 
 
 def cancel_requested(*, agent_id: Any, request_id: str | int) -> None:
     """Mark the request cancelled, for a call that has not recorded its invocation yet."""
-    cache.set(_cancel_key(agent_id, request_id), "1", _in_flight_seconds())
-
-
-def was_cancelled(*, agent_id: Any, request_id: str | int) -> bool:
-    return cache.get(_cancel_key(agent_id, request_id)) is not None
+    redis_client().set(_cancel_key(agent_id, request_id), b"1", ex=_in_flight_seconds())
 
 
 def _resume_key(agent_id: Any, tool: str, arguments: Any) -> str | None:
@@ -89,7 +89,7 @@ def unfinished_call_kept(*, agent_id: Any, tool: str, arguments: Any, invocation
     key = _resume_key(agent_id, tool, arguments)
     if key is not None:
         ttl = settings.SYNTHORG_APPROVAL_TTL_SECONDS + settings.CELERY_TASK_TIME_LIMIT
-        cache.set(key, str(invocation_id), ttl)
+        redis_client().set(key, str(invocation_id), ex=ttl)
 
 
 def unfinished_call_taken(*, agent_id: Any, tool: str, arguments: Any) -> uuid.UUID | None:
@@ -97,8 +97,8 @@ def unfinished_call_taken(*, agent_id: Any, tool: str, arguments: Any) -> uuid.U
     key = _resume_key(agent_id, tool, arguments)
     if key is None:
         return None
-    value = cache.get(key)
-    if not isinstance(value, str):
-        return None
-    cache.delete(key)
-    return uuid.UUID(value)
+    pipe = redis_client().pipeline(transaction=True)  # GET and DEL as one, on any Redis
+    pipe.get(key)
+    pipe.delete(key)
+    value, _ = pipe.execute()
+    return uuid.UUID(value.decode()) if isinstance(value, bytes) else None

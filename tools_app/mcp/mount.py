@@ -91,6 +91,12 @@ def caller_for(token: str | None, request_id: str) -> McpCaller | _Refusal:
     return McpCaller(agent=agent, request_id=request_id)
 
 
+def _fresh_caller_for(token: str | None, request_id: str) -> McpCaller | _Refusal:
+    # One trip to the thread for both: each trip costs a context switch per request.
+    close_old_connections()
+    return caller_for(token, request_id)
+
+
 def _host_allowed(scope: Scope) -> bool:
     host = _header(scope, b"host") or ""
     domain, _port = split_domain_port(host)
@@ -245,9 +251,8 @@ class McpGateway:
                     _Refusal(400, "bad_request", "the Host header is not in ALLOWED_HOSTS"),
                 )
                 return
-            await sync_to_async(close_old_connections)()
             try:
-                caller = await sync_to_async(caller_for)(_bearer(scope), request_id)
+                caller = await sync_to_async(_fresh_caller_for)(_bearer(scope), request_id)
                 if isinstance(caller, _Refusal):
                     log.info("mcp_refused", status=caller.status, reason=caller.message)
                     await _refuse(send_with_request_id, caller)

@@ -24,28 +24,16 @@ from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
 from common.errors import SynthOrgError
-from tools_app.api.views import _check_rate
 from tools_app.contracts import ToolContract
+from tools_app.events import watch_invocation
 from tools_app.mcp.annotations import tool_hints
-from tools_app.mcp.calls import (
-    call_answered,
-    call_started,
-    unfinished_call_kept,
-    unfinished_call_taken,
-    was_cancelled,
-)
-from tools_app.mcp.cancel import abandoned_call_withdraw, cancel_reason, cancelled_call_withdraw
-from tools_app.mcp.results import (
-    internal_problem_result,
-    invocation_result,
-    refusal_result,
-    request_problem_result,
-)
+from tools_app.mcp.calls import unfinished_call_kept
+from tools_app.mcp.results import internal_problem_result, refusal_result, request_problem_result
+from tools_app.mcp.taking import call_outcome, call_take
 from tools_app.mcp.waiting import McpExchange, ProgressSink, wait_for_outcome
-from tools_app.models import Invocation
 from tools_app.registry import tool_catalog
 from tools_app.selectors import permitted_tools
-from tools_app.services.invocation_submit import CallRequest, invocation_submit
+from tools_app.services.invocation_submit import CallRequest
 from trust_app.models import Agent
 from trust_app.selectors import agent_policy
 
@@ -164,28 +152,6 @@ def _wait_meta(meta: Mapping[str, Any]) -> int:
     return value
 
 
-def _submit(agent: Agent, call: CallRequest, invocation_id: uuid.UUID) -> Invocation:
-    _check_rate(agent)
-    return invocation_submit(agent=agent, call=call, invocation_id=invocation_id).invocation
-
-
-def _resume(agent: Agent, call: CallRequest) -> Invocation | None:
-    """The unfinished invocation a repeat of an earlier call picks up, if any."""
-    if call.idempotency_key:
-        return None  # the key finds its invocation in the submission itself
-    invocation_id = unfinished_call_taken(
-        agent_id=agent.id, tool=call.tool, arguments=call.arguments
-    )
-    if invocation_id is None:
-        return None
-    invocation = (
-        Invocation.objects.select_related("approval").filter(id=invocation_id, agent=agent).first()
-    )
-    if invocation is not None:
-        _check_rate(agent)
-    return invocation
-
-
 def _progress_sink(
     ctx: ServerRequestContext[Any, Any], token: str | int | None
 ) -> ProgressSink | None:
@@ -206,18 +172,6 @@ def _exchange(ctx: ServerRequestContext[Any, Any]) -> McpExchange:
     return exchange if isinstance(exchange, McpExchange) else McpExchange()
 
 
-async def _withdraw_if_cancelled(
-    caller: McpCaller, rpc_id: str | int | None, invocation: Invocation
-) -> None:
-    """A cancel that arrived before the invocation was recorded takes effect now."""
-    if rpc_id is None or invocation.terminal:
-        return
-    if await sync_to_async(was_cancelled)(agent_id=caller.agent.id, request_id=rpc_id):
-        await sync_to_async(cancelled_call_withdraw)(
-            agent=caller.agent, invocation_id=invocation.id, why=cancel_reason(rpc_id, "")
-        )
-
-
 async def _answer(
     ctx: ServerRequestContext[Any, Any],
     caller: McpCaller,
@@ -226,55 +180,45 @@ async def _answer(
     progress: ProgressSink | None,
 ) -> types.CallToolResult:
     rpc_id = ctx.request_id
-    agent_id = caller.agent.id
-    invocation = await sync_to_async(_resume)(caller.agent, call)
-    if invocation is None:
-        new_id = uuid.uuid4()
-        if rpc_id is not None:
-            await sync_to_async(call_started)(
-                agent_id=agent_id, request_id=rpc_id, invocation_id=new_id
-            )
+    agent = caller.agent
+    exchange = _exchange(ctx)
+    new_id = uuid.uuid4()
+    # Subscribed before the call exists, so no status change can be missed.
+    async with watch_invocation(new_id) as watch:
         try:
-            invocation = await sync_to_async(_submit)(caller.agent, call, new_id)
+            invocation = await sync_to_async(call_take)(
+                agent=agent, call=call, rpc_id=rpc_id, invocation_id=new_id
+            )
         except SynthOrgError as exc:
             log.info("mcp_call_refused", tool=call.tool[:200], code=exc.code)
             return refusal_result(exc, tool=call.tool)
-    if rpc_id is not None and invocation.id:
-        await sync_to_async(call_started)(
-            agent_id=agent_id, request_id=rpc_id, invocation_id=invocation.id
-        )
-    await _withdraw_if_cancelled(caller, rpc_id, invocation)
-    try:
-        invocation = await wait_for_outcome(
-            invocation, approval_wait=approval_wait, exchange=_exchange(ctx), progress=progress
-        )
-    except anyio.get_cancelled_exc_class():
-        # The transport cancels the handler when the client goes away.
-        with anyio.CancelScope(shield=True):
-            await sync_to_async(abandoned_call_withdraw)(
-                agent=caller.agent, invocation_id=invocation.id
+        try:
+            await wait_for_outcome(
+                invocation,
+                approval_wait=approval_wait,
+                exchange=exchange,
+                progress=progress,
+                watch=watch if invocation.id == new_id else None,
             )
-        raise
-    except Exception:
-        log.exception("mcp_call_unanswered", invocation=str(invocation.id))
-        await sync_to_async(unfinished_call_kept)(
-            agent_id=agent_id, tool=call.tool, arguments=call.arguments, invocation_id=invocation.id
-        )
-        return internal_problem_result(invocation.id, caller.request_id)
-    if _exchange(ctx).disconnected.is_set():
-        await sync_to_async(abandoned_call_withdraw)(
-            agent=caller.agent, invocation_id=invocation.id
-        )
-        invocation = await sync_to_async(_load)(invocation.id)
-    if not invocation.terminal:
-        await sync_to_async(unfinished_call_kept)(
-            agent_id=agent_id, tool=call.tool, arguments=call.arguments, invocation_id=invocation.id
-        )
-    return await sync_to_async(invocation_result)(invocation)
-
-
-def _load(invocation_id: uuid.UUID) -> Invocation:
-    return Invocation.objects.select_related("approval").get(id=invocation_id)
+        except anyio.get_cancelled_exc_class():
+            # The transport cancels the handler when the client goes away.
+            with anyio.CancelScope(shield=True):
+                await sync_to_async(call_outcome)(
+                    agent=agent, call=call, rpc_id=rpc_id, invocation_id=invocation.id,
+                    client_gone=True,
+                )  # fmt: skip
+            raise
+        except Exception:
+            log.exception("mcp_call_unanswered", invocation=str(invocation.id))
+            await sync_to_async(unfinished_call_kept)(
+                agent_id=agent.id, tool=call.tool, arguments=call.arguments,
+                invocation_id=invocation.id,
+            )  # fmt: skip
+            return internal_problem_result(invocation.id, caller.request_id)
+    return await sync_to_async(call_outcome)(
+        agent=agent, call=call, rpc_id=rpc_id, invocation_id=invocation.id,
+        client_gone=exchange.disconnected.is_set(),
+    )  # fmt: skip
 
 
 async def _call_tool(
@@ -308,12 +252,6 @@ async def _call_tool(
                 f"the console failed while taking this call of {params.name[:200]} "
                 f"(request {caller.request_id}); try again later",
             ) from exc
-        finally:
-            if ctx.request_id is not None:
-                with anyio.CancelScope(shield=True):
-                    await sync_to_async(call_answered)(
-                        agent_id=caller.agent.id, request_id=ctx.request_id
-                    )
 
 
 def gateway_server() -> Server[Any]:

@@ -13,6 +13,7 @@ import contextlib
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import structlog
 from asgiref.sync import sync_to_async
@@ -37,7 +38,7 @@ class McpExchange:
 @dataclass(frozen=True)
 class _Standing:
     status: str
-    approval_id: uuid.UUID | None
+    approval_id: uuid.UUID | None = None
 
 
 def _standing(invocation_id: uuid.UUID) -> _Standing:
@@ -47,22 +48,22 @@ def _standing(invocation_id: uuid.UUID) -> _Standing:
     return _Standing(status=status, approval_id=approval_id)
 
 
-def _load(invocation_id: uuid.UUID) -> Invocation:
-    return Invocation.objects.select_related("approval").get(id=invocation_id)
-
-
-def _progress_message(invocation: Invocation, standing: _Standing, waited: float) -> str:
+def _progress_message(
+    tool: str, invocation_id: uuid.UUID, standing: _Standing, waited: float
+) -> str:
     if standing.status == InvocationStatus.PENDING_APPROVAL:
         request = f", approval request {standing.approval_id}" if standing.approval_id else ""
         return (
-            f"{invocation.tool} awaits a person's approval (invocation {invocation.id}{request}); "
+            f"{tool} awaits a person's approval (invocation {invocation_id}{request}); "
             f"waited {int(waited)} s"
         )
-    return f"{invocation.tool} (invocation {invocation.id}) is {standing.status}"
+    return f"{tool} (invocation {invocation_id}) is {standing.status}"
 
 
-async def _sleep(watch: InvocationWatch | None, seconds: float, exchange: McpExchange) -> None:
-    """Until a terminal status message, the client going away, or `seconds` pass."""
+async def _sleep(
+    watch: InvocationWatch | None, seconds: float, exchange: McpExchange
+) -> dict[str, Any] | None:
+    """The terminal status message, or None when the client went away or `seconds` passed."""
     sleeper = asyncio.ensure_future(
         watch.until_terminal(seconds) if watch is not None else asyncio.sleep(seconds)
     )
@@ -75,6 +76,10 @@ async def _sleep(watch: InvocationWatch | None, seconds: float, exchange: McpExc
         for task in (sleeper, gone):
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+    if sleeper.cancelled() or sleeper.exception() is not None:
+        return None
+    message = sleeper.result()
+    return message if isinstance(message, dict) else None
 
 
 async def wait_for_outcome(
@@ -83,40 +88,60 @@ async def wait_for_outcome(
     approval_wait: float,
     exchange: McpExchange,
     progress: ProgressSink | None,
-) -> Invocation:
-    """The invocation once terminal, or as it stands when the waits run out or the
-    client went away.
+    watch: InvocationWatch | None = None,
+) -> None:
+    """Return once the invocation is terminal, the waits run out or the client went away.
 
-    A call waiting for a person is waited for at most `approval_wait` seconds; a
-    queued or running one, at most the worker's hard time limit (above every
-    sandbox timeout).
+    `watch`, when given, was subscribed to this invocation before it was submitted,
+    so its status as submitted is current; otherwise one is opened here and the
+    status read after subscribing. A call waiting for a person is waited for at most
+    `approval_wait` seconds; a queued or running one, at most the worker's hard time
+    limit (above every sandbox timeout).
     """
     if invocation.terminal:
-        return invocation
+        return
+    if watch is None:
+        async with watch_invocation(invocation.id) as own:
+            standing = await sync_to_async(_standing)(invocation.id)
+            await _wait(invocation, standing, own, approval_wait, exchange, progress)
+        return
+    standing = _Standing(invocation.status)
+    if standing.status == InvocationStatus.PENDING_APPROVAL and progress is not None:
+        standing = await sync_to_async(_standing)(invocation.id)  # for the approval's id
+    await _wait(invocation, standing, watch, approval_wait, exchange, progress)
+
+
+async def _wait(
+    invocation: Invocation,
+    standing: _Standing,
+    watch: InvocationWatch | None,
+    approval_wait: float,
+    exchange: McpExchange,
+    progress: ProgressSink | None,
+) -> None:
     loop = asyncio.get_running_loop()
     started = loop.time()
     approval_deadline = started + approval_wait
     run_deadline: float | None = None
     interval = settings.SYNTHORG_MCP_PROGRESS_INTERVAL_SECONDS
-    async with watch_invocation(invocation.id) as watch:
+    while standing.status not in TERMINAL_STATUSES and not exchange.disconnected.is_set():
+        now = loop.time()
+        pending = standing.status == InvocationStatus.PENDING_APPROVAL
+        if pending:
+            deadline = approval_deadline
+        else:
+            run_deadline = run_deadline or now + settings.CELERY_TASK_TIME_LIMIT
+            deadline = run_deadline
+        if now >= deadline:
+            return
+        if progress is not None:
+            message = _progress_message(invocation.tool, invocation.id, standing, now - started)
+            total = approval_wait if pending else None
+            await _report(progress, round(now - started, 3), total, message)
+        ended = await _sleep(watch, min(interval, deadline - now), exchange)
+        if ended is not None:
+            return
         standing = await sync_to_async(_standing)(invocation.id)
-        while standing.status not in TERMINAL_STATUSES and not exchange.disconnected.is_set():
-            now = loop.time()
-            if standing.status == InvocationStatus.PENDING_APPROVAL:
-                deadline = approval_deadline
-            else:
-                run_deadline = run_deadline or now + settings.CELERY_TASK_TIME_LIMIT
-                deadline = run_deadline
-            if now >= deadline:
-                break
-            if progress is not None:
-                pending = standing.status == InvocationStatus.PENDING_APPROVAL
-                total = approval_wait if pending else None
-                message = _progress_message(invocation, standing, now - started)
-                await _report(progress, round(now - started, 3), total, message)
-            await _sleep(watch, min(interval, deadline - now), exchange)
-            standing = await sync_to_async(_standing)(invocation.id)
-    return await sync_to_async(_load)(invocation.id)
 
 
 async def _report(progress: ProgressSink, done: float, total: float | None, message: str) -> None:

@@ -198,7 +198,7 @@ def test_a_body_over_the_limit_is_413_even_when_chunked(
         daphne_server + "/mcp/", content=chunks(), headers=_headers(client.token), timeout=30
     )
     assert response.status_code == 413
-    assert response.json()["error"]["data"]["code"] == "payload_too_large"
+    assert "payload_too_large" in json.dumps(response.json())
     # Positive control: a chunked body under the limit is read whole and served.
     small = json.dumps(INITIALIZE).encode()
     served = httpx.post(

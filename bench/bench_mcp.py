@@ -1,0 +1,117 @@
+"""What the MCP gateway adds to a call: MCP tools/call against REST, same read_file.
+
+Starts a real daphne and a real Celery worker against the database and Redis in the
+environment, then sends the same allowed read_file 300 times each way, alternating
+REST (`POST /api/v1/invocations/` with `wait`) and MCP (`tools/call` to /mcp/, one
+JSON-RPC POST as a stateless client sends it), both from one httpx client. The
+difference of the two is the gateway's own cost (authentication, message check, SDK
+dispatch, rendering the CallToolResult).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "synthorg_site.settings")
+
+import django
+
+django.setup()
+
+import httpx  # noqa: E402
+
+from common.testing import free_port, http_status, python_argv, running, wait_until  # noqa: E402
+from trust_app.services import agent_create, workspace_grant  # noqa: E402
+
+CALLS = 300
+WARMUP = 20
+
+
+def pct(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def row(figure: str, samples: list[float], note: str) -> dict[str, object]:
+    return {
+        "figure": figure,
+        "unit": "ms",
+        "p50": statistics.median(samples),
+        "p95": pct(samples, 0.95),
+        "p99": pct(samples, 0.99),
+        "note": note,
+    }
+
+
+def main() -> None:
+    env = dict(os.environ, LOG_LEVEL="WARNING", SYNTHORG_AGENT_RATE_LIMIT_PER_MINUTE="1000000")
+    tmp = Path(tempfile.mkdtemp(prefix="bench-mcp-"))
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    daphne = python_argv(
+        "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "synthorg_site.asgi:application"
+    )
+    worker = python_argv(
+        "-m", "celery", "-A", "synthorg_site", "worker", "-Q", "sandbox.subprocess",
+        "-c", "1", "-P", "prefork", "-n", f"bench-mcp-{os.getpid()}@localhost",
+        "-l", "WARNING", "--without-gossip", "--without-mingle",
+    )  # fmt: skip
+    created = agent_create(name=f"bench-mcp-{uuid.uuid4().hex[:8]}", access_level="standard")
+    workspace = Path(created.agent.workspace)
+    (workspace / "notes.txt").write_text("a line of notes\n" * 20)
+    workspace_grant(workspace)
+    rest_body = {"tool": "read_file", "arguments": {"path": "notes.txt"}, "wait": 30}
+    headers = {
+        "Authorization": f"Bearer {created.token}",
+        "Accept": "application/json, text/event-stream",
+    }
+    rest: list[float] = []
+    mcp: list[float] = []
+    with (
+        running(daphne, env=env, log_path=tmp / "daphne.log"),
+        running(worker, env=env, log_path=tmp / "worker.log"),
+        httpx.Client(base_url=base, headers=headers, timeout=60) as http,
+    ):
+        wait_until(lambda: http_status(base + "/healthz") == 200, timeout=90, what="the console")
+        for i in range(WARMUP + CALLS):
+            started = time.perf_counter()
+            answer = http.post("/api/v1/invocations/", json=rest_body).json()
+            rest_ms = (time.perf_counter() - started) * 1000
+            if answer.get("status") != "succeeded":
+                raise SystemExit(f"REST read_file did not succeed: {answer}")
+            message = {
+                "jsonrpc": "2.0", "id": i, "method": "tools/call",
+                "params": {"name": "read_file", "arguments": {"path": "notes.txt"}},
+            }  # fmt: skip
+            started = time.perf_counter()
+            reply = http.post("/mcp/", json=message).json()
+            mcp_ms = (time.perf_counter() - started) * 1000
+            result = reply.get("result") or {}
+            if result.get("isError") is not False:
+                raise SystemExit(f"MCP read_file did not succeed: {reply}")
+            if i >= WARMUP:
+                rest.append(rest_ms)
+                mcp.append(mcp_ms)
+    added = [m - r for m, r in zip(mcp, rest, strict=True)]
+    gap = statistics.median(mcp) - statistics.median(rest)
+    for line in (
+        row("read_file over REST (POST wait → result)", rest,
+            f"{CALLS} calls alternated with MCP, one worker"),
+        row("read_file over MCP (tools/call → CallToolResult)", mcp,
+            f"{CALLS} calls alternated with REST; p50 {gap:+.2f} ms against REST"),
+        row("MCP minus REST, call by call", added,
+            "the gateway's own cost per call (each MCP call minus the REST call before it)"),
+    ):  # fmt: skip
+        print(json.dumps(line))
+
+
+if __name__ == "__main__":
+    main()
