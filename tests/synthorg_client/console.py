@@ -67,6 +67,9 @@ class FakeConsole:
     plans: dict[str, list[str]] = field(default_factory=dict)
     keys: dict[str, tuple[str, str]] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    # This many requests are served and their answers lost (the connection closed
+    # without one), as when a proxy or the network fails after the console acted.
+    lose_answers: int = 0
 
     def invocation_requests(self) -> list[Recorded]:
         return [r for r in self.requests if r.path.startswith("/api/v1/invocations/")]
@@ -205,6 +208,12 @@ class _Handler(BaseHTTPRequestHandler):
         except ApiError as exc:
             envelope = {"error": {"code": exc.code, "message": exc.message, "details": {}}}
             self._send(STATUS_OF_CODE.get(exc.code, 418), envelope, exc.headers)
+            return
+        with console.lock:
+            lost = console.lose_answers > 0
+            console.lose_answers -= int(lost)
+        if lost:
+            self.close_connection = True
             return
         self._send(status, answer)
 

@@ -44,6 +44,20 @@ def test_call_sends_idempotency_key(console: FakeConsole) -> None:
     }
 
 
+def test_call_without_a_key_sends_a_fresh_one_and_reuses_it_on_a_retry(
+    console: FakeConsole,
+) -> None:
+    run(console, "call", "read_file", "{}", "--wait", "0")
+    console.lose_answers = 1
+    code, out, _ = run(console, "call", "read_file", "{}", "--wait", "0")
+    assert code == 0 and json.loads(out)["status"] == "succeeded"
+    keys = [r.body["idempotency_key"] for r in console.invocation_requests()]
+    assert len(keys) == 3
+    assert keys[0] != keys[1], "each command is its own logical call"
+    assert keys[1] == keys[2], "the retry after the lost answer reuses the key"
+    assert len(console.invocations) == 2
+
+
 def test_arguments_from_stdin(console: FakeConsole) -> None:
     code, out, _ = run(console, "call", "read_file", "-", stdin='{"path": "in.txt"}')
     assert code == 0 and json.loads(out)["result"]["content"] == "contents of in.txt"

@@ -88,14 +88,52 @@ def test_call_sends_idempotency_key_task_id_and_wait(client: Client, console: Fa
     }
 
 
-def test_call_without_options_sends_only_tool_and_arguments(
+def test_call_without_options_sends_a_fresh_idempotency_key_per_call(
     client: Client, console: FakeConsole
 ) -> None:
-    client.call("read_file", {"path": "a"})
-    assert console.invocation_requests()[-1].body == {
-        "tool": "read_file",
-        "arguments": {"path": "a"},
-    }
+    first = client.call("read_file", {"path": "a"})
+    second = client.call("read_file", {"path": "a"})
+    bodies = [r.body for r in console.invocation_requests()]
+    assert [set(b) for b in bodies] == [{"tool", "arguments", "idempotency_key"}] * 2
+    assert bodies[0]["idempotency_key"] != bodies[1]["idempotency_key"]
+    # Two logical calls, so two invocations: the key never merges separate calls.
+    assert first.id != second.id
+
+
+def test_a_lost_answer_is_retried_with_the_same_key_and_runs_once(
+    client: Client, console: FakeConsole
+) -> None:
+    console.lose_answers = 1
+    done = client.call("read_file", {"path": "a"})
+    posts = console.invocation_requests()
+    assert len(posts) == 2, "the call is sent again after its answer was lost"
+    assert posts[0].body == posts[1].body
+    assert list(console.invocations) == [done.id], "and the console ran it once"
+
+
+def test_a_lost_batch_answer_is_retried_with_each_calls_key(
+    client: Client, console: FakeConsole
+) -> None:
+    console.lose_answers = 1
+    first, second = client.batch(
+        [Call("read_file", {"path": "1"}), {"tool": "read_file", "arguments": {"path": "2"}}]
+    )
+    posts = console.invocation_requests()
+    assert len(posts) == 2 and posts[0].body == posts[1].body
+    keys = [c["idempotency_key"] for c in posts[0].body["calls"]]
+    assert len(set(keys)) == 2
+    assert sorted(console.invocations) == sorted([first.id, second.id])
+
+
+def test_a_console_that_never_answers_is_unavailable_after_the_retries(
+    console: FakeConsole,
+) -> None:
+    console.lose_answers = 3
+    with Client(console.url, TOKEN, retries=2) as client, pytest.raises(Unavailable):
+        client.call("read_file", {"path": "a"})
+    posts = console.invocation_requests()
+    assert len(posts) == 3 and len({p.body["idempotency_key"] for p in posts}) == 1
+    assert len(console.invocations) == 1
 
 
 def test_idempotent_repeat_answers_the_same_invocation(client: Client) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import time
+import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import quote
@@ -17,6 +18,16 @@ API_PREFIX = "/api/v1/"
 # The console holds one request at most this long (`wait` is 0–60 seconds).
 MAX_WAIT_PER_REQUEST = 60
 DEFAULT_TIMEOUT = 30.0
+# A request that got no answer (or a gateway's 502/503/504) is sent again this many
+# times, after 0.5 s, then 1 s, ...: safe, since every call carries its idempotency key.
+DEFAULT_RETRIES = 2
+RETRY_BACKOFF_SECONDS = 0.5
+RETRIED_STATUSES = frozenset({502, 503, 504})
+
+
+def new_idempotency_key() -> str:
+    """A fresh key for one logical call (its retries reuse it)."""
+    return f"synthorg-client-{uuid.uuid4()}"
 
 
 def _segment(value: str) -> str:
@@ -35,7 +46,10 @@ class Client:
 
     `url` is the console's address (`http://host:8000`); `token` the agent's
     bearer token. `timeout` bounds each request on top of any `wait` it asks
-    the console to hold it for. Use as a context manager, or call `close()`.
+    the console to hold it for. A request that gets no answer is sent again up
+    to `retries` times; each call carries an idempotency key (a fresh one
+    unless given), so a retried call still runs once. Use as a context
+    manager, or call `close()`.
     """
 
     def __init__(
@@ -44,9 +58,13 @@ class Client:
         token: str,
         *,
         timeout: float = DEFAULT_TIMEOUT,
+        retries: int = DEFAULT_RETRIES,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
+        if retries < 0:
+            raise InvalidArgument(f"retries must be at least 0, got {retries}")
         self.timeout = timeout
+        self.retries = retries
         self._http = httpx.Client(
             base_url=_api_root(url),
             headers={
@@ -79,14 +97,22 @@ class Client:
         params: Mapping[str, Any] | None = None,
         hold: float = 0,
     ) -> Any:
-        try:
-            response = self._http.request(
-                method, path, json=json, params=params, timeout=self.timeout + hold
-            )
-        except httpx.TimeoutException as exc:
-            raise Unavailable(f"the console did not answer in time: {exc}") from exc
-        except httpx.TransportError as exc:
-            raise Unavailable(f"could not reach the console: {exc}") from exc
+        for attempt in range(self.retries + 1):
+            last = attempt == self.retries
+            try:
+                response = self._http.request(
+                    method, path, json=json, params=params, timeout=self.timeout + hold
+                )
+            except httpx.TimeoutException as exc:
+                if last:
+                    raise Unavailable(f"the console did not answer in time: {exc}") from exc
+            except httpx.TransportError as exc:
+                if last:
+                    raise Unavailable(f"could not reach the console: {exc}") from exc
+            else:
+                if last or response.status_code not in RETRIED_STATUSES:
+                    break
+            time.sleep(RETRY_BACKOFF_SECONDS * 2**attempt)
         if response.is_error:
             raise error_from_response(response)
         try:
@@ -146,8 +172,7 @@ class Client:
         body: dict[str, Any] = {"tool": tool, "arguments": dict(arguments)}
         if step:
             body["wait"] = step
-        if idempotency_key is not None:
-            body["idempotency_key"] = idempotency_key
+        body["idempotency_key"] = idempotency_key or new_idempotency_key()
         if task_id is not None:
             body["task_id"] = task_id
         invocation = Invocation.from_json(
@@ -196,9 +221,7 @@ class Client:
         """
         started = time.monotonic()
         step = self._wait_step(wait)
-        body: dict[str, Any] = {
-            "calls": [c.to_json() if isinstance(c, Call) else dict(c) for c in calls]
-        }
+        body: dict[str, Any] = {"calls": [_keyed(c) for c in calls]}
         if max_concurrency is not None:
             body["max_concurrency"] = max_concurrency
         if step:
@@ -211,3 +234,10 @@ class Client:
         """Cancel an invocation that has not finished; answers its state after."""
         path = f"invocations/{_segment(invocation_id)}/cancel/"
         return Invocation.from_json(self._request("POST", path))
+
+
+def _keyed(call: Call | Mapping[str, Any]) -> dict[str, Any]:
+    """One batch entry as JSON, with its own idempotency key (a fresh one unless given)."""
+    entry = call.to_json() if isinstance(call, Call) else dict(call)
+    entry["idempotency_key"] = entry.get("idempotency_key") or new_idempotency_key()
+    return entry
