@@ -40,6 +40,7 @@ from tools_app.builtin.fs_exec import (
     run_operation,
 )
 from tools_app.contracts import ToolContract
+from tools_app.quota.precheck import refuse_write_over_quota
 
 # JSON escaping can grow text up to six times (\uXXXX); room for the envelope.
 _JSON_GROWTH = 6
@@ -74,6 +75,15 @@ def _utf8_size(text: str, key: str) -> int:
         raise ToolRefusedError(
             RefusalCode.INVALID_ARGUMENT, f"{key} contains lone surrogates; send valid Unicode"
         ) from None
+
+
+def _refuse_over_quota(context: ToolContext, new_bytes: int) -> None:
+    """Refuse before writing when the workspace quota would not hold ``new_bytes`` more."""
+    refuse_write_over_quota(
+        quota_bytes=getattr(context.sandbox, "quota_bytes", None),
+        workspace=context.workspace,
+        new_bytes=new_bytes,
+    )
 
 
 class ReadFileTool:
@@ -160,6 +170,7 @@ class WriteFileTool:
                 RefusalCode.LIMIT_EXCEEDED,
                 f"content is {size} bytes; the write limit is {settings.max_write_bytes}",
             )
+        _refuse_over_quota(context, size)
         result, duration = run_operation(
             context,
             settings,
@@ -196,8 +207,8 @@ class EditFileTool:
                 RefusalCode.INVALID_ARGUMENT, "old_string and new_string are the same"
             )
         expected = _int_argument(arguments, "expected_replacements", minimum=1) or 1
-        _utf8_size(old, "old_string")
-        _utf8_size(new, "new_string")
+        growth = _utf8_size(new, "new_string") - _utf8_size(old, "old_string")
+        _refuse_over_quota(context, max(0, growth) * expected)
         result, duration = run_operation(
             context,
             settings,

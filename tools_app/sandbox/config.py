@@ -40,6 +40,7 @@ DEFAULT_OVERRIDES: MappingProxyType[str, str] = MappingProxyType(
         "database": "namespace",
     }
 )
+DEFAULT_WORKSPACE_QUOTA = 1024**3
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b?)\s*$", re.IGNORECASE)
 _UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
 
@@ -174,6 +175,9 @@ class SandboxingConfig(_Section):
     subprocess: SubprocessConfig = SubprocessConfig()
     namespace: NamespaceConfig = NamespaceConfig()
     docker: DockerConfig = DockerConfig()
+    # Bytes one agent's workspace may hold; every writing call is held to it
+    # (tools_app.quota). null switches the quota off.
+    workspace_quota: ByteSize | None = DEFAULT_WORKSPACE_QUOTA
 
     @field_validator("overrides", mode="before")
     @classmethod

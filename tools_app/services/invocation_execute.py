@@ -30,6 +30,7 @@ from tools_app.api.representation import invocation_json
 from tools_app.builtin.base import ToolContext, ToolFailedError, ToolOutcome, ToolRefusedError
 from tools_app.lease import holder_is_alive, invocation_lease
 from tools_app.models import Invocation, InvocationStatus
+from tools_app.quota.guard import guard_workspace
 from tools_app.registry import schema_validator, tool_catalog
 from tools_app.sandbox.errors import SandboxError
 from tools_app.sandbox.protocol import Owner
@@ -175,7 +176,10 @@ def _run_tool(invocation: Invocation) -> Settled:
             "submit the call again",
         )
     try:
-        backend = sandbox_backends().for_category(contract.category.value)
+        backends = sandbox_backends()
+        backend = guard_workspace(
+            backends.for_category(contract.category.value), backends.config.workspace_quota
+        )
         outcome = tool.run(_context(invocation, backend), invocation.arguments)
     except ToolRefusedError as exc:
         return Settled(

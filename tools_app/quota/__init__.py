@@ -1,0 +1,1 @@
+"""Per-workspace disk quotas: what a workspace holds, and the guard around writing calls."""

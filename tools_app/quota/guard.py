@@ -1,0 +1,100 @@
+"""The workspace quota around a sandbox backend: every writing call is held to it.
+
+No stock Debian host offers a per-directory size limit without setup (project
+quotas need a mount option, a loop image needs root and a mount per workspace),
+so the quota is enforced around the call, on any backend and file system:
+
+1. before: the workspace is measured (``usage``); what is left of the quota
+   becomes the call's ``RLIMIT_FSIZE`` (when smaller than its own per-file
+   limit), so no single file the call writes can grow past the quota, and
+   ``yes > f`` or ``dd`` stop at it;
+2. after (also when the call failed or was killed): the workspace is measured
+   again, and if the call took it over the quota what it added is undone
+   (``rollback``) and the call fails with the reason, naming what was removed.
+
+A read-only call is not measured. A workspace already over its quota (the quota
+was lowered) still takes calls that free space: they get a one-byte file limit.
+Between the two measurements a call that writes many files can hold more than
+the quota for up to its timeout; the after-check takes it back.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from tools_app.quota.rollback import Undone, roll_back
+from tools_app.quota.usage import human_size, workspace_usage
+from tools_app.sandbox.errors import SandboxError
+from tools_app.sandbox.paths import resolve_workspace
+from tools_app.sandbox.protocol import ProbeReport, SandboxBackend, SandboxResult, SandboxSpec
+
+QUOTA_SETTING = "sandboxing.workspace_quota"
+
+
+class SandboxQuotaExceededError(SandboxError):
+    """The call wrote past the workspace quota; what it added was undone."""
+
+
+def _undone_text(undone: Undone) -> str:
+    parts: list[str] = []
+    if undone.removed:
+        names = ", ".join(undone.removed[:5]) + (" …" if len(undone.removed) > 5 else "")
+        parts.append(f"removed {len(undone.removed)} file(s) it created ({names})")
+    if undone.cut_back:
+        names = ", ".join(undone.cut_back[:5]) + (" …" if len(undone.cut_back) > 5 else "")
+        parts.append(f"cut {len(undone.cut_back)} grown file(s) back to their size ({names})")
+    return "; ".join(parts) or "nothing it wrote could be undone"
+
+
+class WorkspaceQuotaGuard:
+    """``inner`` with its writing calls held to ``quota_bytes`` per workspace."""
+
+    def __init__(self, inner: SandboxBackend, *, quota_bytes: int) -> None:
+        self.inner = inner
+        self.quota_bytes = quota_bytes
+        self.name = inner.name
+        self.isolates_network = inner.isolates_network
+
+    def __getattr__(self, attribute: str) -> Any:
+        # Whatever else the backend offers (release, lifecycle, bwrap_argv…) is its own.
+        return getattr(self.inner, attribute)
+
+    def run(self, spec: SandboxSpec) -> SandboxResult:
+        """Run ``spec`` with the rest of the quota as its file-size limit, then check."""
+        if not spec.workspace.writable:
+            return self.inner.run(spec)
+        root = resolve_workspace(spec.workspace.host_path)
+        before = workspace_usage(root)
+        left = max(1, self.quota_bytes - before.total)
+        limits = dataclasses.replace(
+            spec.limits, file_size_bytes=min(spec.limits.file_size_bytes, left)
+        )
+        try:
+            return self.inner.run(dataclasses.replace(spec, limits=limits))
+        finally:
+            after = workspace_usage(root)
+            if after.total > self.quota_bytes and after.total > before.total:
+                undone = roll_back(root, before=before, after=after, quota=self.quota_bytes)
+                raise SandboxQuotaExceededError(
+                    f"QUOTA_EXCEEDED: the call took the workspace to "
+                    f"{human_size(after.total)}, over its quota of "
+                    f"{human_size(self.quota_bytes)} ({QUOTA_SETTING}); "
+                    f"{human_size(max(0, self.quota_bytes - before.total))} were free before "
+                    f"it. Undone: {_undone_text(undone)}. Delete files to make room"
+                )
+
+    def probe(self) -> ProbeReport:
+        """The inner backend's probe (the quota needs nothing of the machine)."""
+        return self.inner.probe()
+
+    def close(self) -> None:
+        """Close the inner backend."""
+        self.inner.close()
+
+
+def guard_workspace(backend: SandboxBackend, quota_bytes: int | None) -> SandboxBackend:
+    """``backend`` behind the quota, or as it is when no quota is configured."""
+    if quota_bytes is None:
+        return backend
+    return WorkspaceQuotaGuard(backend, quota_bytes=quota_bytes)

@@ -1,0 +1,75 @@
+"""PURE: how many bytes a workspace holds, and what one call added.
+
+Each entry counts the larger of its apparent size and its allocated blocks, so a
+sparse file (``truncate -s 100G``) counts at its length and a directory of many
+small files at the blocks it takes. Symbolic links are never followed: a link
+counts its own size, what it points at belongs to wherever it lives.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+
+BLOCK_BYTES = 512
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One file as the snapshot saw it."""
+
+    charged: int  # bytes counted against the quota
+    size: int
+    inode: int
+
+
+@dataclass(frozen=True, slots=True)
+class WorkspaceUsage:
+    """The bytes a workspace holds, and each regular file's entry by relative path."""
+
+    total: int
+    files: dict[str, Entry] = field(default_factory=dict)
+    dirs: frozenset[str] = frozenset()
+
+
+def _charged(info: os.stat_result) -> int:
+    return max(info.st_size, info.st_blocks * BLOCK_BYTES)
+
+
+def workspace_usage(root: Path) -> WorkspaceUsage:
+    """Walk ``root`` without following links; entries that vanish mid-walk are skipped."""
+    total = 0
+    files: dict[str, Entry] = {}
+    dirs: set[str] = set()
+    pending = [root]
+    while pending:
+        directory = pending.pop()
+        try:
+            entries = list(os.scandir(directory))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                info = entry.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            total += _charged(info)
+            relative = os.path.relpath(entry.path, root)
+            if stat.S_ISDIR(info.st_mode):
+                pending.append(Path(entry.path))
+                dirs.add(relative)
+            elif stat.S_ISREG(info.st_mode):
+                files[relative] = Entry(_charged(info), info.st_size, info.st_ino)
+    return WorkspaceUsage(total, files, frozenset(dirs))
+
+
+def human_size(size: int) -> str:
+    """``1536`` -> ``1.5 KiB``: sizes in refusals people read."""
+    value = float(size)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if value < 1024 or unit == "GiB":
+            return f"{size} B" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{size} B"
