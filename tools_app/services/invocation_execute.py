@@ -34,6 +34,7 @@ from tools_app.quota.guard import guard_workspace
 from tools_app.registry import schema_validator, tool_catalog
 from tools_app.sandbox.errors import SandboxError
 from tools_app.sandbox.protocol import Owner
+from tools_app.sanitize import TRUNCATION_MARKER
 from tools_app.services.audit import Actor, audit_record
 from tools_app.services.invocation_claim import invocation_claim
 from tools_app.services.invocation_state import invocation_transition
@@ -271,7 +272,11 @@ def settled_for_agent(settled: Settled) -> Settled:
     where it is validated."""
     if settled.for_agent:
         return settled
-    clean = agent_output(settled.content)
+    content = settled.content
+    if settled.truncated and content and not content.endswith(TRUNCATION_MARKER):
+        # The tool cut its own output: the agent reads that it was cut, not only a flag.
+        content += TRUNCATION_MARKER
+    clean = agent_output(content)
     return dataclasses.replace(
         settled,
         for_agent=True,
