@@ -7,10 +7,13 @@
   backend (the version_control default now): one launcher process that checks
   the repository and its config and then becomes git.
 
-Each figure is ``tool.run`` (or the two runs of "before") on a small real
-repository with one changed file; the REST/worker path in front of it is the
-same for all and measured by bench_pipeline. Prints one JSON object per line.
-Bounded: a fixed number of runs per figure and a time budget per figure.
+Each of those is ``tool.run`` (or the two runs of "before") on a small real
+repository with one changed file. Then end to end, as an agent sees it: POST
+with wait → result through a real daphne and one Celery worker on the
+namespace queue. (version_control can no longer be configured on the
+subprocess backend, so "before" exists only at the tool level.) Prints one
+JSON object per line. Bounded: a fixed number of runs per figure and a time
+budget per figure.
 """
 
 from __future__ import annotations
@@ -28,17 +31,27 @@ from pathlib import Path
 from types import MappingProxyType
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "synthorg_site.settings")
 
-from tools_app.builtin.base import ToolContext
-from tools_app.builtin.git import git_diff, git_status
-from tools_app.builtin.git_hardening import HARDENING_ENV, HARDENING_OPTIONS
-from tools_app.sandbox.identity import DEFAULT_SANDBOX_USER, resolve_identity
-from tools_app.sandbox.namespace import NamespaceSandbox
-from tools_app.sandbox.protocol import Owner, SandboxBackend, SandboxSpec, WorkspaceMount
-from tools_app.sandbox.subprocess import SubprocessSandbox
-from tools_app.sandbox.workspace import grant_workspace
+import django
+
+django.setup()
+
+import httpx  # noqa: E402
+
+from common.testing import free_port, http_status, python_argv, running, wait_until  # noqa: E402
+from tools_app.builtin.base import ToolContext  # noqa: E402
+from tools_app.builtin.git import git_diff, git_status  # noqa: E402
+from tools_app.builtin.git_hardening import HARDENING_ENV, HARDENING_OPTIONS  # noqa: E402
+from tools_app.sandbox.identity import DEFAULT_SANDBOX_USER, resolve_identity  # noqa: E402
+from tools_app.sandbox.namespace import NamespaceSandbox  # noqa: E402
+from tools_app.sandbox.protocol import Owner, SandboxBackend, SandboxSpec, WorkspaceMount  # noqa: E402
+from tools_app.sandbox.subprocess import SubprocessSandbox  # noqa: E402
+from tools_app.sandbox.workspace import grant_workspace  # noqa: E402
+from trust_app.services import agent_create, workspace_grant  # noqa: E402
 
 RUNS = 60
+END_TO_END_CALLS = 40
 WARMUP = 3
 BUDGET_SECONDS = 60.0
 GIT_ENV = {
@@ -53,13 +66,13 @@ GIT_ENV = {
 }
 
 
-def measure(action: Callable[[], object]) -> list[float]:
+def measure(action: Callable[[], object], runs: int = RUNS) -> list[float]:
     """Milliseconds per run after warm-up, within the time budget."""
     for _ in range(WARMUP):
         action()
     samples: list[float] = []
     end = time.monotonic() + BUDGET_SECONDS
-    for _ in range(RUNS):
+    for _ in range(runs):
         start = time.perf_counter()
         action()
         samples.append((time.perf_counter() - start) * 1000)
@@ -86,7 +99,7 @@ def emit(figure: str, samples: list[float], note: str) -> None:
 
 def make_workspace(root: Path) -> Path:
     repo = root / "proj"
-    repo.mkdir(parents=True)
+    repo.mkdir(parents=True, exist_ok=True)
 
     def git(*args: str) -> None:
         subprocess.run(["git", *args], cwd=repo, env=GIT_ENV, check=True, capture_output=True)
@@ -133,27 +146,76 @@ def before(workspace: Path, backend: SandboxBackend, args: tuple[str, ...]) -> C
     return run
 
 
+def end_to_end(commands: dict[str, tuple[object, tuple[str, ...]]]) -> None:
+    """POST with wait → result through daphne and a namespace worker."""
+    env = dict(os.environ, LOG_LEVEL="WARNING", SYNTHORG_AGENT_RATE_LIMIT_PER_MINUTE="1000000")
+    tmp = Path(tempfile.mkdtemp(prefix="bench-git-pipeline-"))
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    daphne = python_argv(
+        "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "synthorg_site.asgi:application"
+    )
+    worker = python_argv(
+        "-m", "celery", "-A", "synthorg_site", "worker", "-Q", "sandbox.namespace",
+        "-c", "1", "-P", "prefork", "-n", f"bench-git-{os.getpid()}@localhost",
+        "-l", "WARNING", "--without-gossip", "--without-mingle",
+    )  # fmt: skip
+    created = agent_create(
+        name=f"bench-git-{os.getpid()}", access_level="elevated", autonomy="full"
+    )
+    workspace = Path(created.agent.workspace)
+    make_workspace(workspace)
+    workspace_grant(workspace)
+    try:
+        with (
+            running(daphne, env=env, log_path=tmp / "daphne.log"),
+            running(worker, env=env, log_path=tmp / "worker.log"),
+            httpx.Client(
+                base_url=base,
+                headers={"Authorization": f"Bearer {created.token}"},
+                timeout=60,
+            ) as http,
+        ):
+            wait_until(
+                lambda: http_status(base + "/healthz") in (200, 503), timeout=60, what="daphne"
+            )
+            for name in commands:
+                body = {"tool": name, "arguments": {"path": "proj"}, "wait": 30}
+
+                def call(body: dict[str, object] = body) -> None:
+                    answer = http.post("/api/v1/invocations/", json=body).json()
+                    if answer.get("status") != "succeeded":
+                        raise SystemExit(f"{body['tool']} did not succeed: {answer}")
+
+                samples = measure(call, END_TO_END_CALLS)
+                emit(
+                    f"{name} end to end (POST wait → result), namespace",
+                    samples,
+                    f"{len(samples)} sequential calls, one namespace worker",
+                )
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def main() -> None:
     root = Path(tempfile.mkdtemp(prefix="synthorg-bench-git-"))
     root.chmod(0o755)
     if os.geteuid() == 0:
         script = Path(__file__).resolve().parents[1] / "docker" / "ensure-sandbox-user.sh"
         subprocess.run(["sh", str(script)], check=True, capture_output=True)
+    commands: dict[str, tuple[object, tuple[str, ...]]] = {
+        "git_status": (git_status, ("status", "--porcelain=v1", "--branch")),
+        "git_diff": (git_diff, ("diff", "--no-ext-diff", "--no-textconv", "--no-color")),
+    }
     try:
         workspace = make_workspace(root / "ws")
         subprocess_backend = SubprocessSandbox()
         namespace_backend = NamespaceSandbox()
-        commands = {
-            "git_status": (git_status, ("status", "--porcelain=v1", "--branch")),
-            "git_diff": (git_diff, ("diff", "--no-ext-diff", "--no-textconv", "--no-color")),
-        }
         for name, (tool, args) in commands.items():
             samples = measure(before(workspace, subprocess_backend, args))
             emit(f"{name} before (subprocess)", samples, "config list + command: 2 processes")
-            for label, backend in (
-                ("subprocess", subprocess_backend),
-                ("namespace", namespace_backend),
-            ):
+            backends = (("subprocess", subprocess_backend), ("namespace", namespace_backend))
+            for label, backend in backends:
                 ctx = context(workspace, backend)
 
                 def call(tool: object = tool, ctx: ToolContext = ctx) -> None:
@@ -163,6 +225,7 @@ def main() -> None:
                 emit(f"{name} ({label})", samples, "launcher: checked config, one process")
     finally:
         shutil.rmtree(root, ignore_errors=True)
+    end_to_end(commands)
 
 
 if __name__ == "__main__":
