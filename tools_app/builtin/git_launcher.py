@@ -266,10 +266,16 @@ def config_env(entries: list[tuple[str, str]]) -> dict[str, str]:
 
 
 def discover(args: list[str], ceiling: str) -> str | None:
-    """Apply leading ``-C DIR`` options; the work tree holding the directory, or None."""
-    while len(args) >= 2 and args[0] == "-C":
-        os.chdir(args[1])
-        del args[:2]
+    """Apply (and remove) every ``-C DIR`` among git's global options; the work tree
+    holding the directory that leaves, or None. Git must not apply ``-C`` itself:
+    it would look for a repository the launcher did not check."""
+    index = 0
+    while index < len(args) and args[index].startswith("-"):
+        if args[index] == "-C" and index + 1 < len(args):
+            os.chdir(args[index + 1])
+            del args[index : index + 2]
+        else:
+            index += 1
     here = os.path.realpath(os.getcwd())
     if not _within(here, ceiling):
         raise Refused("-C leads outside the workspace", _PATH)

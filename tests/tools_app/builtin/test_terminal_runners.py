@@ -187,6 +187,39 @@ def test_repository_config_cannot_make_shell_git_run_a_program(
     assert f"'{key}'" in error.reason
 
 
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["git", "--no-pager", "-C", "proj", "diff"],
+        ["git", "-P", "-C", "proj", "--literal-pathspecs", "diff"],
+        ["git", "-C", "proj/..", "-C", "proj", "diff"],
+    ],
+)
+def test_every_dash_c_directory_is_checked_before_git_runs(
+    workspace: Path, repo: Path, ns: CountingSandbox, argv: list[str]
+) -> None:
+    """-C after other global options still leads to the checked repository."""
+    (repo / ".gitattributes").write_text("* filter=x\n")
+    (repo / "README.md").write_text("changed\n")
+    grant(workspace)
+    assert "+changed" in run(workspace, ns, argv=argv).content  # control
+    with (repo / ".git" / "config").open("a") as handle:
+        handle.write(f'[filter "x"]\n\tclean = echo {FILTER_OUTPUT}\n')
+    error = refused(workspace, ns, argv=argv)
+    assert "'filter.x.clean'" in error.reason
+
+
+def test_a_new_repository_can_be_made_and_used(workspace: Path, ns: CountingSandbox) -> None:
+    assert run(workspace, ns, argv=["git", "init", "-q", "-b", "main", "fresh"]).exit_code == 0
+    (workspace / "fresh" / "a.txt").write_text("a\n")
+    grant(workspace)
+    run(workspace, ns, argv=["git", "-C", "fresh", "add", "a.txt"])
+    commit = run(workspace, ns, argv=["git", "-C", "fresh", "commit", "-q", "-m", "first"])
+    assert commit.exit_code == 0, commit.content
+    log = run(workspace, ns, argv=["git", "-C", "fresh", "log", "--format=%an: %s"])
+    assert log.content == "tester: first\n"  # the agent's name when the repository has none
+
+
 def test_links_under_git_are_refused_in_shell_git(
     workspace: Path, repo: Path, ns: CountingSandbox, tmp_path: Path
 ) -> None:
