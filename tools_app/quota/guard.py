@@ -21,6 +21,7 @@ the quota for up to its timeout; the after-check takes it back.
 from __future__ import annotations
 
 import dataclasses
+import signal
 from typing import Any
 
 from tools_app.quota.rollback import Undone, roll_back
@@ -30,6 +31,10 @@ from tools_app.sandbox.paths import resolve_workspace
 from tools_app.sandbox.protocol import ProbeReport, SandboxBackend, SandboxResult, SandboxSpec
 
 QUOTA_SETTING = "sandboxing.workspace_quota"
+# How a program reports meeting RLIMIT_FSIZE: killed by SIGXFSZ (a shell reports it
+# as 128 + the signal), or, when it ignores the signal, a write failing with EFBIG.
+SHELL_SIGNAL_BASE = 128
+FILE_LIMIT_MARKERS = ("File size limit exceeded", "File too large")
 
 
 class SandboxQuotaExceededError(SandboxError):
@@ -45,6 +50,23 @@ def _undone_text(undone: Undone) -> str:
         names = ", ".join(undone.cut_back[:5]) + (" …" if len(undone.cut_back) > 5 else "")
         parts.append(f"cut {len(undone.cut_back)} grown file(s) back to their size ({names})")
     return "; ".join(parts) or "nothing it wrote could be undone"
+
+
+def _hit_file_limit(result: SandboxResult) -> bool:
+    if result.exit_code in (-signal.SIGXFSZ, SHELL_SIGNAL_BASE + signal.SIGXFSZ):
+        return True
+    return any(marker in result.stderr for marker in FILE_LIMIT_MARKERS)
+
+
+def _explain_file_limit(result: SandboxResult, left: int, quota: int) -> SandboxResult:
+    """Say, after what the program said, that the file-size limit it met is the quota."""
+    if result.exit_code == 0 or not _hit_file_limit(result):
+        return result
+    note = (
+        f"\nQUOTA_EXCEEDED: a file reached {human_size(left)}, what the workspace quota of "
+        f"{human_size(quota)} ({QUOTA_SETTING}) had left; delete files to make room\n"
+    )
+    return dataclasses.replace(result, stderr=result.stderr + note)
 
 
 class WorkspaceQuotaGuard:
@@ -71,7 +93,10 @@ class WorkspaceQuotaGuard:
             spec.limits, file_size_bytes=min(spec.limits.file_size_bytes, left)
         )
         try:
-            return self.inner.run(dataclasses.replace(spec, limits=limits))
+            result = self.inner.run(dataclasses.replace(spec, limits=limits))
+            if left < spec.limits.file_size_bytes:
+                result = _explain_file_limit(result, left, self.quota_bytes)
+            return result
         finally:
             after = workspace_usage(root)
             if after.total > self.quota_bytes and after.total > before.total:

@@ -76,8 +76,8 @@ def test_filling_past_the_quota_is_stopped_and_undone(
     except ToolFailedError as failed:
         assert "QUOTA_EXCEEDED" in failed.message and "sandboxing.workspace_quota" in failed.message
     else:
-        # Stopped by the file-size limit at the quota, exactly where it ends.
-        assert outcome.is_error or outcome.exit_code != 0, outcome
+        # Stopped by the file-size limit at the quota, exactly where it ends, and told so.
+        assert outcome.is_error and "QUOTA_EXCEEDED" in outcome.content, outcome
     assert workspace_usage(workspace).total <= QUOTA
     assert (workspace / "keep.txt").read_text() == "kept\n"
     assert (workspace / "hello.txt").exists()
