@@ -28,6 +28,29 @@ def mode() -> str:
     return value
 
 
+def run_mode_file() -> Path:
+    """Where the launcher notes the mode it runs the console in, for manage.py to find."""
+    return var_dir() / "run-mode"
+
+
+def remember_mode() -> None:
+    """Note this process's mode in var/, so later commands run against the same console."""
+    path = run_mode_file()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".run-mode.{os.getpid()}")
+    tmp.write_text(mode() + "\n")
+    tmp.replace(path)
+
+
+def remembered_mode() -> str | None:
+    """The mode the launcher last ran the console of this var/ in, if it noted a valid one."""
+    try:
+        value = run_mode_file().read_text().strip().lower()
+    except OSError:
+        return None
+    return value if value in MODES else None
+
+
 def is_celery_process() -> bool:
     """True in `celery worker`/`celery beat` (console script or `python -m celery`)."""
     return any("celery" in part for part in Path(sys.argv[0]).parts[-2:]) if sys.argv else False

@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import argparse
 import os
-import signal
 import socket
 import sys
-import threading
 import time
 import urllib.error
 import urllib.request
@@ -28,9 +26,12 @@ from synthorg_site.launcher.children import (
     wait_ready,
 )
 from synthorg_site.launcher.embedded_redis import RedisBinaryMissingError, redis_server_argv
+from synthorg_site.launcher.stop_signals import StopSignals
 
 EXIT_CHILD_DIED = 1
 EXIT_CANNOT_START = 2
+# How often the main loop looks at its children when no signal wakes it.
+WATCH_INTERVAL_SECONDS = 0.2
 
 
 def _say(message: str) -> None:
@@ -107,26 +108,20 @@ def child_specs(*, host: str, port: int, concurrency: int) -> list[ChildSpec]:
     return specs
 
 
-def _wait_for_any_exit(children: list[Child], stop: threading.Event) -> Child | None:
-    while not stop.is_set():
+def _wait_for_any_exit(children: list[Child], signals: StopSignals) -> Child | None:
+    """The first child to exit, or None once a stop signal comes."""
+    while not signals.wait(WATCH_INTERVAL_SECONDS):
         for child in children:
             if child.process.poll() is not None:
                 return child
-        stop.wait(0.2)
     return None
 
 
-def run(*, host: str, port: int, concurrency: int) -> int:
-    stop = threading.Event()
-    received: list[int] = []
+def run(*, host: str, port: int, concurrency: int, signals: StopSignals) -> int:
+    """Start the children in order, watch them, stop them all; the exit status.
 
-    def on_signal(signum: int, _frame: object) -> None:
-        received.append(signum)
-        stop.set()
-
-    signal.signal(signal.SIGINT, on_signal)
-    signal.signal(signal.SIGTERM, on_signal)
-
+    Everything happens here, in the main loop: the signal handlers only wake it.
+    """
     try:
         specs = child_specs(host=host, port=port, concurrency=concurrency)
     except RedisBinaryMissingError as exc:
@@ -136,20 +131,21 @@ def run(*, host: str, port: int, concurrency: int) -> int:
     code = 0
     try:
         for spec in specs:
-            if stop.is_set():
+            if signals.stop_requested:
                 break
             child = start_child(spec)
             children.append(child)
-            wait_ready(child)
+            if not wait_ready(child, interrupted=signals.wait):
+                break
             _say(f"{spec.name} started (pid {child.process.pid})")
-        if not stop.is_set():
+        if not signals.stop_requested:
             shown = "localhost" if host in ("0.0.0.0", "127.0.0.1", "::") else host  # noqa: S104
             _say(f"console ready at http://{shown}:{port}/  (health: /healthz)")
             credentials = runtime.var_dir() / "demo-credentials.txt"
             if credentials.exists():
                 _say(f"sign-in credentials: {credentials}")
             _say("press Ctrl-C to stop")
-        died = _wait_for_any_exit(children, stop)
+        died = _wait_for_any_exit(children, signals)
         if died is not None:
             _say(
                 f"{died.name} exited unexpectedly with code {died.process.returncode}; "
@@ -157,19 +153,27 @@ def run(*, host: str, port: int, concurrency: int) -> int:
             )
             code = EXIT_CHILD_DIED
     except ChildFailedError as exc:
-        _say(f"{exc.name} failed to start: {exc}; stopping the console")
-        code = EXIT_CHILD_DIED
+        if not signals.stop_requested:
+            _say(f"{exc.name} failed to start: {exc}; stopping the console")
+            code = EXIT_CHILD_DIED
     finally:
-        if received:
-            _say("stopping")
+        seen = signals.count()
+        if seen:
+            _say("stopping (Ctrl-C again to stop at once)")
+
+        def hurry(timeout: float) -> bool:
+            return signals.wait_beyond(seen, timeout)
+
         # Stop in reverse order: beat and workers before the web, Redis last.
         for child in reversed(children):
-            stop_child(child)
+            stop_child(child, hurry=hurry)
         _say("stopped")
     return code
 
 
 def main(argv: list[str] | None = None) -> int:
+    # First of all: a signal from here on only wakes the main loop.
+    signals = StopSignals()
     parser = argparse.ArgumentParser(prog="synthorg-launcher", description=__doc__)
     parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
     parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
@@ -178,8 +182,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "synthorg_site.settings")
+    # manage.py run later without SYNTHORG_ENV then finds the console `make run` started.
+    runtime.remember_mode()
     started = time.monotonic()
-    code = run(host=args.host, port=args.port, concurrency=args.concurrency)
+    code = run(host=args.host, port=args.port, concurrency=args.concurrency, signals=signals)
     if code:
         _say(f"exit {code} after {time.monotonic() - started:.1f}s")
     return code

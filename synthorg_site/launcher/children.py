@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import os
 import signal
 import subprocess
@@ -17,7 +18,7 @@ from typing import IO
 _PR_SET_PDEATHSIG = 1
 
 
-def _die_with_launcher() -> None:
+def _die_with_launcher(launcher_pid: int) -> None:
     """In the child: get SIGTERM if the launcher dies, even by SIGKILL; own session."""
     os.setsid()
     try:
@@ -25,6 +26,9 @@ def _die_with_launcher() -> None:
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
     except OSError:
         pass
+    if os.getppid() != launcher_pid:
+        # The launcher died before the request took effect: nobody would stop us.
+        os._exit(1)
 
 
 @dataclass(frozen=True)
@@ -74,7 +78,7 @@ def start_child(spec: ChildSpec, *, out: IO[str] = sys.stdout) -> Child:
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
-        preexec_fn=_die_with_launcher,
+        preexec_fn=functools.partial(_die_with_launcher, os.getpid()),
     )
     child = Child(spec=spec, process=process)
     assert process.stdout is not None
@@ -86,10 +90,15 @@ def start_child(spec: ChildSpec, *, out: IO[str] = sys.stdout) -> Child:
     return child
 
 
-def wait_ready(child: Child, *, poll: float = 0.1) -> None:
-    """Block until the child says it is ready; raise if it exits or takes too long first."""
+# Sleeps up to the given seconds; True when the launcher is asked to stop (or hurry).
+Interrupted = Callable[[float], bool]
+
+
+def wait_ready(child: Child, *, interrupted: Interrupted, poll: float = 0.1) -> bool:
+    """Block until the child says it is ready (True) or a stop is asked for (False);
+    raise if it exits or takes too long first."""
     if child.spec.ready is None:
-        return
+        return True
     deadline = time.monotonic() + child.spec.ready_timeout
     while time.monotonic() < deadline:
         code = child.process.poll()
@@ -97,21 +106,29 @@ def wait_ready(child: Child, *, poll: float = 0.1) -> None:
             raise ChildFailedError(child.name, f"exited with code {code} while starting")
         try:
             if child.spec.ready():
-                return
+                return True
         except Exception:  # noqa: S110 - not ready yet
             pass
-        time.sleep(poll)
+        if interrupted(poll):
+            return False
     raise ChildFailedError(child.name, f"not ready after {child.spec.ready_timeout:g}s")
 
 
-def stop_child(child: Child, *, grace: float = 10.0) -> int | None:
-    """SIGTERM the child's whole process group, SIGKILL it after the grace period."""
+def stop_child(
+    child: Child, *, hurry: Interrupted | None = None, grace: float = 10.0, poll: float = 0.1
+) -> int | None:
+    """SIGTERM the child's whole process group, SIGKILL it after the grace period
+    (at once when ``hurry`` says so: a second Ctrl-C)."""
     process = child.process
     if process.poll() is None:
         _signal_group(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=grace)
-        except subprocess.TimeoutExpired:
+        deadline = time.monotonic() + grace
+        while process.poll() is None and time.monotonic() < deadline:
+            if hurry is not None and hurry(poll):
+                break
+            if hurry is None:
+                time.sleep(poll)
+        if process.poll() is None:
             _signal_group(process.pid, signal.SIGKILL)
             process.wait(timeout=5)
     # Reap anything of its group left behind (pool workers of a killed parent).

@@ -91,15 +91,16 @@ def console(prepared_var: Path, acceptance_root: Path) -> Iterator[Console]:
         )
         code = stop_launcher(launcher, signal.SIGTERM)
         assert code == 0, launcher.output()[-6000:]
-        assert TRACEBACK not in launcher.output(), launcher.output()[-6000:]
+        assert TRACEBACK not in launcher.own_output(), launcher.output()[-6000:]
     finally:
         launcher.kill_everything()
 
 
 @pytest.fixture
-def fresh_launcher(prepared_var: Path, tmp_path: Path) -> Iterator[Callable[[], Launcher]]:
+def fresh_launcher(prepared_var: Path, acceptance_root: Path) -> Iterator[Callable[[], Launcher]]:
     """Start launchers of the test's own (each in a fresh copy of the prepared var/)."""
     started: list[Launcher] = []
+    tmp_path = _private_dir(acceptance_root, "launchers.")
 
     def start() -> Launcher:
         var_dir = tmp_path / f"var-{len(started)}"

@@ -120,6 +120,12 @@ class Launcher:
     def output(self) -> str:
         return self.log_path.read_text(errors="replace")
 
+    def own_output(self) -> str:
+        """What the launcher itself printed: its own lines and anything unprefixed (a
+        stack dump of its own), without the lines it relays from its children."""
+        relayed = re.compile(rf"^\s*({'|'.join(sorted(CHILDREN))}) \| ")
+        return "\n".join(line for line in self.output().splitlines() if not relayed.match(line))
+
     def children(self) -> dict[str, int]:
         return {name: int(pid) for name, pid in CHILD_LINE.findall(self.output())}
 
