@@ -2,7 +2,8 @@
 
 A program on the allow list must not become a way to run one that is not:
 ``tar --to-command``, ``sed 's/x/id/e'``, ``awk 'BEGIN{system("id")}'``,
-``rsync -e``, ``ssh -o ProxyCommand``, ``man -P``, ``less +!cmd``, ``zip -TT``…
+``rsync -e``, ``ssh -o ProxyCommand``, ``man -P``, ``less +!cmd``, ``zip -TT``,
+``sort --compress-program``, ``split --filter``, ``rg --pre``, ``fd -x``…
 Each family's refused options are listed here; long options are also matched
 when abbreviated (GNU tools accept any unambiguous prefix), short ones inside
 clusters (``-xzI``) and in tar's old dash-less form (``tar xIf``). What cannot
@@ -53,6 +54,15 @@ RUNNERS: Final = {
     "less": RunnerOptions(long=("--lesskey-file", "--lesskey-src"), short="k"),
     "more": RunnerOptions(),
     "zip": RunnerOptions(long=("--unzip-command", "--test"), short="T"),
+    "sort": RunnerOptions(long=("--compress-program",)),
+    "split": RunnerOptions(long=("--filter",)),
+    "sdiff": RunnerOptions(long=("--diff-program",)),
+    "diff3": RunnerOptions(long=("--diff-program",)),
+    "cpio": RunnerOptions(long=("--rsh-command",)),
+    "wget": RunnerOptions(long=("--use-askpass",)),
+    "rg": RunnerOptions(long=("--pre",)),
+    "fd": RunnerOptions(long=("--exec", "--exec-batch"), short="xX"),
+    "fdfind": RunnerOptions(long=("--exec", "--exec-batch"), short="xX"),
 }
 # Programs that read commands able to start a shell; nothing here can judge them.
 EDITORS: Final = frozenset({"vim", "emacs", "nano", "ed", "ex", "joe", "mcedit", "mg", "jed"})

@@ -268,6 +268,13 @@ def test_links_under_git_are_refused_in_shell_git(
         (["env", "LESSOPEN=|sh -c id", "less", "hello.txt"], "LESSOPEN"),
         (["env", "PAGER=sh", "man", "ls"], "PAGER"),
         (["find", ".", "-exec", "sed", "1e id", "{}", ";"], "--sandbox"),
+        (["sort", "--compress-program=sh", "hello.txt"], "--compress-program"),
+        (["sort", "--compress-p=sh", "hello.txt"], "--compress-p"),
+        (["split", "--filter=sh -c id", "hello.txt"], "--filter"),
+        (["sdiff", "--diff-program=sh", "a", "b"], "--diff-program"),
+        (["rg", "--pre=sh", "x"], "--pre"),
+        (["fd", "-x", "sh"], "-x"),
+        (["wget", "--use-askpass=sh", "http://127.0.0.1:9/"], "--use-askpass"),
     ],
 )
 def test_options_that_start_programs_are_refused(
@@ -318,4 +325,6 @@ def test_the_same_programs_do_their_allowed_jobs(workspace: Path, ns: CountingSa
     assert tar.exit_code == 0 and (workspace / "a.tar").exists()
     listing = run(workspace, ns, sub=FULL, argv=["tar", "tf", "a.tar"])
     assert listing.content == "hello.txt\n"
+    ordered = run(workspace, ns, sub=FULL, argv=["sort", "--reverse", "hello.txt"])
+    assert ordered.content == "hello from the workspace\n"
     assert run(workspace, ns, sub=FULL, argv=["env", "LANG=C", "cat", "hello.txt"]).exit_code == 0
