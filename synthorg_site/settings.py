@@ -254,6 +254,9 @@ SYNTHORG_MCP_APPROVAL_WAIT_SECONDS = env.int("SYNTHORG_MCP_APPROVAL_WAIT_SECONDS
 SYNTHORG_MCP_PROGRESS_INTERVAL_SECONDS = env.float(
     "SYNTHORG_MCP_PROGRESS_INTERVAL_SECONDS", default=5.0
 )
+# A notifications/cancelled marked this long before its request arrived (clocks of
+# different web nodes) still cancels it; an older mark was for an earlier request.
+SYNTHORG_MCP_CANCEL_SKEW_SECONDS = env.float("SYNTHORG_MCP_CANCEL_SKEW_SECONDS", default=2.0)
 DATA_UPLOAD_MAX_MEMORY_SIZE = SYNTHORG_MAX_REQUEST_BYTES
 # JSON bodies nested deeper than this are refused (400) before anything reads them.
 SYNTHORG_JSON_MAX_DEPTH = env.int("SYNTHORG_JSON_MAX_DEPTH", default=32)

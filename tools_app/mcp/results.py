@@ -123,40 +123,73 @@ def _denied_text(invocation: Invocation) -> str:
     return f"denied: {message}"
 
 
-def _truncation_text(invocation: Invocation) -> str:
+def _truncation_text(tool: str) -> str:
     return (
-        f"[output truncated: {invocation.tool} returned more than the console shows "
+        f"[output truncated: {tool} returned more than the console shows "
         f"(at most {settings.SYNTHORG_RESULT_MAX_CHARS} characters); ask for a smaller part]"
     )
 
 
-def _structured(invocation: Invocation) -> dict[str, Any] | None:
-    structured = invocation.structured
-    if structured is None or not isinstance(structured, dict):
-        return structured
-    if invocation.truncated and isinstance(structured.get("truncated"), bool):
+def _marked(structured: Any, truncated: bool) -> Any:
+    if truncated and isinstance(structured, dict) and isinstance(structured.get("truncated"), bool):
         # The tool's own flag covers only its own limit; the console's cut counts too.
         return {**structured, "truncated": True}
     return structured
 
 
+def _structured(invocation: Invocation) -> dict[str, Any] | None:
+    structured: dict[str, Any] | None = _marked(invocation.structured, invocation.truncated)
+    return structured
+
+
+def _success(
+    *, invocation_id: str, tool: str, content: str, structured: Any, truncated: bool
+) -> types.CallToolResult:
+    meta: dict[str, Any] = {META_INVOCATION: invocation_id, META_STATUS: "succeeded"}
+    blocks: list[types.ContentBlock] = [_text(content)]
+    if truncated:
+        meta[META_TRUNCATED] = True
+        blocks.append(_text(_truncation_text(tool)))
+    structured = _marked(structured, truncated)
+    return types.CallToolResult(
+        content=blocks,
+        structured_content=structured if isinstance(structured, dict) else {},
+        is_error=False,
+        _meta=meta,
+    )
+
+
+def carried_success_result(body: dict[str, Any] | None) -> types.CallToolResult | None:
+    """A succeeded invocation's result from the agent's view its terminal status message
+    carried (the REST rendering of the same stored, sanitised fields); None otherwise."""
+    if body is None or body.get("status") != InvocationStatus.SUCCEEDED:
+        return None
+    result = body.get("result")
+    if not isinstance(result, dict) or not isinstance(result.get("content"), str):
+        return None
+    return _success(
+        invocation_id=str(body.get("id")),
+        tool=str(body.get("tool")),
+        content=result["content"],
+        structured=result.get("structured"),
+        truncated=bool(result.get("truncated")),
+    )
+
+
 def invocation_result(invocation: Invocation) -> types.CallToolResult:
     """The invocation as MCP shows it: its sanitised output when it ran, else why not."""
+    status = invocation.status
+    if status == InvocationStatus.SUCCEEDED:
+        return _success(
+            invocation_id=str(invocation.id),
+            tool=invocation.tool,
+            content=invocation.content,
+            structured=invocation.structured,
+            truncated=invocation.truncated,
+        )
     meta: dict[str, Any] = {META_INVOCATION: str(invocation.id), META_STATUS: invocation.status}
     if invocation.truncated:
         meta[META_TRUNCATED] = True
-    status = invocation.status
-    if status == InvocationStatus.SUCCEEDED:
-        structured = _structured(invocation)
-        content: list[types.ContentBlock] = [_text(invocation.content)]
-        if invocation.truncated:
-            content.append(_text(_truncation_text(invocation)))
-        return types.CallToolResult(
-            content=content,
-            structured_content=structured if structured is not None else {},
-            is_error=False,
-            _meta=meta,
-        )
     if invocation.error_code:
         meta[META_ERROR_CODE] = invocation.error_code
     blocks: list[types.ContentBlock] = []
@@ -165,7 +198,7 @@ def invocation_result(invocation: Invocation) -> types.CallToolResult:
         if invocation.content:
             blocks.append(_text(invocation.content))
             if invocation.truncated:
-                blocks.append(_text(_truncation_text(invocation)))
+                blocks.append(_text(_truncation_text(invocation.tool)))
         structured_content = _structured(invocation)
     if status == InvocationStatus.DENIED:
         blocks.append(_text(_denied_text(invocation)))

@@ -25,10 +25,15 @@ from mcp.shared.exceptions import MCPError
 
 from common.errors import SynthOrgError
 from tools_app.contracts import ToolContract
-from tools_app.events import watch_invocation
+from tools_app.events import carried_body, watch_invocation
 from tools_app.mcp.annotations import tool_hints
 from tools_app.mcp.calls import unfinished_call_kept
-from tools_app.mcp.results import internal_problem_result, refusal_result, request_problem_result
+from tools_app.mcp.results import (
+    carried_success_result,
+    internal_problem_result,
+    refusal_result,
+    request_problem_result,
+)
 from tools_app.mcp.taking import call_outcome, call_take
 from tools_app.mcp.waiting import McpExchange, ProgressSink, wait_for_outcome
 from tools_app.registry import tool_catalog
@@ -187,13 +192,14 @@ async def _answer(
     async with watch_invocation(new_id) as watch:
         try:
             invocation = await sync_to_async(call_take)(
-                agent=agent, call=call, rpc_id=rpc_id, invocation_id=new_id
-            )
+                agent=agent, call=call, rpc_id=rpc_id, invocation_id=new_id,
+                arrived_at=exchange.arrived_at,
+            )  # fmt: skip
         except SynthOrgError as exc:
             log.info("mcp_call_refused", tool=call.tool[:200], code=exc.code)
             return refusal_result(exc, tool=call.tool)
         try:
-            await wait_for_outcome(
+            ended = await wait_for_outcome(
                 invocation,
                 approval_wait=approval_wait,
                 exchange=exchange,
@@ -204,9 +210,8 @@ async def _answer(
             # The transport cancels the handler when the client goes away.
             with anyio.CancelScope(shield=True):
                 await sync_to_async(call_outcome)(
-                    agent=agent, call=call, rpc_id=rpc_id, invocation_id=invocation.id,
-                    client_gone=True,
-                )  # fmt: skip
+                    agent=agent, call=call, invocation_id=invocation.id, client_gone=True
+                )
             raise
         except Exception:
             log.exception("mcp_call_unanswered", invocation=str(invocation.id))
@@ -215,8 +220,11 @@ async def _answer(
                 invocation_id=invocation.id,
             )  # fmt: skip
             return internal_problem_result(invocation.id, caller.request_id)
+    carried = carried_success_result(carried_body(ended))
+    if carried is not None:
+        return carried  # the terminal message carried the result: no database read
     return await sync_to_async(call_outcome)(
-        agent=agent, call=call, rpc_id=rpc_id, invocation_id=invocation.id,
+        agent=agent, call=call, invocation_id=invocation.id,
         client_gone=exchange.disconnected.is_set(),
     )  # fmt: skip
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -33,6 +34,7 @@ class McpExchange:
     """One HTTP request to the gateway, as its handler sees it beyond the SDK."""
 
     disconnected: asyncio.Event = field(default_factory=asyncio.Event)
+    arrived_at: float = field(default_factory=time.time)
 
 
 @dataclass(frozen=True)
@@ -89,8 +91,9 @@ async def wait_for_outcome(
     exchange: McpExchange,
     progress: ProgressSink | None,
     watch: InvocationWatch | None = None,
-) -> None:
-    """Return once the invocation is terminal, the waits run out or the client went away.
+) -> dict[str, Any] | None:
+    """Return once the invocation is terminal, the waits run out or the client went away;
+    with the terminal status message when one ended the wait.
 
     `watch`, when given, was subscribed to this invocation before it was submitted,
     so its status as submitted is current; otherwise one is opened here and the
@@ -99,16 +102,15 @@ async def wait_for_outcome(
     limit (above every sandbox timeout).
     """
     if invocation.terminal:
-        return
+        return None
     if watch is None:
         async with watch_invocation(invocation.id) as own:
             standing = await sync_to_async(_standing)(invocation.id)
-            await _wait(invocation, standing, own, approval_wait, exchange, progress)
-        return
+            return await _wait(invocation, standing, own, approval_wait, exchange, progress)
     standing = _Standing(invocation.status)
     if standing.status == InvocationStatus.PENDING_APPROVAL and progress is not None:
         standing = await sync_to_async(_standing)(invocation.id)  # for the approval's id
-    await _wait(invocation, standing, watch, approval_wait, exchange, progress)
+    return await _wait(invocation, standing, watch, approval_wait, exchange, progress)
 
 
 async def _wait(
@@ -118,7 +120,7 @@ async def _wait(
     approval_wait: float,
     exchange: McpExchange,
     progress: ProgressSink | None,
-) -> None:
+) -> dict[str, Any] | None:
     loop = asyncio.get_running_loop()
     started = loop.time()
     approval_deadline = started + approval_wait
@@ -133,15 +135,16 @@ async def _wait(
             run_deadline = run_deadline or now + settings.CELERY_TASK_TIME_LIMIT
             deadline = run_deadline
         if now >= deadline:
-            return
+            return None
         if progress is not None:
             message = _progress_message(invocation.tool, invocation.id, standing, now - started)
             total = approval_wait if pending else None
             await _report(progress, round(now - started, 3), total, message)
         ended = await _sleep(watch, min(interval, deadline - now), exchange)
         if ended is not None:
-            return
+            return ended
         standing = await sync_to_async(_standing)(invocation.id)
+    return None
 
 
 async def _report(progress: ProgressSink, done: float, total: float | None, message: str) -> None:

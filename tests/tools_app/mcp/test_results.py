@@ -10,7 +10,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from common.errors import InvalidArgumentError, NotFoundError, RateLimitedError
-from tools_app.mcp.results import invocation_result, refusal_result
+from tools_app.mcp.results import carried_success_result, invocation_result, refusal_result
 from tools_app.models import Invocation
 
 
@@ -189,3 +189,30 @@ def test_an_output_that_was_not_cut_is_not_marked() -> None:
     assert _texts(result) == ["short"]
     assert result.structured_content == {"path": "a.txt", "truncated": False}
     assert result.meta is not None and "synthorg/truncated" not in result.meta
+
+
+def test_a_result_carried_by_the_status_message_reads_as_the_stored_one() -> None:
+    invocation = _invocation(
+        content="x" * 10, structured={"path": "a.txt", "truncated": False}, truncated=True
+    )
+    carried = carried_success_result(_agent_view(invocation))
+    assert carried is not None
+    assert carried.model_dump() == invocation_result(invocation).model_dump()
+    # Anything but a success is read from the database instead.
+    failed = _invocation(status="failed", error_code="tool_error", error_message="boom")
+    assert carried_success_result(_agent_view(failed)) is None
+
+
+def _agent_view(invocation: Invocation) -> dict[str, Any]:
+    """The parts of the REST rendering a terminal status message carries."""
+    return {
+        "id": str(invocation.id),
+        "tool": invocation.tool,
+        "status": invocation.status,
+        "result": {
+            "is_error": invocation.status != "succeeded",
+            "content": invocation.content,
+            "structured": invocation.structured or {},
+            "truncated": invocation.truncated,
+        },
+    }
