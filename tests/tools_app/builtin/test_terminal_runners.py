@@ -90,6 +90,8 @@ def test_plain_git_works_through_shell_command(
         cwd="proj",
     )
     assert line.content.strip() == "from the shell"
+    grep = run(workspace, ns, argv=["git", "grep", "-c", "std::vector"], cwd="proj")
+    assert grep.exit_code == 1  # searched, found nothing
 
 
 # --- git: options that would run a program ---------------------------------------------
@@ -107,7 +109,7 @@ def test_plain_git_works_through_shell_command(
         (["git", "--exec-path=/workspace", "status"], "--exec-path"),
         (["git", "--git-dir=/tmp/other/.git", "log"], "--git-dir"),
         (["git", "clone", "-u", "touch pwned", ".", "copy"], "clone"),
-        (["git", "clone", "ext::sh -c touch% pwned", "copy"], "ext::"),
+        (["git", "clone", "ext::sh -c touch% pwned", "copy"], "clone"),
         (["git", "ls-remote", "--upload-pack=touch pwned", "."], "ls-remote"),
         (["git", "fetch", "origin"], "fetch"),
         (["git", "push", "--receive-pack=touch pwned", "origin"], "push"),
@@ -117,7 +119,7 @@ def test_plain_git_works_through_shell_command(
         (["git", "grep", "--open=touch", "hello"], "--open=touch"),
         (["git", "rebase", "--exec", "touch pwned", "HEAD~1"], "--exec"),
         (["git", "rebase", "-x", "touch pwned", "HEAD~1"], "-x"),
-        (["git", "archive", "--remote=ext::x", "HEAD"], "ext::"),
+        (["git", "archive", "--remote=ext::x", "HEAD"], "--remote"),
         (["git", "diff", "--ext-diff"], "--ext-diff"),
         (["git", "st"], "st"),
         (["git", "difftool"], "difftool"),
