@@ -34,20 +34,18 @@ class WorkspaceUsage:
     dirs: frozenset[str] = frozenset()
 
 
-def _charged(info: os.stat_result) -> int:
-    return max(info.st_size, info.st_blocks * BLOCK_BYTES)
-
-
 def workspace_usage(root: Path) -> WorkspaceUsage:
     """Walk ``root`` without following links; entries that vanish mid-walk are skipped."""
     total = 0
     files: dict[str, Entry] = {}
     dirs: set[str] = set()
-    pending = [root]
+    # (directory on disk, its path relative to root with a trailing separator)
+    pending: list[tuple[str, str]] = [(str(root), "")]
     while pending:
-        directory = pending.pop()
+        directory, prefix = pending.pop()
         try:
-            entries = list(os.scandir(directory))
+            with os.scandir(directory) as listing:
+                entries = list(listing)
         except OSError:
             continue
         for entry in entries:
@@ -55,13 +53,14 @@ def workspace_usage(root: Path) -> WorkspaceUsage:
                 info = entry.stat(follow_symlinks=False)
             except OSError:
                 continue
-            total += _charged(info)
-            relative = os.path.relpath(entry.path, root)
+            charged = max(info.st_size, info.st_blocks * BLOCK_BYTES)
+            total += charged
+            relative = prefix + entry.name
             if stat.S_ISDIR(info.st_mode):
-                pending.append(Path(entry.path))
+                pending.append((entry.path, relative + os.sep))
                 dirs.add(relative)
             elif stat.S_ISREG(info.st_mode):
-                files[relative] = Entry(_charged(info), info.st_size, info.st_ino)
+                files[relative] = Entry(charged, info.st_size, info.st_ino)
     return WorkspaceUsage(total, files, frozenset(dirs))
 
 
