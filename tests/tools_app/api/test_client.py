@@ -7,12 +7,23 @@ import os
 import subprocess
 import sys
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
 from common.testing import BASE_DIR, RunningProcess
-from synthorg_client import Call, Client, Conflict, InvalidArgument, NotFound, Unauthenticated
+from synthorg_client import (
+    Call,
+    Client,
+    Conflict,
+    InvalidArgument,
+    NotFound,
+    Unauthenticated,
+    Unavailable,
+)
+from tests.support.lossy_proxy import lossy_proxy
 from tests.tools_app.api.conftest import AgentClient
+from tools_app.models import Invocation
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
@@ -67,3 +78,40 @@ def test_command_line_call(daphne_server: str, make_agent: Callable[..., AgentCl
     )  # fmt: skip
     assert refused.returncode != 0
     assert "invalid_argument" in refused.stderr
+
+
+def test_a_lost_answer_is_retried_and_the_call_runs_once(
+    daphne_server: str, make_agent: Callable[..., AgentClient]
+) -> None:
+    """The console acts, the answer is lost on the way back; the client sends the call
+    again with the same idempotency key and gets the same invocation: one run."""
+    from trust_app.services import workspace_grant
+
+    agent = make_agent()
+    workspace = Path(agent.agent.workspace)
+    workspace_grant(workspace)
+    port = int(daphne_server.rsplit(":", 1)[1])
+    with lossy_proxy(port) as proxy, Client(proxy.url, agent.token) as client:
+        proxy.lose = 1
+        done = client.call("test_counter", {"seconds": 0}, wait=30)
+        assert proxy.lost == 1
+    assert done.status == "succeeded", done
+    assert (workspace / "counter.txt").read_text() == "run\n"
+    assert Invocation.objects.filter(agent=agent.agent).count() == 1
+
+
+def test_without_retries_the_lost_answer_is_unavailable_though_the_call_ran(
+    daphne_server: str, make_agent: Callable[..., AgentClient]
+) -> None:
+    """The control: the lost answer really came after the console acted."""
+    from trust_app.services import workspace_grant
+
+    agent = make_agent()
+    workspace = Path(agent.agent.workspace)
+    workspace_grant(workspace)
+    port = int(daphne_server.rsplit(":", 1)[1])
+    with lossy_proxy(port) as proxy, Client(proxy.url, agent.token, retries=0) as client:
+        proxy.lose = 1
+        with pytest.raises(Unavailable):
+            client.call("test_counter", {"seconds": 0}, wait=30)
+    assert Invocation.objects.filter(agent=agent.agent).count() == 1
