@@ -204,10 +204,13 @@ def launcher_refusal(result: SandboxResult) -> ToolRefusedError | None:
 class GitRunner:
     """Builds launcher command lines and runs them through ``context.sandbox``."""
 
-    def __init__(self, context: ToolContext, *, extra_options: Sequence[str] = ()) -> None:
+    def __init__(
+        self, context: ToolContext, *, extra_options: Sequence[str] = (), ssh_options: str = ""
+    ) -> None:
         self.context = context
         self.settings: Mapping[str, Any] = context.settings
         self.extra_options = tuple(extra_options)
+        self.ssh_options = ssh_options
 
     def spec(
         self,
@@ -243,7 +246,7 @@ class GitRunner:
         known_hosts = str(self.settings.get("ssh_known_hosts_file") or "/dev/null")
         if not re.match(r"^/[A-Za-z0-9._/\-]+$", known_hosts):
             raise invalid("config 'ssh_known_hosts_file' must be an absolute plain path")
-        return f"{SSH_COMMAND} -o UserKnownHostsFile={known_hosts}"
+        return f"{SSH_COMMAND} -o UserKnownHostsFile={known_hosts}{self.ssh_options}"
 
     def run(
         self,

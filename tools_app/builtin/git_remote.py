@@ -90,9 +90,11 @@ class GitCloneTool:
         if arguments.get("depth"):
             args.append(f"--depth={int(arguments['depth'])}")
         root = workspace_path(context, ".")
-        args += ["--", remote.url, str(target.relative_to(root))]
+        args += ["--", remote.git_url, str(target.relative_to(root))]
         recheck_ssh(remote, guard)
-        git = GitRunner(context, extra_options=remote.pin_options())
+        git = GitRunner(
+            context, extra_options=remote.pin_options(), ssh_options=remote.ssh_options()
+        )
         result = git.run_ok(None, args, writable=True, network=True, path_args=(len(args) - 1,))
         return text_outcome(
             result.stderr.strip() or f"cloned into {directory}",
@@ -137,11 +139,13 @@ class GitPushTool:
             url, guard, allow_plain_http=bool(context.settings.get("allow_plain_http"))
         )
         recheck_ssh(remote, guard)
-        pinned = GitRunner(context, extra_options=remote.pin_options())
+        pinned = GitRunner(
+            context, extra_options=remote.pin_options(), ssh_options=remote.ssh_options()
+        )
         refspec = f"refs/heads/{branch}:refs/heads/{branch}"
         result = pinned.run_ok(
             repo,
-            ["push", "--no-verify", "--porcelain", "--", remote.url, refspec],
+            ["push", "--no-verify", "--porcelain", "--", remote.git_url, refspec],
             writable=True,
             network=True,
             # The URL was checked; a remote section named after it must not redirect it.

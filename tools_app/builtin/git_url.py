@@ -7,9 +7,10 @@ anything starting with '-', credentials in https URLs, odd ssh user names.
 
 Every resolved address must be public unless the host is allowlisted (the SSRF
 guard). HTTP(S) clones are pinned with ``-c http.curloptResolve=host:port:ip``
-to the checked addresses; SSH gives no such hook, so ``recheck_ssh`` resolves
-again just before git runs and refuses when an address appears that was not
-checked.
+to the checked addresses; SSH clones are given the checked address in place of
+the name (``connect_url``), with ``-o HostKeyAlias=host`` so the host key is
+still the name's. ``recheck_ssh`` also resolves again just before git runs and
+refuses when an address appears that was not checked.
 """
 
 from __future__ import annotations
@@ -30,6 +31,11 @@ _SCP_RE: Final = re.compile(
     r"^(?:(?P<user>[^@/:\[\]]+)@)?(?P<host>\[[^\]/]+\]|[^@/:\[\]]+):(?P<path>.*)$"
 )
 _SSH_USER_RE: Final = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9._\-]{0,63}$")
+_ALIAS_RE: Final = re.compile(r"^[A-Za-z0-9.:\-]{1,253}$")
+
+
+def _address_for_url(address: str) -> str:
+    return f"[{address}]" if ":" in address else address
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +45,21 @@ class GitRemote:
     url: str
     transport: str  # "https", "http" or "ssh"
     endpoint: CheckedEndpoint
+    connect_url: str = ""
+    """The URL git is given: ``url``, or for SSH the same with the checked address."""
+
+    @property
+    def git_url(self) -> str:
+        """What git connects to."""
+        return self.connect_url or self.url
+
+    def ssh_options(self) -> str:
+        """Options for the ssh command: the host key is looked up under the name."""
+        if self.transport != "ssh":
+            return ""
+        if not _ALIAS_RE.match(self.endpoint.host):
+            raise _invalid(f"host {self.endpoint.host!r} cannot be used with ssh")
+        return f" -o HostKeyAlias={self.endpoint.host}"
 
     def pin_options(self) -> tuple[str, ...]:
         """``-c`` options that hold an HTTP(S) transfer to the checked addresses."""
@@ -75,9 +96,11 @@ def check_remote_url(url: str, guard: EgressGuard, *, allow_plain_http: bool = F
             if target.userinfo is not None:
                 _check_ssh_user(target.userinfo)
             endpoint = guard.check_host(target.host, target.port, is_ip=target.is_ip)
-            return GitRemote(
-                target.url() if target.scheme != "ssh" else url, target.scheme, endpoint
-            )
+            if target.scheme != "ssh":
+                return GitRemote(target.url(), target.scheme, endpoint)
+            user = f"{target.userinfo}@" if target.userinfo is not None else ""
+            pinned = f"{_address_for_url(endpoint.pinned_address)}:{target.port}"
+            return GitRemote(url, "ssh", endpoint, f"ssh://{user}{pinned}{target.path}")
         scp = _SCP_RE.match(url)
         if scp is None or not scp.group("path") or "/" in scp.group("host"):
             raise _invalid(
@@ -88,7 +111,9 @@ def check_remote_url(url: str, guard: EgressGuard, *, allow_plain_http: bool = F
             _check_ssh_user(scp.group("user"))
         host, is_ip = normalise_host(scp.group("host"), url)
         endpoint = guard.check_host(host, 22, is_ip=is_ip)
-        return GitRemote(url, "ssh", endpoint)
+        user = f"{scp.group('user')}@" if scp.group("user") is not None else ""
+        pinned = _address_for_url(endpoint.pinned_address)
+        return GitRemote(url, "ssh", endpoint, f"{user}{pinned}:{scp.group('path')}")
     except EgressError as exc:
         raise refusal(exc) from exc
 

@@ -32,6 +32,7 @@ from tests.tools_app.builtin.git_fixtures import (
     publish_pushable,
     sandbox_user_ready,
 )
+from tests.tools_app.net.servers import LoopbackDnsServer
 from tools_app.builtin.base import RefusalCode, ToolFailedError, ToolRefusedError
 from tools_app.builtin.git import (
     GitCloneTool,
@@ -41,6 +42,8 @@ from tools_app.builtin.git import (
     git_log,
     git_status,
 )
+from tools_app.builtin.git_launcher import read_spec
+from tools_app.net.dnswire import TYPE_A
 from tools_app.sandbox.protocol import MountMode, NetworkPolicy, SandboxSpec, WorkspaceMount
 
 ROOT = Path("/tmp/synthorg-test-workspaces")
@@ -404,11 +407,11 @@ def test_names_of_255_bytes_are_accepted(
 
 
 @pytest.fixture
-def pushable(tmp_path: Path) -> Iterator[tuple[SmartGitServer, Path]]:
-    source = make_repo(tmp_path / "upstream")
+def pushable(repo: Path, tmp_path: Path) -> Iterator[tuple[SmartGitServer, Path]]:
+    """The agent's repository published (same history) behind a smart-HTTP server."""
     root = tmp_path / "smart"
     root.mkdir()
-    bare = publish_pushable(source, root, "repo.git")
+    bare = publish_pushable(repo, root, "repo.git")
     with SmartGitServer(root) as server:
         yield server, bare
 
@@ -456,3 +459,39 @@ def test_push_reaches_the_checked_url_not_a_remote_named_after_it(
     GitPushTool().run(context, {"path": "proj", "branch": "main"})
     assert git(bare, "log", "-1", "--format=%s").strip() == "second push"
     assert served.requests == []
+
+
+# --- ssh clones go to the checked address ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("url", "expected"),
+    [
+        ("git@ssh.test:org/repo.git", "git@127.0.0.1:org/repo.git"),
+        ("ssh://git@ssh.test:2222/org/repo.git", "ssh://git@127.0.0.1:2222/org/repo.git"),
+    ],
+)
+def test_ssh_clone_connects_to_the_checked_address_under_the_name(
+    workspace: Path, sandbox: RecordingSandbox, url: str, expected: str
+) -> None:
+    """No name is resolved inside the sandbox: git gets the address, ssh the name's key."""
+    grant(workspace)
+
+    def answer(name: str, qtype: int, seen: int) -> list[str]:
+        return ["127.0.0.1"] if name == "ssh.test" and qtype == TYPE_A else []
+
+    with LoopbackDnsServer(answer) as dns:
+        settings = {
+            "hostname_allowlist": ["ssh.test"],
+            "dns_server": dns.host,
+            "dns_port": dns.port,
+        }
+        context = git_context(workspace, sandbox, settings=settings)
+        with pytest.raises(ToolFailedError):  # no ssh server for this host key here
+            GitCloneTool().run(context, {"url": url, "directory": "copy"})
+    spec, args = read_spec(list(sandbox.specs[-1].argv[5:]))
+    assert expected in args
+    assert "ssh.test" not in " ".join(args)
+    ssh = next(e for e in spec["env"] if e.startswith("GIT_SSH_COMMAND="))
+    assert "-o HostKeyAlias=ssh.test" in ssh
+    assert "ProxyCommand=none" in ssh
