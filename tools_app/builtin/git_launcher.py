@@ -12,20 +12,24 @@ sandbox's user, on what that process sees:
    parse that copy (``--no-includes``), refuse a key outside the allowed rules
    (``section.name``, ``section.*.name`` for any subsection, ``section.**``);
 3. write a private common directory: a ``config`` holding only the format
-   keys, and links to the repository's objects, refs, logs, info, packed-refs
-   and shallow file; the other checked keys go in ``GIT_CONFIG_COUNT``;
+   keys (and a default author, which the repository's own ``user.*`` beats),
+   and links to the repository's objects, refs, logs, info, packed-refs and
+   shallow file; the other checked keys go in ``GIT_CONFIG_COUNT``;
 4. exec git with ``GIT_DIR`` the repository, ``GIT_COMMON_DIR`` the private
    directory, the hardening environment and ``-c`` options from ``SPEC``.
 
 Git therefore never opens the repository's own config file: rewriting it
-while git runs changes nothing. A refusal is one line on stderr starting
-with ``REFUSED_MARKER`` and exit status ``REFUSED_EXIT``.
+while git runs changes nothing. A link planted under ``.git`` after the walk
+is followed by git, but inside a namespace or container it can only reach
+the agent's own workspace. A refusal is one line on stderr starting with
+``REFUSED_MARKER`` and exit status ``REFUSED_EXIT``.
 
 Modes: ``repo`` (the working directory is the work tree), ``none`` (no
 repository: clone; git runs from an empty private directory, the arguments
-named in ``path_args`` made absolute first), ``discover`` (shell_command:
-leading ``-C DIR`` options are applied, then the repository is looked for
-upwards, never above the workspace; none found means no repository).
+named by ``path_arg`` made absolute first), ``discover`` (shell_command:
+every ``-C DIR`` among git's global options is applied here, then the
+repository is looked for upwards, never above the workspace; none found
+means no repository, and git may not look further either).
 
 It imports nothing beyond ``os``, ``sys`` and ``stat``: every git call pays
 for this interpreter's start, and ``re``, ``json``, ``subprocess`` or
