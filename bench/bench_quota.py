@@ -11,15 +11,18 @@ and a time budget per figure.
 
 from __future__ import annotations
 
+import functools
+import json
 import os
 import shutil
 import sys
 import tempfile
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.bench_sandbox import emit, measure, p
 from tools_app.quota.guard import WorkspaceQuotaGuard
 from tools_app.quota.usage import workspace_usage
 from tools_app.sandbox.errors import SandboxError
@@ -30,6 +33,32 @@ SIZES = (10, 1000, 10_000)
 FILES_PER_DIRECTORY = 100
 RUNS = 100
 QUOTA = 1024**3
+BUDGET_SECONDS = 60.0
+
+
+def measure(action: Callable[[], object], runs: int) -> list[float]:
+    """Milliseconds per run, after two warm-up runs, within the time budget."""
+    for _ in range(2):
+        action()
+    samples: list[float] = []
+    end = time.monotonic() + BUDGET_SECONDS
+    for _ in range(runs):
+        start = time.perf_counter()
+        action()
+        samples.append((time.perf_counter() - start) * 1000)
+        if time.monotonic() > end:
+            break
+    return samples
+
+
+def p(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 3)
+
+
+def emit(figure: str, samples: list[float], note: str) -> None:
+    row = {"figure": figure, "unit": "ms", "p50": p(samples, 0.5), "p95": p(samples, 0.95)}
+    print(json.dumps({**row, "note": note}), flush=True)
 
 
 def make_workspace(root: Path, files: int) -> Path:
@@ -49,7 +78,7 @@ def main() -> None:
     try:
         workspaces = {files: make_workspace(root, files) for files in SIZES}
         for files, workspace in workspaces.items():
-            samples = measure(lambda w=workspace: workspace_usage(w), RUNS)
+            samples = measure(functools.partial(workspace_usage, workspace), RUNS)
             emit(f"quota measure {files} files", samples, "one walk of the workspace")
         workspace = workspaces[1000]
         spec = SandboxSpec(
@@ -61,7 +90,7 @@ def main() -> None:
             guarded_backend = WorkspaceQuotaGuard(backend, quota_bytes=QUOTA)
             guarded = measure(lambda: guarded_backend.run(spec), RUNS)
         except SandboxError as exc:
-            print(f'{{"figure": "quota guard", "error": "{exc.reason}"}}', flush=True)
+            print(json.dumps({"figure": "quota guard", "error": exc.reason}), flush=True)
             return
         finally:
             backend.close()
