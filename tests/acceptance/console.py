@@ -111,7 +111,9 @@ class Launcher:
     port: int
     env: dict[str, str]
     log_path: Path
-    descendants: set[int] = field(default_factory=set)
+    # Every process seen under the launcher: pid -> its start time, so a pid the
+    # kernel hands to an unrelated process later is never taken for ours.
+    descendants: dict[int, int] = field(default_factory=dict)
 
     @property
     def base_url(self) -> str:
@@ -158,10 +160,20 @@ class Launcher:
                 f"launcher exited early with {self.process.returncode}:\n{self.output()[-6000:]}"
             )
 
-    def remember_descendants(self) -> set[int]:
+    def remember_descendants(self) -> dict[int, int]:
         """Note every process under the launcher now (pool workers, spawn servers too)."""
-        self.descendants |= descendants_of(self.process.pid)
+        for pid in descendants_of(self.process.pid):
+            started = start_time(pid)
+            if started is not None:
+                self.descendants.setdefault(pid, started)
         return self.descendants
+
+    def _ours_alive(self) -> list[int]:
+        return [
+            pid
+            for pid, started in self.descendants.items()
+            if start_time(pid) == started and alive_not_zombie(pid)
+        ]
 
     def signal(self, signum: int) -> None:
         self.remember_descendants()
@@ -182,11 +194,10 @@ class Launcher:
 
     def survivors(self) -> list[str]:
         """Every process the launcher started (or they started) that still lives."""
-        watched = self.descendants | set(self.children().values())
-        # A child that re-parented itself still carries its session: each launcher
-        # child leads a session of its own.
-        sessions = set(self.children().values())
-        alive = [pid for pid in watched if alive_not_zombie(pid)]
+        alive = self._ours_alive()
+        # A grandchild that left its parent still carries its session: each launcher
+        # child (one seen under the launcher) leads a session of its own.
+        sessions = {pid for pid in self.children().values() if pid in self.descendants}
         alive += [pid for pid in all_pids() if pid not in alive and session_of(pid) in sessions]
         return [f"{pid} {command_line(pid)}" for pid in sorted(set(alive))]
 
@@ -201,13 +212,14 @@ class Launcher:
 
     def kill_everything(self) -> None:
         """Last resort after a failed test: nothing of this console outlives it."""
-        self.remember_descendants()
-        pids = self.descendants | set(self.children().values()) | {self.process.pid}
-        for pid in pids:
+        if self.process.poll() is None:
+            self.remember_descendants()
+            self.process.kill()
+            self.process.wait(timeout=10)
+        # Only processes seen under this launcher, still with the same start time.
+        for pid in self._ours_alive():
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
-        if self.process.poll() is None:
-            self.process.wait(timeout=10)
 
 
 def start_launcher(var_dir: Path, log_path: Path) -> Launcher:
@@ -249,6 +261,12 @@ def _stat(pid: int) -> list[str] | None:
         return None
     # Fields after the command name, which may itself hold spaces and parentheses.
     return raw.rsplit(") ", 1)[1].split()
+
+
+def start_time(pid: int) -> int | None:
+    """When the process started (clock ticks since boot), or None when it is gone."""
+    fields = _stat(pid)
+    return int(fields[19]) if fields is not None else None
 
 
 def alive_not_zombie(pid: int) -> bool:
