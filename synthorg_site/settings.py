@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import environ
 from channels_redis.core import RedisChannelLayer
 from django.core.exceptions import ImproperlyConfigured
 
 from synthorg_site import runtime
 from synthorg_site.logs import logging_config
+from synthorg_site.private_state import create_private_file, ensure_var_layout, private_dir
 from synthorg_site.redis_options import (
     RedisTimeoutSettingError,
     broker_transport_options,
@@ -20,7 +23,8 @@ from synthorg_site.safety import ProductionSettings, unsafe_production_settings
 env = environ.Env()
 BASE_DIR = runtime.BASE_DIR
 VAR_DIR = runtime.var_dir()
-VAR_DIR.mkdir(parents=True, exist_ok=True)
+# var/ is the console's alone (see synthorg_site/private_state.py).
+ensure_var_layout(VAR_DIR)
 
 SYNTHORG_ENV = runtime.mode()
 DEBUG = env.bool("DEBUG", default=SYNTHORG_ENV == "dev")
@@ -42,6 +46,9 @@ DATABASES = {
     "default": env.db_url("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'synthorg.sqlite3'}")
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # Created 0600 before SQLite opens it; its -wal and -shm files take its mode.
+    if str(DATABASES["default"]["NAME"]).startswith(str(VAR_DIR) + "/"):
+        create_private_file(Path(DATABASES["default"]["NAME"]))
     # WAL lets the web process read while a worker writes; IMMEDIATE avoids
     # "database is locked" on upgrade from a read to a write transaction.
     DATABASES["default"].setdefault("OPTIONS", {}).update(
@@ -165,7 +172,7 @@ USE_TZ = True
 
 STATIC_URL = "/static/"
 STATIC_ROOT = VAR_DIR / "static"
-STATIC_ROOT.mkdir(exist_ok=True)
+private_dir(STATIC_ROOT)
 STATICFILES_DIRS = [BASE_DIR / "static"]
 WHITENOISE_USE_FINDERS = SYNTHORG_ENV != "production"
 STORAGES = {

@@ -26,6 +26,7 @@ from synthorg_site.launcher.children import (
     wait_ready,
 )
 from synthorg_site.launcher.embedded_redis import RedisBinaryMissingError, redis_server_argv
+from synthorg_site.launcher.private_state import secure_private_state
 from synthorg_site.launcher.stop_signals import StopSignals
 
 EXIT_CHILD_DIED = 1
@@ -182,6 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "synthorg_site.settings")
+    secure_private_state(_say)
     # manage.py run later without SYNTHORG_ENV then finds the console `make run` started.
     runtime.remember_mode()
     started = time.monotonic()

@@ -5,6 +5,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from synthorg_site.private_state import private_dir
+
 
 class RedisBinaryMissingError(RuntimeError):
     pass
@@ -27,8 +29,10 @@ def redis_server_binary() -> str:
 
 def redis_server_argv(*, socket: Path, data_dir: Path) -> list[str]:
     """A private server: unix socket only (no TCP port), data under var/, no persistence."""
-    socket.parent.mkdir(parents=True, exist_ok=True)
-    data_dir.mkdir(parents=True, exist_ok=True)
+    # The socket's directory and the data are the console's alone; the socket
+    # itself is 0700 too (unixsocketperm), whatever the umask.
+    private_dir(socket.parent)
+    private_dir(data_dir)
     return [
         redis_server_binary(),
         "--port", "0",

@@ -40,7 +40,7 @@ class ScratchDir:
             pool = _pools.get(self._key)
             if pool is None:
                 pool = _pools[self._key] = []
-                base.mkdir(mode=0o711, parents=True, exist_ok=True)
+                _make_base(base)
                 _sweep_stale(base)
             reused = pool.pop() if pool else None
         self.path = reused if reused is not None else _make(base, identity)
@@ -86,13 +86,19 @@ def _make(base: Path, identity: SandboxIdentity) -> Path:
             continue
         except FileNotFoundError:
             # The base was removed meanwhile: make it again.
-            base.mkdir(mode=0o711, parents=True, exist_ok=True)
+            _make_base(base)
             continue
         if identity.switch:
             os.chown(path, identity.uid, identity.gid)
         # mkdir applies the umask; the mode must be exactly 0700.
         os.chmod(path, 0o700)
         return path
+
+
+def _make_base(base: Path) -> None:
+    base.mkdir(mode=0o711, parents=True, exist_ok=True)
+    # mkdir applies the umask (the console's is 077): others must pass through.
+    os.chmod(base, 0o711)  # noqa: S103 - search only, no listing
 
 
 def _delete(path: Path) -> None:

@@ -157,6 +157,9 @@ def enter_private_root(plan):
     ``["dev", path]`` (a device node), ``["dir", path, writable]`` (a directory
     that must exist, bound at its own path).
     """
+    # The root's directories are for the sandbox user to pass through,
+    # whatever the console's (private) umask.
+    os.umask(0o022)
     flags = CLONE_NEWNS | CLONE_NEWIPC | CLONE_NEWPID
     if not plan.get("network"):
         flags |= CLONE_NEWNET
