@@ -11,6 +11,7 @@ import os
 import pwd
 import subprocess
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 from tools_app.sandbox.identity import DEFAULT_SANDBOX_USER
@@ -48,7 +49,7 @@ print(json.dumps(out))
 PROBE_ARGV = ("python3", "-I", "-S", "-c", PROBE_SOURCE)
 
 
-def probe_argv(plan: dict[str, Any]) -> tuple[str, ...]:
+def probe_argv(plan: Mapping[str, Any]) -> tuple[str, ...]:
     return (*PROBE_ARGV, json.dumps(plan))
 
 
