@@ -5,7 +5,9 @@ environment, then sends the same allowed read_file 300 times each way, alternati
 REST (`POST /api/v1/invocations/` with `wait`) and MCP (`tools/call` to /mcp/, one
 JSON-RPC POST as a stateless client sends it), both from one httpx client. The
 difference of the two is the gateway's own cost (authentication, message check, SDK
-dispatch, rendering the CallToolResult).
+dispatch, rendering the CallToolResult). On a loaded machine the latencies are
+noisy, so the web server's own CPU time per call is measured too, over a block of
+calls each way (CPU time barely depends on what else the machine runs).
 """
 
 from __future__ import annotations
@@ -33,6 +35,13 @@ from trust_app.services import agent_create, workspace_grant  # noqa: E402
 
 CALLS = 300
 WARMUP = 20
+CPU_BLOCK_CALLS = 150
+
+
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU seconds a process has used so far (from /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def pct(samples: list[float], q: float) -> float:
@@ -75,8 +84,9 @@ def main() -> None:
     }
     rest: list[float] = []
     mcp: list[float] = []
+    cpu: dict[str, float] = {}
     with (
-        running(daphne, env=env, log_path=tmp / "daphne.log"),
+        running(daphne, env=env, log_path=tmp / "daphne.log") as web,
         running(worker, env=env, log_path=tmp / "worker.log"),
         httpx.Client(base_url=base, headers=headers, timeout=60) as http,
     ):
@@ -100,6 +110,18 @@ def main() -> None:
             if i >= WARMUP:
                 rest.append(rest_ms)
                 mcp.append(mcp_ms)
+        for way in ("rest", "mcp"):
+            before = cpu_seconds(web.process.pid)
+            for i in range(CPU_BLOCK_CALLS):
+                if way == "rest":
+                    http.post("/api/v1/invocations/", json=rest_body).raise_for_status()
+                else:
+                    message = {
+                        "jsonrpc": "2.0", "id": i, "method": "tools/call",
+                        "params": {"name": "read_file", "arguments": {"path": "notes.txt"}},
+                    }  # fmt: skip
+                    http.post("/mcp/", json=message).raise_for_status()
+            cpu[way] = (cpu_seconds(web.process.pid) - before) * 1000 / CPU_BLOCK_CALLS
     added = [m - r for m, r in zip(mcp, rest, strict=True)]
     gap = statistics.median(mcp) - statistics.median(rest)
     for line in (
@@ -109,6 +131,11 @@ def main() -> None:
             f"{CALLS} calls alternated with REST; p50 {gap:+.2f} ms against REST"),
         row("MCP minus REST, call by call", added,
             "the gateway's own cost per call (each MCP call minus the REST call before it)"),
+        {"figure": "web server CPU per read_file, REST", "unit": "ms", "p50": cpu["rest"],
+         "note": f"daphne's CPU time over {CPU_BLOCK_CALLS} calls, divided by the calls"},
+        {"figure": "web server CPU per read_file, MCP", "unit": "ms", "p50": cpu["mcp"],
+         "note": f"the same over {CPU_BLOCK_CALLS} tools/call; "
+                 f"{cpu['mcp'] - cpu['rest']:+.2f} ms against REST"},
     ):  # fmt: skip
         print(json.dumps(line))
 
