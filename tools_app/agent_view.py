@@ -48,3 +48,27 @@ def agent_structure(value: Any) -> SanitizedStructure:
         known_secrets=known_secrets(),
         min_secret_length=settings.SYNTHORG_SECRET_MIN_LENGTH,
     )
+
+
+def decision_text(text: str) -> str:
+    """The console's own words about a decision (a reason, a rule name) as an agent
+    sees them: stripped and cut like a message, the console's secrets redacted.
+    Credential shapes are left alone: they would read a rule named `secret-text`
+    followed by a colon as a secret being assigned."""
+    return sanitize_output(
+        text,
+        known_secrets=known_secrets(),
+        max_chars=settings.SYNTHORG_ERROR_MAX_CHARS,
+        min_secret_length=settings.SYNTHORG_SECRET_MIN_LENGTH,
+        shapes=False,
+    ).text
+
+
+def decision_trace(trace: Any) -> Any:
+    """A decision trace as an agent sees it, string by string like `decision_text`."""
+    return sanitize_structure(
+        trace,
+        known_secrets=known_secrets(),
+        min_secret_length=settings.SYNTHORG_SECRET_MIN_LENGTH,
+        shapes=False,
+    ).value

@@ -18,6 +18,7 @@ from rest_framework.response import Response
 from common.errors import RateLimitedError, SynthOrgError
 from synthorg_site.http_edge.envelope import code_for_status, error_document
 from synthorg_site.http_edge.middleware import REFUSAL_MARK, RefusalNote
+from tools_app.agent_view import agent_message, agent_structure
 
 _DRF_CODES: tuple[tuple[type[Exception], str, int], ...] = (
     (exceptions.NotAuthenticated, "unauthenticated", 401),
@@ -33,6 +34,10 @@ _DRF_CODES: tuple[tuple[type[Exception], str, int], ...] = (
 def envelope(
     code: str, message: str, status: int, details: dict[str, Any] | None = None
 ) -> Response:
+    # A refusal can quote what it refuses (a tool name, an argument): it reaches the
+    # caller through the same sanitiser as tool output.
+    message = agent_message(message)
+    details = agent_structure(details).value if details else details
     response = Response(error_document(code, message, details), status=status)
     if status == 401:
         response["WWW-Authenticate"] = 'Bearer realm="synthorg"'

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from approvals_app.models import ApprovalRequest
-from tools_app.agent_view import agent_message, agent_structure
+from tools_app.agent_view import agent_message, decision_text, decision_trace
 from tools_app.models import Invocation, InvocationStatus
 
 _RAN = {InvocationStatus.SUCCEEDED, InvocationStatus.FAILED, InvocationStatus.TIMED_OUT}
@@ -60,9 +60,9 @@ def invocation_json(invocation: Invocation) -> dict[str, Any]:
         "status": invocation.status,
         "decision": {
             "outcome": decision.get("outcome"),
-            "reason": agent_message(str(decision.get("reason") or "")),
-            "rule": agent_message(str(decision.get("rule") or "")),
-            "trace": agent_structure(decision.get("trace") or []).value,
+            "reason": decision_text(str(decision.get("reason") or "")),
+            "rule": decision_text(str(decision.get("rule") or "")),
+            "trace": decision_trace(decision.get("trace") or []),
         },
         "approval": _approval(invocation),
         "result": _result(invocation),

@@ -17,6 +17,12 @@ from tools_app.sanitize.keys import SECRET_NAME_HINTS, is_secret_name, not_a_sec
 # Kind for a value named secret by its key (`password=…`, `{"token": …}`).
 SECRET_VALUE = "secret_value"
 
+_NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
+# A hint counts only this many name characters into a name.
+_HINT_REACH = 60
+_HINT = re.compile("|".join(SECRET_NAME_HINTS))
+_HINT_ANY_CASE = re.compile("|".join(SECRET_NAME_HINTS), re.IGNORECASE)
+_REST_OF_NAME = re.compile(r"[A-Za-z0-9_.-]*+")
 _LEAD = re.compile(
     r"(?<![A-Za-z0-9_.-])"
     # Only names holding a hint go on to the word-by-word check in Python.
@@ -61,7 +67,7 @@ class AssignmentRule:
 
     def find(self, text: str, position: int) -> Candidate | None:
         """The next value assigned to a secret-looking name, at or after `position`."""
-        while (lead := _LEAD.search(text, position)) is not None:
+        while (lead := _next_lead(text, position)) is not None:
             position = lead.end()
             if not is_secret_name(lead.group("name")):
                 continue
@@ -71,3 +77,48 @@ class AssignmentRule:
             start, end = value.span("secret")
             return Candidate(start, end, resume=value.end(), accepted=_is_secret_value(value))
         return None
+
+
+def _next_lead(text: str, position: int) -> re.Match[str] | None:
+    """`_LEAD.search(text, position)`, found from the hints rather than tried at
+    every word: a name can only start where its run of name characters starts,
+    at most `_HINT_REACH` characters before the first hint it holds."""
+    haystack, hints = _lowered(text)
+    while (hint := hints.search(haystack, position)) is not None:
+        start = _run_start(text, hint.start())
+        if start is not None and start >= position:
+            lead = _LEAD.match(text, start)
+            if lead is not None:
+                return lead
+        # No name in this run can match: go on after it.
+        run_end = _REST_OF_NAME.match(text, hint.end())
+        position = run_end.end() if run_end is not None else hint.end()
+    return None
+
+
+_last_lowered: list[tuple[str, str]] = []
+
+
+def _lowered(text: str) -> tuple[str, re.Pattern[str]]:
+    """Where to look for hints, and how: the lower-cased text with a plain pattern
+    (much faster than a case-insensitive one) when lower-casing keeps every
+    position, else the text itself. Names are ASCII, so nothing is missed."""
+    if _last_lowered and _last_lowered[0][0] is text:
+        lowered = _last_lowered[0][1]
+    else:
+        lowered = text.lower()
+        # One entry: a rule looks for the next name in the same text many times.
+        _last_lowered[:] = [(text, lowered)]
+    if len(lowered) == len(text):
+        return lowered, _HINT
+    return text, _HINT_ANY_CASE
+
+
+def _run_start(text: str, at: int) -> int | None:
+    """Where the run of name characters holding `at` starts, if within reach of it."""
+    start = at
+    while start > 0 and text[start - 1] in _NAME_CHARS:
+        if at - start == _HINT_REACH:
+            return None
+        start -= 1
+    return start

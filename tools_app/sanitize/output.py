@@ -46,19 +46,21 @@ def sanitize_output(
     known_secrets: Iterable[str] = (),
     max_chars: int,
     min_secret_length: int = MIN_KNOWN_SECRET_LENGTH,
+    shapes: bool = True,
 ) -> SanitizedText:
     """Strip invisible and control characters, redact secrets, cut to `max_chars`.
 
     Text that is cut ends with `TRUNCATION_MARKER` (within `max_chars`, when the
     limit leaves room for it) and is flagged `truncated`. Sanitising the result
-    again gives the same text.
+    again gives the same text. `shapes=False` leaves credential shapes alone and
+    redacts known secrets only (for the console's own words).
     """
     if max_chars < 0:
         raise SanitizeLimitError(f"max_chars must be at least 0, got {max_chars}")
     known = known_secrets_for(tuple(known_secrets), min_secret_length)
     stripped, stripped_chars = strip_invisible(text)
-    redacted, counts = redact_counted(stripped, known)
-    limited, truncated = _limit(redacted, max_chars, known, counts)
+    redacted, counts = redact_counted(stripped, known, shapes=shapes)
+    limited, truncated = _limit(redacted, max_chars, known, counts, shapes=shapes)
     return SanitizedText(
         text=limited,
         truncated=truncated,
@@ -76,7 +78,9 @@ def _cut_point(text: str, limit: int) -> int:
     return limit
 
 
-def _limit(text: str, limit: int, known: KnownSecrets, counts: Counter[str]) -> tuple[str, bool]:
+def _limit(
+    text: str, limit: int, known: KnownSecrets, counts: Counter[str], *, shapes: bool
+) -> tuple[str, bool]:
     if len(text) <= limit:
         return text, False
     # The marker fits inside the limit when the limit is not absurdly small.
@@ -87,6 +91,6 @@ def _limit(text: str, limit: int, known: KnownSecrets, counts: Counter[str]) -> 
         # the longer run did not have (`AKIA` + 16 of 30 characters): redact the
         # cut text again, and cut again if the marker does not fit.
         cut = text[: _cut_point(text, room)]
-        text, recounted = redact_counted(cut, known)
+        text, recounted = redact_counted(cut, known, shapes=shapes)
         counts.update(recounted)
     return text + ending, True

@@ -56,13 +56,15 @@ def _apply_rule(rule: SecretRule, text: str, counts: Counter[str]) -> str:
     return "".join(pieces)
 
 
-def redact_counted(text: str, known: KnownSecrets | None = None) -> tuple[str, Counter[str]]:
+def redact_counted(
+    text: str, known: KnownSecrets | None = None, *, shapes: bool = True
+) -> tuple[str, Counter[str]]:
     """Redact `text` (already stripped of invisible characters); answer it with a
-    count per kind."""
+    count per kind. `shapes=False` redacts known secrets only."""
     counts: Counter[str] = Counter()
     if known:
         text = known.redact(text, counts)
-    for _ in range(_MAX_PASSES):
+    for _ in range(_MAX_PASSES if shapes else 0):
         redacted = text
         lowered = text.lower()
         for rule in RULES:

@@ -40,8 +40,9 @@ class SanitizedStructure:
 class _StringCleaner:
     """Strips and redacts strings, each distinct string once."""
 
-    def __init__(self, known: KnownSecrets) -> None:
+    def __init__(self, known: KnownSecrets, *, shapes: bool) -> None:
         self.known = known
+        self.shapes = shapes
         self.counts: Counter[str] = Counter()
         self.stripped = 0
         self._seen: dict[str, tuple[str, Counter[str], int]] = {}
@@ -58,7 +59,7 @@ class _StringCleaner:
             stripped, removed = (
                 (text, 0) if text.isascii() and text.isprintable() else strip_invisible(text)
             )
-            redacted, counts = redact_counted(stripped, self.known)
+            redacted, counts = redact_counted(stripped, self.known, shapes=self.shapes)
             seen = self._seen[text] = (redacted, counts, removed)
         self.counts.update(seen[1])
         self.stripped += seen[2]
@@ -99,14 +100,17 @@ def sanitize_structure(
     *,
     known_secrets: Iterable[str] = (),
     min_secret_length: int = MIN_KNOWN_SECRET_LENGTH,
+    shapes: bool = True,
 ) -> SanitizedStructure:
     """A copy of `value` with every string, key and value, stripped and redacted.
 
     A string under a key that names a secret (`password`, `apiKey`, …), however
     deep, is replaced whole unless it is empty, a path or a short number.
-    Tuples come back as lists, as JSON would.
+    Tuples come back as lists, as JSON would. `shapes=False` redacts known
+    secrets only, and no value for its key's name.
     """
-    cleaner = _StringCleaner(known_secrets_for(tuple(known_secrets), min_secret_length))
+    known = known_secrets_for(tuple(known_secrets), min_secret_length)
+    cleaner = _StringCleaner(known, shapes=shapes)
     renamed = 0
     root: list[Any] = [None]
     # An explicit stack instead of recursion: deeply nested output must not
@@ -124,7 +128,9 @@ def sanitize_structure(
             for key, child in item.items():
                 name = clean_name.get(key, key) if isinstance(key, str) else key
                 mapping[name] = None
-                named_secret = isinstance(key, str) and is_secret_name(cleaner.visible(key))
+                named_secret = (
+                    shapes and isinstance(key, str) and is_secret_name(cleaner.visible(key))
+                )
                 stack.append((child, secret or named_secret, mapping, name))
         elif isinstance(item, list | tuple):
             sequence: list[Any] = [None] * len(item)
