@@ -43,10 +43,12 @@ class ToolRefusedError(Exception):
 class ToolFailedError(Exception):
     """The tool tried and the work failed (the command exited non-zero, the host said 500…)."""
 
-    def __init__(self, message: str, *, code: str = "TOOL_FAILED") -> None:
+    def __init__(self, message: str, *, code: str = "TOOL_FAILED", timed_out: bool = False) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
+        # True when the work was stopped at its time limit: the call ends `timed_out`.
+        self.timed_out = timed_out
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,6 +33,7 @@ from tools_app.builtin.web_html import extract_links, html_title, html_to_text
 from tools_app.builtin.web_policy import build_guard, refusal, string_list
 from tools_app.contracts import ToolContract
 from tools_app.net import (
+    EgressDeadlineError,
     EgressError,
     EgressRequestFailedError,
     FetchLimits,
@@ -177,6 +178,8 @@ def guarded_fetch(
         )
     except EgressError as exc:
         raise refusal(exc) from exc
+    except EgressDeadlineError as exc:
+        raise ToolFailedError(exc.message, code="TIMEOUT", timed_out=True) from exc
     except EgressRequestFailedError as exc:
         raise ToolFailedError(exc.message, code="REQUEST_FAILED") from exc
 

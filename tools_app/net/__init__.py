@@ -6,6 +6,7 @@ or a host), ``fetch`` (one HTTP exchange through the guard), ``PinnedTransport``
 """
 
 from tools_app.net.errors import (
+    EgressDeadlineError,
     EgressError,
     EgressHostNotAllowedError,
     EgressRedirectLimitError,
@@ -24,6 +25,7 @@ __all__ = [
     "CheckedEndpoint",
     "CheckedTarget",
     "DnsServerResolver",
+    "EgressDeadlineError",
     "EgressError",
     "EgressGuard",
     "EgressHostNotAllowedError",

@@ -51,3 +51,7 @@ class EgressRequestFailedError(Exception):
     def __init__(self, message: str) -> None:
         super().__init__(message)
         self.message = message
+
+
+class EgressDeadlineError(EgressRequestFailedError):
+    """The exchange (connect, headers, body, redirects) ran past its wall-clock deadline."""

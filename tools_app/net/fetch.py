@@ -12,7 +12,6 @@ auth from config) are merged last on every hop, for that hop's host.
 
 from __future__ import annotations
 
-import time
 import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -21,7 +20,13 @@ from urllib.parse import urljoin
 
 import httpx
 
-from tools_app.net.errors import EgressRedirectLimitError, EgressRequestFailedError
+from tools_app.net.deadline import WallClockDeadline
+from tools_app.net.errors import (
+    EgressDeadlineError,
+    EgressRedirectLimitError,
+    EgressRequestFailedError,
+    EgressUrlInvalidError,
+)
 from tools_app.net.guard import CheckedTarget, EgressGuard
 from tools_app.net.transport import PinnedTransport
 from tools_app.net.urls import check_url_characters
@@ -29,7 +34,6 @@ from tools_app.net.urls import check_url_characters
 REDIRECT_STATUSES: Final = frozenset({301, 302, 303, 307, 308})
 MAX_REDIRECTS_CEILING: Final = 5
 _ORIGIN_BOUND_HEADERS: Final = frozenset({"authorization", "cookie", "proxy-authorization"})
-_CHUNK: Final = 16 * 1024
 
 HeaderOverrides = Callable[[str], Mapping[str, str]]
 
@@ -78,6 +82,30 @@ def merge_headers(base: Mapping[str, str], overrides: Mapping[str, str]) -> dict
     return merged
 
 
+def redirect_target(current: str, location: str) -> str:
+    """The absolute URL a ``Location`` header points to, or a refusal saying why not.
+
+    The header comes from the server, not the agent: anything malformed (control
+    characters, a bad host or port, an unparseable URL) is refused with the reason,
+    and nothing is connected to.
+    """
+    shown = location[:200]
+    try:
+        check_url_characters(location)
+        joined = urljoin(current, location)
+        httpx.URL(joined)
+    except EgressUrlInvalidError as exc:
+        raise EgressUrlInvalidError(
+            f"the server redirected to a malformed Location {shown!r} ({exc.reason}); "
+            "it was not followed"
+        ) from None
+    except (ValueError, httpx.InvalidURL) as exc:
+        raise EgressUrlInvalidError(
+            f"the server redirected to a malformed Location {shown!r} ({exc}); it was not followed"
+        ) from None
+    return joined
+
+
 def redirected_method(status: int, method: str) -> str:
     """The method the next hop uses after a ``status`` redirect."""
     if status in (302, 303) and method not in ("GET", "HEAD"):
@@ -87,19 +115,23 @@ def redirected_method(status: int, method: str) -> str:
     return method
 
 
-class _Deadline:
-    def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
-        self.end = time.monotonic() + seconds
-
-    def remaining(self) -> float:
-        left = self.end - time.monotonic()
-        if left <= 0:
-            raise EgressRequestFailedError(f"the request took longer than {self.seconds:g} s")
-        return left
+def _deadline_error(deadline: WallClockDeadline, who: str = "the server") -> EgressDeadlineError:
+    return EgressDeadlineError(
+        f"{who} did not answer in full within the {deadline.seconds:g} s time limit "
+        "(connecting, headers and body together), so the request was stopped"
+    )
 
 
-def _read_body(response: httpx.Response, limit: int, deadline: _Deadline) -> tuple[bytes, bool]:
+def _remaining(deadline: WallClockDeadline) -> float:
+    left = deadline.left()
+    if left <= 0:
+        raise _deadline_error(deadline)
+    return left
+
+
+def _read_body(
+    response: httpx.Response, limit: int, deadline: WallClockDeadline
+) -> tuple[bytes, bool]:
     """Read at most ``limit`` decoded bytes; stop (and close) as soon as it is passed."""
     encoding = response.headers.get("content-encoding", "identity").strip().lower()
     decoder = None
@@ -108,8 +140,10 @@ def _read_body(response: httpx.Response, limit: int, deadline: _Deadline) -> tup
     elif encoding == "deflate":
         decoder = zlib.decompressobj()
     body = bytearray()
-    for chunk in response.iter_raw(_CHUNK):
-        deadline.remaining()
+    # No chunk size: each network read is handed over as it arrives, so a trickle
+    # is checked against the deadline byte by byte instead of filling a buffer first.
+    for chunk in response.iter_raw():
+        _remaining(deadline)
         if decoder is None:
             body += chunk
         else:
@@ -140,7 +174,7 @@ def fetch(
     when the exchange itself fails.
     """
     limits = limits or FetchLimits()
-    deadline = _Deadline(limits.timeout_seconds)
+    deadline = WallClockDeadline(limits.timeout_seconds)
     method = method.upper()
     caller_headers = dict(headers or {})
     checked = guard.check_url(url)
@@ -166,7 +200,13 @@ def fetch(
                 "request the final URL directly"
             )
         previous = checked.target
-        checked = guard.check_url(next_url)
+        try:
+            checked = guard.check_url(next_url)
+        except EgressUrlInvalidError as exc:
+            raise EgressUrlInvalidError(
+                f"the server redirected to {next_url[:200]!r}, which is refused ({exc.reason}); "
+                "it was not followed"
+            ) from None
         redirects.append(checked.target.url())
         if (checked.target.scheme, checked.target.host, checked.target.port) != (
             previous.scheme,
@@ -202,25 +242,30 @@ def _exchange(
     caller_headers: Mapping[str, str],
     body: bytes | None,
     limits: FetchLimits,
-    deadline: _Deadline,
+    deadline: WallClockDeadline,
     header_overrides: HeaderOverrides | None,
 ) -> tuple[_HopResult, str | None]:
     target = checked.target
     overrides = dict(header_overrides(target.host)) if header_overrides else {}
     # identity: compressed bodies are decoded here, bounded, not by the client.
     sent = merge_headers(merge_headers(caller_headers, overrides), {"Accept-Encoding": "identity"})
-    transport = PinnedTransport(checked.endpoint)
-    timeout = httpx.Timeout(min(limits.timeout_seconds, deadline.remaining()))
+    transport = PinnedTransport(checked.endpoint, deadline=deadline)
+    timeout = httpx.Timeout(min(limits.timeout_seconds, _remaining(deadline)))
     with httpx.Client(transport=transport, trust_env=False, timeout=timeout) as client:
         try:
-            request = client.build_request(method, target.url(), headers=sent, content=body)
-            response = client.send(request, stream=True, follow_redirects=False)
+            try:
+                request = client.build_request(method, target.url(), headers=sent, content=body)
+            except httpx.InvalidURL as exc:
+                raise EgressUrlInvalidError(f"the URL cannot be sent: {exc}") from None
+            # Straight to the transport: the client would parse a redirect's Location
+            # itself and fail on a malformed one before this code could judge it.
+            response = transport.handle_request(request)
+            response.request = request
             try:
                 location = response.headers.get("location")
                 if response.status_code in REDIRECT_STATUSES and location:
-                    check_url_characters(location)
-                    return _HopResult(response.status_code, (), b"", False, "utf-8"), urljoin(
-                        target.url(), location
+                    return _HopResult(response.status_code, (), b"", False, "utf-8"), (
+                        redirect_target(target.url(), location)
                     )
                 data, truncated = _read_body(response, limits.max_response_bytes, deadline)
                 return (
@@ -236,6 +281,8 @@ def _exchange(
             finally:
                 response.close()
         except httpx.TimeoutException as exc:
+            if deadline.reached or deadline.left() <= 0:
+                raise _deadline_error(deadline, target.authority) from exc
             raise EgressRequestFailedError(
                 f"{target.authority} did not answer within {limits.timeout_seconds:g} s"
             ) from exc

@@ -193,7 +193,7 @@ def _run_tool(invocation: Invocation) -> Settled:
         )
     except ToolFailedError as exc:
         return Settled(
-            status=InvocationStatus.FAILED,
+            status=InvocationStatus.TIMED_OUT if exc.timed_out else InvocationStatus.FAILED,
             is_error=True,
             content=exc.message,
             raw_content=exc.message,
