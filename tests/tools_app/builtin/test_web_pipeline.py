@@ -33,7 +33,7 @@ def web() -> Iterator[LoopbackHttpServer]:
 
 
 @pytest.fixture
-def fetcher(make_agent: Callable[..., AgentClient]) -> AgentClient:
+def fetcher(make_agent: Callable[..., AgentClient], celery_worker_process: Any) -> AgentClient:
     client = make_agent("standard", autonomy="full")
     AgentPermissions.objects.create(
         agent=client.agent, sub_constraints={"allowed_hosts": ["127.0.0.1"]}
