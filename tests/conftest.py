@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import secrets
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -29,6 +30,9 @@ def test_env(django_db_setup: None, django_db_blocker: object) -> dict[str, str]
     env["SYNTHORG_ENV"] = "test"
     env["SYNTHORG_VAR_DIR"] = str(settings.VAR_DIR)
     env.setdefault("LOG_FORMAT", "json")
+    # A secret-named variable of the console's own environment, as a deployment has:
+    # its value must never reach an agent (tests/tools_app/test_agent_view.py).
+    env["SYNTHORG_TEST_DEPLOY_TOKEN"] = secrets.token_urlsafe(24)
     return env
 
 

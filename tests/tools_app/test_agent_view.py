@@ -306,3 +306,19 @@ def test_list_tools_over_mcp_stays_valid_against_its_output_schema(
     _assert_clean_mcp(result, "list_tools")
     assert isinstance(result.structured_content["l1_token_budget"], int)
     assert not isinstance(result.structured_content["l1_token_budget"], bool)
+
+
+def test_a_secret_named_variable_of_the_worker_s_environment_is_redacted(
+    agent: AgentClient, test_env: dict[str, str]
+) -> None:
+    token = test_env["SYNTHORG_TEST_DEPLOY_TOKEN"]
+    (Path(agent.agent.workspace) / "env.txt").write_text(
+        f"found {token} and, base64, {base64.b64encode(token.encode()).decode()}\n"
+        f"region {test_env['SYNTHORG_VAR_DIR']}\n"
+    )
+    body = _succeeded(agent.call("read_file", {"path": "env.txt"}, wait=30))
+    seen = _assert_clean_rest(body)
+    assert token not in seen and base64.b64encode(token.encode()).decode()[4:-4] not in seen
+    assert "found [REDACTED:known_secret] and, base64, [REDACTED:known_secret]" in seen
+    # Positive control: a path from the same environment is not a secret.
+    assert f"region {test_env['SYNTHORG_VAR_DIR']}" in seen
