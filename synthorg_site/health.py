@@ -78,7 +78,7 @@ def _sandbox_probes() -> dict[str, PartHealth]:
             probe: dict[str, Any] = json.loads(raw)
             name = (key.decode() if isinstance(key, bytes) else key)[len(SANDBOX_PROBE_PREFIX) :]
             parts[f"sandbox.{name}"] = PartHealth(
-                bool(probe.get("ok")), bool(probe.get("required")), str(probe.get("reason", ""))
+                bool(probe.get("ok")), bool(probe.get("required")), _probe_detail(probe)
             )
     except Exception:  # noqa: S110 - Redis being down is reported by its own part
         pass
@@ -98,6 +98,18 @@ def _code_execution(probes: dict[str, PartHealth]) -> PartHealth:
     return PartHealth(
         probe is not None and probe.ok, False, f"code_runner runs on {backend}: {state}"
     )
+
+
+def _probe_detail(probe: dict[str, Any]) -> str:
+    """The probe's reason, then which categories the backend serves and what it gives them."""
+    detail = str(probe.get("reason", ""))
+    categories = probe.get("categories")
+    if isinstance(categories, list):
+        served = ", ".join(str(c) for c in categories) or "no category"
+        detail += f"; serves: {served}"
+        if probe.get("why"):
+            detail += f" ({probe['why']})"
+    return detail
 
 
 def health_report() -> dict[str, Any]:

@@ -46,6 +46,7 @@ def reclaim_orphaned_containers() -> None:
 def publish_probes(backends: list[str]) -> None:
     """Probe each backend for real and write the result where /healthz reads it."""
     from tools_app.sandbox.factory import build_backend
+    from tools_app.sandbox.routes import WHY_BACKEND, categories_of
 
     config = synthorg_config().sandboxing
     required = set(config.referenced_backends())
@@ -60,7 +61,13 @@ def publish_probes(backends: list[str]) -> None:
             ok, reason = report.ok, report.reason
         except Exception as exc:
             ok, reason = False, getattr(exc, "reason", str(exc))
-        payload = {"ok": ok, "required": name in required, "reason": reason}
+        payload = {
+            "ok": ok,
+            "required": name in required,
+            "reason": reason,
+            "categories": categories_of(config, name),
+            "why": WHY_BACKEND.get(name, ""),
+        }
         with contextlib.suppress(Exception):
             redis_client().set(SANDBOX_PROBE_PREFIX + name, json.dumps(payload), ex=ttl)
         log.info("sandbox_probe", backend=name, ok=ok, reason=reason)

@@ -33,10 +33,13 @@ class Command(BaseCommand):
 
     def _probe(self) -> None:
         from tools_app.sandbox.probe import format_reports, probe_backends
+        from tools_app.sandbox.routes import category_routes, format_routes
 
         config = synthorg_config().sandboxing
         reports = probe_backends(config)
         self.stdout.write(format_reports(reports))
+        self.stdout.write("\ncategories (backend, where the choice comes from, what it gives):")
+        self.stdout.write(format_routes(category_routes(config)))
         needed = set(config.referenced_backends())
         broken = [r.backend for r in reports if r.backend in needed and not r.ok]
         if broken:
