@@ -41,6 +41,7 @@ from tools_app.sandbox.protocol import (
     SandboxSpec,
 )
 from tools_app.sandbox.runner import MEMORY_FAILURE_MARKERS
+from tools_app.sandbox.seccomp import sandbox_seccomp_profile
 from tools_app.sandbox.workspace import check_workspace_access
 
 WORKSPACE_INSIDE = "/workspace"
@@ -163,7 +164,7 @@ class DockerSandbox:
             read_only=True,
             tmpfs={TMP_INSIDE: f"size={s.tmpfs_size_bytes},noexec,nosuid,nodev,mode=1777"},
             cap_drop=["ALL"],
-            security_opt=["no-new-privileges"],
+            security_opt=["no-new-privileges", f"seccomp={sandbox_seccomp_profile()}"],
             mem_limit=s.memory_limit_bytes,
             memswap_limit=s.memory_limit_bytes,
             nano_cpus=int(s.cpu_limit * 1_000_000_000),

@@ -16,8 +16,16 @@ import pytest
 from tests.tools_app.sandbox.test_docker import SETTINGS
 from tests.tools_app.sandbox.test_namespace import namespace_backend
 from tools_app.sandbox.docker import DockerSandbox
+from tools_app.sandbox.image import SANDBOX_IMAGE
 from tools_app.sandbox.probe import probe_docker
-from tools_app.sandbox.protocol import MountMode, SandboxBackend, SandboxSpec, WorkspaceMount
+from tools_app.sandbox.protocol import (
+    MountMode,
+    Owner,
+    SandboxBackend,
+    SandboxSpec,
+    WorkspaceMount,
+)
+from tools_app.sandbox.seccomp import sandbox_seccomp_profile
 from tools_app.sandbox.userns import DISABLE_USERNS_FLAG
 
 ATTEMPTS = {
@@ -82,3 +90,47 @@ def test_probes_report_nested_namespaces_refused(docker_client):
     assert report.ok, report.reason
     verdict = str(report.details["nested_user_namespaces"])
     assert verdict.startswith("refused") and "seccomp filter on" in verdict
+
+
+def _unshare_in_container(client, security_opt: list[str]) -> tuple[int, str]:
+    """``unshare -U true`` as root with CAP_SYS_ADMIN: the profile alone must refuse it."""
+    container = client.containers.run(
+        SANDBOX_IMAGE,
+        ["sh", "-c", "unshare -U true && echo NESTED-USERNS; unshare -m true && echo NESTED-MOUNT"],
+        user="0:0",
+        cap_drop=["ALL"],
+        cap_add=["SYS_ADMIN"],
+        network_mode="none",
+        security_opt=security_opt,
+        labels={"synthorg.test": "seccomp"},
+        detach=True,
+    )
+    try:
+        status = container.wait(timeout=60)["StatusCode"]
+        return status, container.logs().decode(errors="replace")
+    finally:
+        container.remove(force=True)
+
+
+def test_the_containers_seccomp_profile_refuses_namespaces_even_with_cap_sys_admin(
+    docker_client,
+):
+    # Control: under the engine's default profile CAP_SYS_ADMIN opens both.
+    _, default_output = _unshare_in_container(docker_client, ["no-new-privileges"])
+    assert "NESTED-USERNS" in default_output
+    profile = f"seccomp={sandbox_seccomp_profile()}"
+    _, output = _unshare_in_container(docker_client, ["no-new-privileges", profile])
+    assert "NESTED-USERNS" not in output and "NESTED-MOUNT" not in output, output
+
+
+def test_sandbox_containers_carry_the_profile(docker_client, workspace):
+    backend = DockerSandbox(SETTINGS)
+    try:
+        spec = SandboxSpec(
+            argv=("true",), workspace=WorkspaceMount(workspace), owner=Owner("seccomp-test")
+        )
+        result = backend.run(spec)
+        host = docker_client.containers.get(result.container_id).attrs["HostConfig"]
+    finally:
+        backend.close()
+    assert any(opt.startswith("seccomp=") and "synthorg" in opt for opt in host["SecurityOpt"])
