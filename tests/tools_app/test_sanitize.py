@@ -543,3 +543,14 @@ def test_no_escape_or_invisible_character_survives(text: str, limit: int) -> Non
 def test_redact_secrets_is_idempotent(text: str, secrets: list[str]) -> None:
     once = redact_secrets(text, secrets)
     assert redact_secrets(once, secrets) == once
+
+
+@pytest.mark.parametrize(("kind", "text", "secret"), CREDENTIALS)
+def test_every_credential_holds_a_hint_of_its_rule(kind: str, text: str, secret: str) -> None:
+    # Text holding no hint of any rule skips them all: a rule whose hints miss
+    # its own matches would never run.
+    from tools_app.sanitize.redaction import RULES
+
+    rules = [rule for rule in RULES if rule.kind == kind]
+    assert rules and all(rule.hints for rule in RULES)
+    assert any(hint in text.lower() for rule in rules for hint in rule.hints)

@@ -62,6 +62,7 @@ class CredentialRule:
     # Lower-case strings one of which any match contains. Text holding none of
     # them skips the rule: most output holds no credential at all, and a
     # substring test is far cheaper than a pattern without a literal prefix.
+    # Every rule has some, so text holding no hint at all skips every rule.
     hints: tuple[str, ...] = ()
 
     def find(self, text: str, position: int) -> Candidate | None:
@@ -131,6 +132,7 @@ TOKEN_RULES: tuple[CredentialRule, ...] = (
             r"(?:[A-Za-z0-9+/=\s\\:,.]|-(?!----))*+"
             r"(?:-----END[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----)?)"
         ),
+        hints=("private key",),
     ),
     CredentialRule(
         "jwt",
@@ -139,33 +141,50 @@ TOKEN_RULES: tuple[CredentialRule, ...] = (
             r"\.[A-Za-z0-9_-]++\.[A-Za-z0-9_-]*+)(?![A-Za-z0-9_.-])"
         ),
         accept=_is_jwt,
+        hints=("eyj",),
     ),
     CredentialRule(
         "synthorg_token",
         re.compile(f"(?P<secret>{TOKEN_PATTERN})(?![A-Za-z0-9_-])"),
         hints=("soa_", "sop_"),
     ),
-    CredentialRule("github_token", _token("github_pat_", "[A-Za-z0-9_]{22,255}+")),
-    CredentialRule("github_token", _token("gh", "[pousr]_[A-Za-z0-9]{36,251}+")),
-    CredentialRule("gitlab_token", _token("gl", "(?:pat|dt|rt|ptt|cbt|soat)-[A-Za-z0-9_-]{20,}+")),
-    CredentialRule("slack_token", _token("xox", "[abposr]-[A-Za-z0-9-]{10,}+")),
-    CredentialRule("slack_token", _token("xapp-", "[0-9]-[A-Za-z0-9-]{10,}+")),
+    CredentialRule(
+        "github_token", _token("github_pat_", "[A-Za-z0-9_]{22,255}+"), hints=("github_pat_",)
+    ),
+    CredentialRule(
+        "github_token",
+        _token("gh", "[pousr]_[A-Za-z0-9]{36,251}+"),
+        hints=("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
+    ),
+    CredentialRule(
+        "gitlab_token",
+        _token("gl", "(?:pat|dt|rt|ptt|cbt|soat)-[A-Za-z0-9_-]{20,}+"),
+        hints=("glpat-", "gldt-", "glrt-", "glptt-", "glcbt-", "glsoat-"),
+    ),
+    CredentialRule(
+        "slack_token",
+        _token("xox", "[abposr]-[A-Za-z0-9-]{10,}+"),
+        hints=("xoxa-", "xoxb-", "xoxp-", "xoxo-", "xoxs-", "xoxr-"),
+    ),
+    CredentialRule("slack_token", _token("xapp-", "[0-9]-[A-Za-z0-9-]{10,}+"), hints=("xapp-",)),
     CredentialRule(
         "slack_webhook",
         re.compile(r"hooks\.slack\.com/services/(?P<secret>T[A-Z0-9]++/B[A-Z0-9]++/[A-Za-z0-9]++)"),
+        hints=("hooks.slack.com/services/",),
     ),
     CredentialRule(
         "stripe_key",
         _token("", "[sr]k_(?:live|test)_[A-Za-z0-9]{16,}+"),
         hints=("k_live_", "k_test_"),
     ),
-    CredentialRule("anthropic_key", _token("sk-ant-", "[A-Za-z0-9_-]{20,}+")),
+    CredentialRule("anthropic_key", _token("sk-ant-", "[A-Za-z0-9_-]{20,}+"), hints=("sk-ant-",)),
     CredentialRule(
         "openai_key",
         _token("sk-", "(?!ant-)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}+"),
         accept=_has_letter_and_digit,
+        hints=("sk-",),
     ),
-    CredentialRule("gcp_api_key", _token("AIza", "[A-Za-z0-9_-]{35}")),
+    CredentialRule("gcp_api_key", _token("AIza", "[A-Za-z0-9_-]{35}"), hints=("aiza",)),
     CredentialRule(
         "aws_access_key_id",
         _token("", f"{_AWS_KEY_ID}[A-Z0-9]{{16}}", run="A-Za-z0-9"),
@@ -190,6 +209,7 @@ TOKEN_RULES: tuple[CredentialRule, ...] = (
     CredentialRule(
         "azure_key",
         re.compile(r"[?&]sig=(?P<secret>[A-Za-z0-9+/=%]{16,}+)"),
+        hints=("sig=",),
     ),
     CredentialRule(
         "azure_client_secret",
@@ -200,6 +220,7 @@ TOKEN_RULES: tuple[CredentialRule, ...] = (
         "url_password",
         re.compile(r"://[^\s:/?#@\[\]]{0,256}+:(?P<secret>[^\s/?#]{1,256})@"),
         accept=_not_marker,
+        hints=("://",),
     ),
     CredentialRule(
         "authorization",

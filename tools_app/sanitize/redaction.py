@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterable
 from typing import Protocol
@@ -43,6 +44,11 @@ class SecretRule(Protocol):
 RULES: tuple[SecretRule, ...] = (*TOKEN_RULES, AssignmentRule())
 
 
+# Any hint of any rule: text holding none (most strings of a structured result)
+# is left alone after one search.
+_ANY_HINT = re.compile("|".join(re.escape(hint) for rule in RULES for hint in rule.hints))
+
+
 def _apply_rule(rule: SecretRule, text: str, counts: Counter[str]) -> str:
     pieces: list[str] = []
     copied = searched = 0
@@ -67,8 +73,10 @@ def redact_counted(
     for _ in range(_MAX_PASSES if shapes else 0):
         redacted = text
         lowered = text.lower()
+        if _ANY_HINT.search(lowered) is None:
+            break
         for rule in RULES:
-            if not rule.hints or any(hint in lowered for hint in rule.hints):
+            if any(hint in lowered for hint in rule.hints):
                 redacted = _apply_rule(rule, redacted, counts)
         if redacted == text:
             break
