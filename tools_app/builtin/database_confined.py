@@ -17,6 +17,8 @@ and time out of the query's reach.
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import json
 import os
 import resource
@@ -33,6 +35,7 @@ from tools_app.builtin.database_rows import QueryMemoryExceededError, StatementT
 # Exit status of a child that reported; anything else means it died on the way.
 _REPORTED: Final = 0
 _READ_CHUNK: Final = 65536
+_PR_SET_PDEATHSIG: Final = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,8 +68,16 @@ def _encode_failure(exc: BaseException) -> dict[str, Any]:
     return {"kind": "failed", "code": "QUERY_FAILED", "message": f"{type(exc).__name__}: {exc}"}
 
 
+def _die_with_parent() -> None:
+    # A worker killed mid-statement must not leave its child running the query.
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
 def _child(work: Callable[[], Any], limits: ChildLimits, out: int) -> None:
     try:
+        _die_with_parent()
         ceiling = _vm_size_bytes() + limits.memory_bytes
         resource.setrlimit(resource.RLIMIT_AS, (ceiling, ceiling))
         resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_seconds, limits.cpu_seconds + 1))

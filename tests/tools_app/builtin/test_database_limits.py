@@ -7,12 +7,15 @@ control: a normal query with the same settings returns its rows.
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from common.testing import wait_until
 from tests.tools_app.builtin.test_database_support import ROWS, db_context, pg_url, sqlite_path
 from tests.tools_app.sandbox.proc import reset_rss_high_water, rss_high_water_kib
 from tools_app.builtin.base import RefusalCode, ToolFailedError, ToolOutcome, ToolRefusedError
@@ -160,3 +163,45 @@ def test_a_child_past_its_wall_clock_is_killed() -> None:
     with pytest.raises(StatementTimeoutError):
         run_confined(lambda: time.sleep(60), limits)
     assert run_confined(lambda: {"ok": [1, 2]}, limits) == {"ok": [1, 2]}
+
+
+CHILD_OF_A_KILLED_WORKER = """
+import os, sys, time
+sys.path.insert(0, {root!r})
+from tools_app.builtin.database_confined import ChildLimits, run_confined
+
+def work():
+    with open({pid_file!r}, "w") as handle:
+        handle.write(str(os.getpid()))
+    time.sleep(120)
+
+run_confined(work, ChildLimits(memory_bytes=64 << 20, cpu_seconds=200, wall_seconds=200,
+                               max_report_bytes=1 << 20))
+"""
+
+
+def _gone(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+def test_the_statement_child_dies_with_its_worker(tmp_path: Path) -> None:
+    pid_file = tmp_path / "child.pid"
+    script = CHILD_OF_A_KILLED_WORKER.format(
+        root=str(Path(__file__).resolve().parents[3]), pid_file=str(pid_file)
+    )
+    worker = subprocess.Popen([sys.executable, "-c", script])
+    try:
+        wait_until(lambda: pid_file.exists() and pid_file.read_text() != "", timeout=60,
+                   what="the statement child to start")  # fmt: skip
+        child = int(pid_file.read_text())
+        assert not _gone(child)  # control: it runs while its worker lives
+        worker.kill()
+        worker.wait()
+        wait_until(lambda: _gone(child), timeout=30, what="the orphaned child to be killed")
+    finally:
+        worker.kill()
+        worker.wait()
