@@ -42,6 +42,7 @@ MS_REC = 16384
 MS_PRIVATE = 1 << 18
 MS_RELATIME = 1 << 21
 MNT_DETACH = 2
+PR_SET_DUMPABLE = 4
 PR_SET_NO_NEW_PRIVS = 38
 # statvfs f_flag bits -> the mount flags a remount must keep (locked in a user namespace).
 _KEPT_FLAGS = (
@@ -133,6 +134,9 @@ def _write(path, text):
 
 
 def _enter_user_namespace(uid, gid):
+    # The spawn server is not dumpable, which makes /proc/self/* root's: the
+    # process could not write its own maps. It is the worker's user either way.
+    _check(_libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0), "dumpable")
     _write("/proc/self/setgroups", "deny")
     _write("/proc/self/uid_map", f"{uid} {uid} 1")
     _write("/proc/self/gid_map", f"{gid} {gid} 1")
