@@ -108,6 +108,11 @@ SHELL_COMMAND_CONTRACT: Final = ToolContract(
 )
 
 
+COMMAND_MODE_OFF: Final = (
+    "command strings are switched off here; pass argv (a list: program, arguments)"
+)
+
+
 def _refused(exc: CommandRefusedError) -> ToolRefusedError:
     return ToolRefusedError(RefusalCode.BINARY_NOT_ALLOWED, exc.reason)
 
@@ -153,10 +158,7 @@ def _command_line(
     hardening: Hardening,
 ) -> tuple[str, ...]:
     if not settings.command_mode:
-        raise ToolRefusedError(
-            RefusalCode.INVALID_ARGUMENT,
-            "command strings are switched off here; pass argv (a list: program, arguments)",
-        )
+        raise ToolRefusedError(RefusalCode.INVALID_ARGUMENT, COMMAND_MODE_OFF)
     if not isinstance(line, str) or not line.strip():
         raise ToolRefusedError(RefusalCode.INVALID_ARGUMENT, "command must be a non-empty string")
     if len(line.encode("utf-8", "surrogatepass")) > settings.max_command_length:
@@ -234,6 +236,18 @@ class ShellCommandTool:
     """``shell_command``: one checked program or command line in the terminal sandbox."""
 
     contract: ToolContract = SHELL_COMMAND_CONTRACT
+
+    def preflight(self, settings: Mapping[str, Any], arguments: Mapping[str, Any]) -> None:
+        """Refuse, before anyone is asked, what the settings refuse whatever the call
+        would run: unreadable settings, both or neither of argv and command, and a
+        command string where command strings are switched off."""
+        terminal = TerminalSettings.from_mapping(settings)
+        if ("argv" in arguments) == ("command" in arguments):
+            raise ToolRefusedError(
+                RefusalCode.INVALID_ARGUMENT, "pass exactly one of argv or command"
+            )
+        if "command" in arguments and not terminal.command_mode:
+            raise ToolRefusedError(RefusalCode.INVALID_ARGUMENT, COMMAND_MODE_OFF)
 
     def run(self, context: ToolContext, arguments: Mapping[str, Any]) -> ToolOutcome:
         """Check everything that would run, then run it in ``context.sandbox``."""

@@ -35,10 +35,12 @@ from tools_app.registry import schema_validator, tool_catalog
 from tools_app.sandbox.errors import SandboxError
 from tools_app.sandbox.protocol import Owner
 from tools_app.sanitize import TRUNCATION_MARKER
+from tools_app.selectors import disabled_tool_keys
 from tools_app.services.audit import Actor, audit_record
 from tools_app.services.invocation_claim import invocation_claim
 from tools_app.services.invocation_state import invocation_transition
 from tools_app.worker_runtime import sandbox_backends
+from trust_app.policy import name_key
 from trust_app.selectors import agent_policy
 from trust_app.services_trust_evidence import trust_invocation_outcome_note
 
@@ -167,6 +169,13 @@ def _run_tool(invocation: Invocation) -> Settled:
             is_error=True,
             error_code="unknown_tool",
             error_message=f"tool {invocation.tool!r} is not available on this worker",
+        )
+    if name_key(contract.name) in disabled_tool_keys():
+        return Settled(
+            status=InvocationStatus.FAILED,
+            is_error=True,
+            error_code="tool_disabled",
+            error_message=f"an admin disabled {contract.name} before this call ran; it was not run",
         )
     if contract.definition_hash != invocation.definition_hash:
         return Settled(

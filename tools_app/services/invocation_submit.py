@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from approvals_app.services import (
+    Routed,
     approval_rate_limited,
     approval_request_open,
     approval_route,
@@ -31,6 +32,7 @@ from tools_app.sanitize import redact_structure
 from tools_app.secrets import known_secrets
 from tools_app.selectors import disabled_tool_keys
 from tools_app.services.audit import Actor, audit_record
+from tools_app.services.runnable import preflight_refusal, sandbox_refusal
 from trust_app.models import Agent
 from trust_app.policy import Decision, Outcome, decide, name_key
 from trust_app.selectors import agent_policy
@@ -134,6 +136,12 @@ def invocation_submit(
 
     decision = decide(agent_policy(agent), tool_view(contract), call.arguments)
     if not decision.denied:
+        # What the tool's settings refuse is refused now, before anyone is asked.
+        decision = (
+            preflight_refusal(contract=contract, arguments=call.arguments, decision=decision)
+            or decision
+        )
+    if not decision.denied:
         limited = approval_rate_limited(agent=agent, contract=contract, arguments=call.arguments)
         if limited is not None:
             _refuse(
@@ -177,6 +185,10 @@ def _record(
     routed = approval_route(
         agent=agent, contract=contract, decision=decision, arguments=call.arguments, digest=digest
     )
+    if routed.decision.outcome is Outcome.REQUIRE_APPROVAL:
+        refused = sandbox_refusal(contract=contract, decision=routed.decision)
+        if refused is not None:
+            routed = Routed(replace(routed.route, decision=refused, grant_id=None, budget_key=None))
     decision = routed.decision
     status = {
         Outcome.ALLOW: InvocationStatus.QUEUED,

@@ -57,6 +57,18 @@ def tool_enabled_set(*, name: str, enabled: bool, actor: Actor, reason: str = ""
         raise NotFoundError(f"no tool {name!r} in the registry")
     if row.enabled != enabled:
         ToolDefinition.objects.filter(pk=row.pk).update(enabled=enabled)
+        withdrawn = 0
+        if not enabled:
+            # Calls waiting for people can no longer run: withdraw them, saying why.
+            from approvals_app.services.withdraw import approvals_withdraw_for_tool
+
+            why = f"; {reason}" if reason else ""
+            withdrawn = approvals_withdraw_for_tool(
+                tool=row.name,
+                actor=actor,
+                reason=f"withdrawn: {actor.name} disabled the tool {row.name}{why}; it cannot "
+                "run, so the call will not be approved",
+            )
         audit_record(
             kind="tool.enabled" if enabled else "tool.disabled",
             actor=actor,
@@ -65,6 +77,7 @@ def tool_enabled_set(*, name: str, enabled: bool, actor: Actor, reason: str = ""
             action_type=row.action_type,
             outcome="enabled" if enabled else "disabled",
             reason=reason,
+            data={"withdrawn_requests": withdrawn} if not enabled else None,
         )
         row.refresh_from_db()
     return row
