@@ -13,8 +13,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.tools_app.builtin.fs_fixtures import make_context
 from tests.tools_app.sandbox.test_docker import SETTINGS
 from tests.tools_app.sandbox.test_namespace import namespace_backend
+from tools_app.builtin import terminal
 from tools_app.sandbox.docker import DockerSandbox
 from tools_app.sandbox.image import SANDBOX_IMAGE
 from tools_app.sandbox.probe import probe_docker
@@ -134,3 +136,22 @@ def test_sandbox_containers_carry_the_profile(docker_client, workspace):
     finally:
         backend.close()
     assert any(opt.startswith("seccomp=") and "synthorg" in opt for opt in host["SecurityOpt"])
+
+
+@pytest.mark.parametrize("attempt", sorted(ATTEMPTS))
+def test_shell_command_under_terminal_full_cannot_nest_a_user_namespace(
+    backend, workspace, attempt
+):
+    """The same scripts as an agent runs them: shell_command ``sh script.sh``."""
+
+    def shell(line: str) -> str:
+        (workspace / "script.sh").write_text(f"#!/bin/sh\n{line}\necho script-finished\n")
+        (workspace / "script.sh").chmod(0o644)
+        context = make_context(workspace, backend, terminal="full")
+        outcome = terminal.shell_command.run(context, {"argv": ["sh", "script.sh"]})
+        return outcome.content
+
+    control = shell(CONTROL)
+    assert "PLAIN-WORK" in control and "script-finished" in control
+    attacked = shell(ATTEMPTS[attempt])
+    assert "script-finished" in attacked and "NESTED-ROOT" not in attacked
