@@ -72,3 +72,12 @@ def decision_trace(trace: Any) -> Any:
         min_secret_length=settings.SYNTHORG_SECRET_MIN_LENGTH,
         shapes=False,
     ).value
+
+
+def error_text(message: str, *, decision_reason: Any) -> str:
+    """An invocation's error message as an agent sees it. A policy denial's
+    message is the decision's reason, the console's own words (`decision_text`);
+    any other (tool output, a person's reason) goes through `agent_message`."""
+    if message and message == decision_reason:
+        return decision_text(message)
+    return agent_message(message)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from approvals_app.models import ApprovalRequest
-from tools_app.agent_view import agent_message, decision_text, decision_trace
+from tools_app.agent_view import decision_text, decision_trace, error_text
 from tools_app.models import Invocation, InvocationStatus
 
 _RAN = {InvocationStatus.SUCCEEDED, InvocationStatus.FAILED, InvocationStatus.TIMED_OUT}
@@ -67,7 +67,12 @@ def invocation_json(invocation: Invocation) -> dict[str, Any]:
         "approval": _approval(invocation),
         "result": _result(invocation),
         "error": (
-            {"code": invocation.error_code, "message": agent_message(invocation.error_message)}
+            {
+                "code": invocation.error_code,
+                "message": error_text(
+                    invocation.error_message, decision_reason=decision.get("reason")
+                ),
+            }
             if invocation.error_code
             else None
         ),

@@ -15,7 +15,7 @@ from django.conf import settings
 
 from approvals_app.models import ApprovalRequest
 from common.errors import SynthOrgError
-from tools_app.agent_view import agent_message
+from tools_app.agent_view import agent_message, decision_text, error_text
 from tools_app.models import Invocation, InvocationStatus
 
 META_INVOCATION = "synthorg/invocation"
@@ -116,8 +116,11 @@ def _pending_text(invocation: Invocation) -> str:
 def _denied_text(invocation: Invocation) -> str:
     # A person's denial is recorded as the invocation's error ("denied by NAME:
     # REASON"); the decision still holds the routing reason that asked for a person.
-    message = invocation.error_message or (invocation.decision or {}).get("reason") or ""
-    message = _clean(message or "no reason was recorded")
+    reason = (invocation.decision or {}).get("reason") or ""
+    if invocation.error_message:
+        message = error_text(invocation.error_message, decision_reason=reason)
+    else:
+        message = decision_text(str(reason or "no reason was recorded"))
     if message.startswith("denied by "):
         return f"{message}. A person refused this call; do not repeat it unchanged."
     return f"denied: {message}"

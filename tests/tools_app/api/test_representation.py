@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 from django.conf import settings
 
@@ -15,7 +17,7 @@ HOSTILE = "\x1b[31m\u202e\u2066\u200b\U000e0041"
 
 
 def _denied(reason: str, trace: list[str], error: str) -> Invocation:
-    agent = agent_create(name="shown-agent", access_level="standard").agent
+    agent = agent_create(name=f"shown-{uuid.uuid4().hex[:8]}", access_level="standard").agent
     return Invocation.objects.create(
         agent=agent,
         tool="read_file",
@@ -56,3 +58,16 @@ def test_plain_reasons_are_shown_as_they_are() -> None:
     assert shown["decision"]["rule"] == "approval_rule:secret-text"
     assert shown["decision"]["trace"] == ["level: standard"]
     assert shown["error"] is None
+
+
+def test_a_policy_denial_s_message_is_the_console_s_own_words() -> None:
+    reason = f"approval_rule:secret-text: argument 'text' is missing{HOSTILE}; fail closed"
+    shown = invocation_json(_denied(reason=reason, trace=[], error=reason))
+    expected = "approval_rule:secret-text: argument 'text' is missing; fail closed"
+    assert shown["decision"]["reason"] == expected
+    assert shown["error"]["message"] == expected
+    # Positive control: a person's reason (not the policy's) is read for credentials.
+    person = invocation_json(
+        _denied(reason=reason, trace=[], error="denied by ada: secret: hunter2x")
+    )
+    assert person["error"]["message"] == "denied by ada: secret: [REDACTED:secret_value]"

@@ -216,3 +216,19 @@ def _agent_view(invocation: Invocation) -> dict[str, Any]:
             "truncated": invocation.truncated,
         },
     }
+
+
+@pytest.mark.django_db
+def test_a_policy_denial_keeps_the_console_s_own_words_and_strips_hostile_ones() -> None:
+    reason = "approval_rule:secret-text: argument 'text' is missing\u202e\x1b[31m; fail closed"
+    result = invocation_result(
+        _invocation(
+            status="denied",
+            decision={"outcome": "deny", "reason": reason},
+            error_code="denied",
+            error_message=reason,
+        )
+    )
+    assert _texts(result) == [
+        "denied: approval_rule:secret-text: argument 'text' is missing; fail closed"
+    ]
