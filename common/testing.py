@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import socket
@@ -11,16 +12,17 @@ import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Any, TypeVar
 
 import pytest
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 ALLOW_SKIP_ENV = "SYNTHORG_TEST_ALLOW_SKIP"
+T = TypeVar("T")
 
 
 def require(condition: bool, what: str) -> None:
@@ -143,3 +145,26 @@ def run_at_once(count: int, action: Callable[[int], object], *, timeout: float =
         thread.join(timeout)
     if failures:
         raise failures[0]
+
+
+def run_fresh(main: Callable[[], Awaitable[T]]) -> T:
+    """``asyncio.run(main())`` in a thread of its own.
+
+    A session that drives a browser keeps an event loop running in the main
+    thread for as long as the browser lives, and asyncio.run refuses to start
+    where a loop runs; a new thread has none.
+    """
+    outcome: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            outcome["value"] = asyncio.run(main())  # type: ignore[arg-type]
+        except BaseException as exc:
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=target, name="fresh-loop")
+    thread.start()
+    thread.join()
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]

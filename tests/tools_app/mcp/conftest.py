@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any, TypeVar
@@ -12,6 +10,7 @@ from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
+from common.testing import run_fresh
 from tests.tools_app.api import conftest as api_fixtures
 
 # The agent API fixtures, shared with the API tests.
@@ -43,26 +42,3 @@ def with_mcp(
             return await work(session)
 
     return run_fresh(main)
-
-
-def run_fresh(main: Callable[[], Awaitable[T]]) -> T:
-    """``asyncio.run(main())`` in a thread of its own.
-
-    A session that drives a browser keeps an event loop running in the main
-    thread for as long as the browser lives, and asyncio.run refuses to start
-    where a loop runs; a new thread has none.
-    """
-    outcome: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            outcome["value"] = asyncio.run(main())  # type: ignore[arg-type]
-        except BaseException as exc:
-            outcome["error"] = exc
-
-    thread = threading.Thread(target=target, name="mcp-client")
-    thread.start()
-    thread.join()
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome["value"]
