@@ -102,3 +102,28 @@ def test_no_backend_connects_to_the_consoles_listeners(
     reached = [k for group in ("tcp", "unix") for k, v in seen[group].items() if v == REACHED]
     assert reached == [], seen
     assert len(seen["tcp"]) + len(seen["unix"]) == 3
+
+
+def test_no_backend_sees_the_project_the_hosts_tmp_or_root(
+    backend: SandboxBackend, own_workspace: Path
+) -> None:
+    project = Path(settings.BASE_DIR)
+    host_tmp = Path("/tmp") / f"synthorg-host-tmp-{os.getpid()}.txt"
+    host_tmp.write_text("a file in the host's /tmp\n")
+    host_tmp.chmod(0o644)
+    try:
+        plan = {
+            "read": [str(project / "manage.py"), str(project / "pyproject.toml"), str(host_tmp)],
+            "list": [str(project), "/root", "/tmp/synthorg-test-workspaces"],
+        }
+        # The project and the host's /tmp are world-readable: only the walls stop it.
+        bare = probe_as_sandbox_user(plan)
+        assert bare["read"][str(host_tmp)] == REACHED
+        assert bare["read"][str(project / "manage.py")] == REACHED
+        seen = run_probe(backend, own_workspace, {**plan, "read": [*plan["read"], "hello.txt"]})
+        assert seen["read"].pop("hello.txt") == REACHED  # control
+        assert REACHED not in seen["read"].values(), seen["read"]
+        assert seen["list"][str(project)] != REACHED
+        assert seen["list"]["/root"] != REACHED
+    finally:
+        host_tmp.unlink()
