@@ -17,6 +17,12 @@ class PersonTokenAuthentication(BaseAuthentication):
     def authenticate(self, request: Any) -> tuple[Any, str] | None:
         token = bearer_token(request._request)
         if token is None:
+            if request._request.headers.get("Authorization", "").strip():
+                # A credential that cannot be judged is refused, never ignored in
+                # favour of a session cookie sent beside it.
+                raise UnauthenticatedError(
+                    "the Authorization header must be `Bearer <personal token>`"
+                )
             return None
         if token_kind(token) == "agent":
             raise ForbiddenError("this endpoint is for people; agent tokens are refused")

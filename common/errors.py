@@ -49,5 +49,9 @@ class RateLimitedError(SynthOrgError):
         self.retry_after = retry_after
 
 
+class InternalError(SynthOrgError):
+    code, http_status = "internal", 500
+
+
 class UnavailableError(SynthOrgError):
     code, http_status = "unavailable", 503

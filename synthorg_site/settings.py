@@ -292,6 +292,10 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "SERVE_INCLUDE_SCHEMA": False,
     "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "synthorg_site.http_edge.openapi.error_responses_hook",
+    ],
 }
 
 LOG_FORMAT = env.str("LOG_FORMAT", default="json" if SYNTHORG_ENV == "production" else "console")

@@ -34,6 +34,8 @@ PAGE_SIZE_DEFAULT = 50
 PAGE_SIZE_MAX = 500
 EXPORT_CHUNK_ROWS = 2000
 FILTER_MAX_LENGTH = 200
+# Cursors are event ids: a bigint column.
+CURSOR_MAX = 2**63 - 1
 SEARCH_RECENT_IDS = 10_000  # a reason search reads at most this many ids in id order
 
 # Query parameter -> the model field it matches exactly (each has an (field, id) index).
@@ -168,8 +170,8 @@ def cursor_parse(raw: Any) -> int | None:
         cursor = int(raw)
     except (TypeError, ValueError):
         raise InvalidArgumentError(f"cursor: {raw!r} is not a cursor from a `next` link") from None
-    if cursor < 1:
-        raise InvalidArgumentError("cursor: must be positive")
+    if not 1 <= cursor <= CURSOR_MAX:
+        raise InvalidArgumentError("cursor: not a cursor from a `next` link")
     return cursor
 
 

@@ -17,13 +17,18 @@ from approvals_app.services import GrantSpec, approval_decide
 from common.api_people import PersonView, roles_required
 from common.errors import InvalidArgumentError, NotFoundError
 from common.roles import Role
+from tools_app.api import openapi
 
 LIST_MAX = 500
 
 
 class RememberSerializer(serializers.Serializer):
     minutes = serializers.IntegerField(min_value=1)
-    pattern = serializers.DictField(child=serializers.CharField(), required=False, default=dict)
+    pattern = serializers.DictField(
+        child=serializers.CharField(min_length=1, trim_whitespace=False),
+        required=False,
+        default=dict,
+    )
 
 
 class DecideSerializer(serializers.Serializer):
@@ -39,7 +44,7 @@ class ApprovalListView(PersonView, APIView):
     @extend_schema(
         summary="Approval requests, oldest deadline first, as {results, next}",
         parameters=[OpenApiParameter("status", str, enum=list(ApprovalStatus.values))],
-        responses={200: dict},
+        responses={200: openapi.APPROVAL_LIST},
     )
     def get(self, request: Request) -> Response:
         status = request.query_params.get("status") or None
@@ -55,7 +60,7 @@ class ApprovalDecideView(PersonView, APIView):
     @extend_schema(
         summary="Approve or deny one pending request (a denial needs a reason)",
         request=DecideSerializer,
-        responses={200: dict, 403: dict, 409: dict},
+        responses={200: openapi.APPROVAL},
     )
     def post(self, request: Request, request_id: uuid.UUID) -> Response:
         body = DecideSerializer(data=request.data)

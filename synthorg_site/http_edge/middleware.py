@@ -120,6 +120,25 @@ def _audit_fields(note: RefusalNote) -> dict[str, Any]:
     }
 
 
+def unstorable_query(request: HttpRequest) -> RefusalNote | None:
+    """A query parameter holding a NUL character (no database column can hold one)."""
+    if not is_api_path(request.path_info) or "%00" not in request.META.get("QUERY_STRING", ""):
+        return None
+    for name, values in request.GET.lists():
+        if "\x00" in name or any("\x00" in value for value in values):
+            shown = name.replace("\x00", "\\x00")[:100]
+            return RefusalNote(
+                status=400,
+                code="invalid_argument",
+                message=f"query parameter {shown}: NUL characters are not allowed",
+            )
+    return None
+
+
+def _refused_early(note: RefusalNote) -> HttpResponse:
+    return envelope_response(note.status, note.message)
+
+
 class ApiErrorEnvelopeMiddleware:
     """Outermost on /api/ and /mcp/: the envelope for every error Django answers itself."""
 
@@ -135,6 +154,10 @@ class ApiErrorEnvelopeMiddleware:
         if iscoroutinefunction(self):
             return self._acall(request)
         add_missing_slash(request)
+        early = unstorable_query(request)
+        if early is not None:
+            refusal_audit(request, **_audit_fields(early))
+            return _refused_early(early)
         response = self.get_response(request)
         note = getattr(response, REFUSAL_MARK, None)
         if note is not None:
@@ -148,6 +171,10 @@ class ApiErrorEnvelopeMiddleware:
 
     async def _acall(self, request: HttpRequest) -> HttpResponseBase:
         add_missing_slash(request)
+        early = unstorable_query(request)
+        if early is not None:
+            await refusal_audit_async(request, **_audit_fields(early))
+            return _refused_early(early)
         get_response: Callable[[HttpRequest], Awaitable[HttpResponseBase]] = self.get_response
         response = await get_response(request)
         note = getattr(response, REFUSAL_MARK, None)

@@ -6,6 +6,7 @@ from typing import Any
 
 import structlog
 from asgiref.sync import sync_to_async
+from django.contrib.auth import get_user
 from django.http import HttpRequest
 
 from tools_app.services.request_refusal import RefusedRequest, request_refusal_record
@@ -27,6 +28,12 @@ def _caller(request: HttpRequest) -> tuple[Any | None, Any | None]:
         return (agent, None) if agent is not None else (None, user)
     token = bearer_token(request)
     if token is None:
+        # DRF forgets the session's person when it refuses the request (a failed
+        # CSRF check): the session still says who it was.
+        if hasattr(request, "session"):
+            person = get_user(request)
+            if person.is_authenticated:
+                return None, person
         return None, None
     kind = token_kind(token)
     if kind == "agent":

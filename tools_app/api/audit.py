@@ -12,9 +12,12 @@ from rest_framework.views import APIView
 
 from common.api_people import PersonView, roles_required
 from common.roles import Role
+from tools_app.api import openapi
 from tools_app.models import AuditEvent
 from tools_app.selectors_audit import (
     EXACT_FILTERS,
+    FILTER_MAX_LENGTH,
+    PAGE_SIZE_MAX,
     audit_filters_parse,
     audit_page,
     audit_page_query,
@@ -48,14 +51,23 @@ def audit_event_representation(event: AuditEvent) -> dict[str, Any]:
     }
 
 
+_FILTER_TEXT = {"type": "string", "maxLength": FILTER_MAX_LENGTH}
 _PARAMETERS = [
-    *(OpenApiParameter(name, OpenApiTypes.STR) for name in EXACT_FILTERS),
-    OpenApiParameter("q", OpenApiTypes.STR, description="words in the reason"),
+    *(OpenApiParameter(name, _FILTER_TEXT) for name in EXACT_FILTERS),
+    OpenApiParameter("q", _FILTER_TEXT, description="words in the reason"),
     OpenApiParameter("invocation", OpenApiTypes.UUID),
-    OpenApiParameter("since", OpenApiTypes.DATETIME),
-    OpenApiParameter("until", OpenApiTypes.DATETIME),
-    OpenApiParameter("cursor", OpenApiTypes.STR, description="from the `next` link"),
-    OpenApiParameter("limit", OpenApiTypes.INT, description="1 to 500, default 50"),
+    OpenApiParameter("since", OpenApiTypes.DATETIME, description="not later than `until`"),
+    OpenApiParameter("until", OpenApiTypes.DATETIME, description="not earlier than `since`"),
+    OpenApiParameter(
+        "cursor",
+        {"type": "string", "pattern": "^[1-9][0-9]{0,17}$"},
+        description="from the `next` link",
+    ),
+    OpenApiParameter(
+        "limit",
+        {"type": "integer", "minimum": 1, "maximum": PAGE_SIZE_MAX},
+        description=f"1 to {PAGE_SIZE_MAX}, default 50",
+    ),
 ]
 
 
@@ -65,7 +77,7 @@ class AuditEventListView(PersonView, APIView):
     @extend_schema(
         summary="Audit events, newest first, with keyset pagination",
         parameters=_PARAMETERS,
-        responses={200: dict},
+        responses={200: openapi.AUDIT_PAGE},
     )
     def get(self, request: Request) -> Response:
         filters = audit_filters_parse(request.query_params)

@@ -39,12 +39,15 @@ def wait_field() -> serializers.IntegerField:
 
 
 class CallSerializer(serializers.Serializer):
-    tool = serializers.CharField(max_length=200)
+    # Text is taken as sent (no trimming), so the schema's lengths are the real ones.
+    tool = serializers.CharField(min_length=1, max_length=200, trim_whitespace=False)
     arguments = serializers.DictField(required=False, default=dict)
     idempotency_key = serializers.CharField(
-        max_length=200, required=False, allow_null=True, allow_blank=False
+        min_length=1, max_length=200, required=False, allow_null=True, trim_whitespace=False
     )
-    task_id = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+    task_id = serializers.CharField(
+        max_length=200, required=False, allow_blank=True, default="", trim_whitespace=False
+    )
 
 
 class InvocationCreateSerializer(CallSerializer):

@@ -16,13 +16,14 @@ from typing import Any
 from adrf.views import APIView as AsyncAPIView
 from asgiref.sync import sync_to_async
 from django.conf import settings
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from common.errors import NotFoundError, PayloadTooLargeError, RateLimitedError, SynthOrgError
 from common.settings_config import synthorg_config
+from tools_app.api import openapi
 from tools_app.api.auth import AgentView
 from tools_app.api.representation import invocation_json
 from tools_app.api.serializers import (
@@ -91,7 +92,7 @@ async def _wait_and_load(invocation: Invocation, wait: int) -> Invocation:
 
 
 class MeView(AgentView, APIView):
-    @extend_schema(summary="Who this agent is", responses={200: dict})
+    @extend_schema(summary="Who this agent is", responses={200: openapi.ME})
     def get(self, request: Request) -> Response:
         agent = self.agent_of(request)
         trust = synthorg_config().trust
@@ -106,14 +107,18 @@ class MeView(AgentView, APIView):
 
 
 class ToolListView(AgentView, APIView):
-    @extend_schema(summary="L1: the tools this agent may use", responses={200: dict})
+    @extend_schema(
+        summary="L1: the tools this agent may use",
+        operation_id="tools_list",
+        responses={200: openapi.TOOL_LIST},
+    )
     def get(self, request: Request) -> Response:
         policy = agent_policy(self.agent_of(request))
         return Response({"tools": permitted_tools(policy)})
 
 
 class ToolDetailView(AgentView, APIView):
-    @extend_schema(summary="L2: one tool's full definition", responses={200: dict})
+    @extend_schema(summary="L2: one tool's full definition", responses={200: openapi.TOOL_L2})
     def get(self, request: Request, name: str) -> Response:
         contract = permitted_contract(agent_policy(self.agent_of(request)), name)
         if contract is None:
@@ -122,7 +127,7 @@ class ToolDetailView(AgentView, APIView):
 
 
 class ToolResourceView(AgentView, APIView):
-    @extend_schema(summary="L3: one resource of a tool", responses={200: dict})
+    @extend_schema(summary="L3: one resource of a tool", responses={200: openapi.TOOL_RESOURCE})
     def get(self, request: Request, name: str, resource_id: str) -> Response:
         contract = permitted_contract(agent_policy(self.agent_of(request)), name)
         resource = contract.resource(resource_id) if contract is not None else None
@@ -135,7 +140,7 @@ class InvocationListCreateView(AgentView, AsyncAPIView):
     @extend_schema(
         summary="Ask to run a tool",
         request=InvocationCreateSerializer,
-        responses={200: dict, 201: dict},
+        responses={200: openapi.INVOCATION, 201: openapi.INVOCATION},
     )
     async def post(self, request: Request) -> Response:
         _check_size(request)
@@ -175,8 +180,8 @@ async def _no_watch() -> AsyncIterator[None]:
 class InvocationDetailView(AgentView, AsyncAPIView):
     @extend_schema(
         summary="One invocation (optionally waiting for it to finish)",
-        parameters=[OpenApiParameter("wait", int, description="seconds to wait, 0-60")],
-        responses={200: dict},
+        parameters=[WaitQuerySerializer],
+        responses={200: openapi.INVOCATION},
     )
     async def get(self, request: Request, invocation_id: uuid.UUID) -> Response:
         query = WaitQuerySerializer(data=request.query_params)
@@ -191,7 +196,9 @@ class InvocationDetailView(AgentView, AsyncAPIView):
 
 class InvocationCancelView(AgentView, APIView):
     @extend_schema(
-        summary="Cancel an invocation that has not finished", request=None, responses={200: dict}
+        summary="Cancel an invocation that has not finished",
+        request=None,
+        responses={200: openapi.INVOCATION},
     )
     def post(self, request: Request, invocation_id: uuid.UUID) -> Response:
         agent = self.agent_of(request)
@@ -204,7 +211,9 @@ class InvocationCancelView(AgentView, APIView):
 
 
 class InvocationBatchView(AgentView, AsyncAPIView):
-    @extend_schema(summary="Several calls at once", request=BatchSerializer, responses={200: dict})
+    @extend_schema(
+        summary="Several calls at once", request=BatchSerializer, responses={200: openapi.BATCH}
+    )
     async def post(self, request: Request) -> Response:
         _check_size(request)
         agent = self.agent_of(request)

@@ -5,12 +5,15 @@ from __future__ import annotations
 import functools
 import uuid
 
+import structlog
 from django.db import transaction
 
-from common.errors import SynthOrgError
+from common.errors import InternalError, SynthOrgError
 from tools_app.models import Invocation, InvocationStatus
 from tools_app.services.invocation_submit import CallRequest, invocation_submit
 from trust_app.models import Agent
+
+log = structlog.get_logger(__name__)
 
 
 def invocation_batch_submit(
@@ -27,6 +30,16 @@ def invocation_batch_submit(
             entries.append(submitted.invocation)
         except SynthOrgError as exc:
             entries.append(exc)
+        except Exception:
+            # One call's failure never aborts the others, and the calls already
+            # recorded keep their ids in the answer (its own transaction rolled back).
+            log.exception("invocation_batch.call_failed", tool=call.tool[:200])
+            entries.append(
+                InternalError(
+                    "the console failed to record this call (nothing of it was kept); "
+                    "retry it, the other calls of the batch are unaffected"
+                )
+            )
     if max_concurrency is not None:
         batch_release(batch_id=batch_id)
     return [

@@ -13,12 +13,13 @@ from rest_framework.views import APIView
 from common.api_people import PersonView, roles_required
 from common.errors import NotFoundError
 from common.roles import Role
+from tools_app.api import openapi
 from trust_app.models import Agent
 from trust_app.services import agent_explain
 
 
 class ExplainSerializer(serializers.Serializer):
-    tool = serializers.CharField(max_length=200)
+    tool = serializers.CharField(min_length=1, max_length=200, trim_whitespace=False)
     arguments = serializers.DictField(required=False, default=dict)
 
 
@@ -28,7 +29,7 @@ class AgentExplainView(PersonView, APIView):
     @extend_schema(
         summary="The decision and trace for a hypothetical call; nothing runs",
         request=ExplainSerializer,
-        responses={200: dict},
+        responses={200: openapi.EXPLAIN},
     )
     def post(self, request: Request, agent_id: uuid.UUID) -> Response:
         agent = Agent.objects.filter(id=agent_id).first()

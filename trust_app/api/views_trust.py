@@ -6,7 +6,7 @@ import uuid
 from collections.abc import Iterable
 from typing import Any
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -14,14 +14,46 @@ from rest_framework.views import APIView
 from common.api_people import PersonView, roles_required
 from common.errors import InvalidArgumentError, NotFoundError
 from common.roles import Role
+from tools_app.api import openapi
 from tools_app.models import Invocation
-from trust_app.models import Agent, PromotionRequest, PromotionStatus
+from trust_app.models import Agent, PromotionRequest, PromotionStatus, TaskDifficulty
+from trust_app.policy.categories import ALL_CATEGORIES
 from trust_app.selectors_trust import agent_trust_summary, promotion_as_dict, promotion_list
 from trust_app.services_trust import trust_reset
-from trust_app.services_trust_evidence import invocation_feedback_record, task_outcome_report
+from trust_app.services_trust_evidence import (
+    NOTE_MAX,
+    TASK_ID_MAX,
+    invocation_feedback_record,
+    task_outcome_report,
+)
 from trust_app.services_trust_promotion import promotion_decide
 
 DECIDERS = roles_required(Role.OPERATOR, Role.ADMIN)
+
+TASK_OUTCOME_BODY = openapi.closed_object(
+    ["task_id", "difficulty", "quality", "completed"],
+    {
+        "task_id": {"type": "string", "minLength": 1, "maxLength": TASK_ID_MAX, "pattern": r"\S"},
+        "difficulty": {"type": "string", "enum": list(TaskDifficulty.values)},
+        "quality": {"type": "number", "minimum": 0, "maximum": 10},
+        "completed": {"type": "boolean"},
+        "categories": {"type": "array", "items": {"type": "string", "enum": list(ALL_CATEGORIES)}},
+    },
+)
+FEEDBACK_BODY = openapi.closed_object(
+    ["rating"],
+    {
+        "rating": {"type": "integer", "minimum": 1, "maximum": 5},
+        "note": {"type": "string", "maxLength": NOTE_MAX},
+    },
+)
+PROMOTION_DECIDE_BODY = openapi.closed_object(
+    ["decision", "reason"],
+    {
+        "decision": {"type": "string", "enum": ["approve", "deny"]},
+        "reason": {"type": "string", "minLength": 1, "pattern": r"\S"},
+    },
+)
 
 
 def _body(
@@ -63,7 +95,9 @@ class TaskOutcomeView(PersonView, APIView):
     permission_classes = [DECIDERS]
 
     @extend_schema(
-        summary="Report a task outcome for an agent", request=dict, responses={201: dict}
+        summary="Report a task outcome for an agent",
+        request={"application/json": TASK_OUTCOME_BODY},
+        responses={201: openapi.TASK_OUTCOME},
     )
     def post(self, request: Request, agent_id: uuid.UUID) -> Response:
         agent = _agent(agent_id)
@@ -100,7 +134,11 @@ class TaskOutcomeView(PersonView, APIView):
 class InvocationFeedbackView(PersonView, APIView):
     permission_classes = [DECIDERS]
 
-    @extend_schema(summary="Rate one call from 1 to 5", request=dict, responses={201: dict})
+    @extend_schema(
+        summary="Rate one call from 1 to 5",
+        request={"application/json": FEEDBACK_BODY},
+        responses={201: openapi.FEEDBACK},
+    )
     def post(self, request: Request, invocation_id: uuid.UUID) -> Response:
         invocation = Invocation.objects.select_related("agent").filter(id=invocation_id).first()
         if invocation is None:
@@ -128,7 +166,13 @@ class InvocationFeedbackView(PersonView, APIView):
 class PromotionListView(PersonView, APIView):
     permission_classes = [DECIDERS]
 
-    @extend_schema(summary="Promotion requests, ?status=pending", responses={200: dict})
+    @extend_schema(
+        summary="Promotion requests, ?status=pending",
+        parameters=[
+            OpenApiParameter("status", {"type": "string", "enum": list(PromotionStatus.values)})
+        ],
+        responses={200: openapi.PROMOTION_LIST},
+    )
     def get(self, request: Request) -> Response:
         status = request.query_params.get("status") or None
         if status is not None and status not in PromotionStatus.values:
@@ -141,7 +185,9 @@ class PromotionDecideView(PersonView, APIView):
     permission_classes = [DECIDERS]
 
     @extend_schema(
-        summary="Approve or deny a promotion request", request=dict, responses={200: dict}
+        summary="Approve or deny a promotion request",
+        request={"application/json": PROMOTION_DECIDE_BODY},
+        responses={200: openapi.PROMOTION},
     )
     def post(self, request: Request, promotion_id: uuid.UUID) -> Response:
         promotion = PromotionRequest.objects.filter(id=promotion_id).first()
@@ -160,7 +206,10 @@ class PromotionDecideView(PersonView, APIView):
 class AgentTrustView(PersonView, APIView):
     permission_classes = [DECIDERS]
 
-    @extend_schema(summary="An agent's trust matrix, evidence and history", responses={200: dict})
+    @extend_schema(
+        summary="An agent's trust matrix, evidence and history",
+        responses={200: openapi.TRUST_SUMMARY},
+    )
     def get(self, request: Request, agent_id: uuid.UUID) -> Response:
         return Response(_json(agent_trust_summary(_agent(agent_id))))
 
@@ -169,7 +218,9 @@ class AgentTrustResetView(PersonView, APIView):
     permission_classes = [roles_required(Role.ADMIN)]
 
     @extend_schema(
-        summary="Start an agent's trust over (admins)", request=dict, responses={200: dict}
+        summary="Start an agent's trust over (admins)",
+        request={"application/json": openapi.REASON_BODY},
+        responses={200: openapi.TRUST_SUMMARY},
     )
     def post(self, request: Request, agent_id: uuid.UUID) -> Response:
         agent = _agent(agent_id)

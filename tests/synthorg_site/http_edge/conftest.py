@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tests.approvals_app.conftest import make_agent_row, make_person, submit  # noqa: F401
 from tests.tools_app.api.conftest import AgentClient, make_agent  # noqa: F401 - a fixture
 from tools_app.models import AuditEvent, Invocation
 
@@ -29,3 +30,7 @@ def assert_envelope(response: Any, status: int, code: str, *needles: str) -> dic
         assert needle in body["error"]["message"], (needle, body["error"]["message"])
     assert "ErrorDetail(" not in response.text
     return dict(body["error"])
+
+
+def refusals_of_request(request_id: str) -> list[AuditEvent]:
+    return list(AuditEvent.objects.filter(request_id=request_id, kind="request.refused"))

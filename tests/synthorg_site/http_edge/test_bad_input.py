@@ -252,3 +252,12 @@ def test_a_declared_length_over_the_limit_is_413(make_agent: Callable[..., Agent
     assert_envelope(response, 413, "payload_too_large", str(limit))
     assert len(refusals_for(response)) == 1
     assert invocations_of(client) == 0
+
+
+def test_a_nul_in_a_query_parameter_is_400(make_agent: Callable[..., AgentClient]) -> None:
+    client = make_agent()
+    created = client.call("test_echo", {"text": "x"}).json()
+    response = client.http.get(f"/api/v1/invocations/{created['id']}/?wait=%00")
+    assert_envelope(response, 400, "invalid_argument", "query parameter wait", "NUL")
+    assert len(refusals_for(response)) == 1
+    assert client.http.get(f"/api/v1/invocations/{created['id']}/?wait=0").status_code == 200
