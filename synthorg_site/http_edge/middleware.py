@@ -25,6 +25,7 @@ from synthorg_site.http_edge.envelope import (
     is_api_path,
 )
 from synthorg_site.http_edge.refusals import refusal_audit, refusal_audit_async
+from tools_app.agent_view import agent_message, agent_structure
 
 REFUSAL_MARK = "_synthorg_refusal"
 
@@ -44,9 +45,11 @@ def envelope_response(
     status: int, message: str | None = None, details: dict[str, Any] | None = None
 ) -> JsonResponse:
     code = code_for_status(status)
-    response = JsonResponse(
-        error_document(code, message or DEFAULT_MESSAGE[code], details), status=status
-    )
+    # The message can quote the request (its path): it reaches the caller through the
+    # same sanitiser as everything else an agent sees.
+    text = agent_message(message or DEFAULT_MESSAGE[code])
+    shown = agent_structure(details).value if details else details
+    response = JsonResponse(error_document(code, text, shown), status=status)
     if status == 401:
         response["WWW-Authenticate"] = 'Bearer realm="synthorg"'
     return response

@@ -82,18 +82,19 @@ def api_exception_handler(exc: Exception, context: dict[str, Any]) -> Response |
     if refusal is None:
         return None
     code, message, status, details = refusal
+    view = context.get("view")
+    if isinstance(exc, exceptions.MethodNotAllowed) and view is not None:
+        allowed = [m for m in view.allowed_methods if m != "OPTIONS"]
+        message = f"{message}; allowed: {', '.join(allowed)}"
+        details = {"allowed": allowed}
     response = envelope(code, message, status, details)
     if isinstance(exc, RateLimitedError):
         response["Retry-After"] = str(exc.retry_after)
     wait = getattr(exc, "wait", None)
     if isinstance(exc, exceptions.Throttled) and wait:
         response["Retry-After"] = str(int(wait))
-    view = context.get("view")
     if isinstance(exc, exceptions.MethodNotAllowed) and view is not None:
-        allowed = [m for m in view.allowed_methods if m != "OPTIONS"]
         response["Allow"] = ", ".join(view.allowed_methods)
-        message = f"{message}; allowed: {', '.join(allowed)}"
-        response.data = error_document(code, message, {"allowed": allowed})
     agent, person = _caller(context.get("request"))
     setattr(
         response,
