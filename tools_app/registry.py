@@ -85,6 +85,7 @@ TOOL_SETTINGS_KEYS: dict[str, frozenset[str]] = {
             "max_command_length",
             "search_path",
             "read_only",
+            "max_link_scan_entries",
         }
     ),
     "code_runner": frozenset({"max_timeout_seconds", "max_code_bytes", "read_only"}),

@@ -13,6 +13,8 @@ Settings (``tools.shell_command``):
   ``max_command_length`` bytes of a command string or of all argv words (16384)
   ``search_path``       where programs are looked up, inside and out (the sandbox's PATH)
   ``read_only``         true mounts the workspace read-only
+  ``max_link_scan_entries`` workspace entries checked for hard links before a run
+                        (200 000); a larger workspace is refused, not trusted
 
 Sub-constraints (``context.sub_constraints``):
   ``terminal``          ``none`` refuses every call; ``restricted_commands`` (the
@@ -38,6 +40,7 @@ DEFAULT_TIMEOUT_SECONDS: Final = 30.0
 DEFAULT_MAX_TIMEOUT_SECONDS: Final = 300.0
 DEFAULT_MAX_OUTPUT_BYTES: Final = 64 * 1024
 DEFAULT_MAX_COMMAND_LENGTH: Final = 16 * 1024
+DEFAULT_MAX_LINK_SCAN_ENTRIES: Final = 200_000
 
 
 def _bad(key: str, value: object, where: str = "setting") -> ToolFailedError:
@@ -82,6 +85,7 @@ class TerminalSettings:
     max_command_length: int
     search_path: tuple[str, ...]
     read_only: bool
+    max_link_scan_entries: int = DEFAULT_MAX_LINK_SCAN_ENTRIES
 
     @classmethod
     def from_mapping(cls, settings: Mapping[str, Any]) -> TerminalSettings:
@@ -108,6 +112,9 @@ class TerminalSettings:
             ),
             search_path=tuple(search),
             read_only=_flag(settings, "read_only"),
+            max_link_scan_entries=int(
+                _number(settings, "max_link_scan_entries", DEFAULT_MAX_LINK_SCAN_ENTRIES)
+            ),
         )
 
 
