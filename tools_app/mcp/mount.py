@@ -36,6 +36,7 @@ from tools_app.mcp.cancel import mcp_request_cancel
 from tools_app.mcp.envelope import INVALID_REQUEST, Envelope, EnvelopeProblem, read_envelope
 from tools_app.mcp.server import CALLER_SCOPE_KEY, EXCHANGE_SCOPE_KEY, McpCaller, gateway_server
 from tools_app.mcp.waiting import McpExchange
+from tools_app.services.request_refusal import RefusedRequest, request_refusal_record
 from trust_app.auth import agent_for_token, person_for_token
 from trust_app.tokens import token_kind
 
@@ -104,6 +105,33 @@ def _host_allowed(scope: Scope) -> bool:
     if settings.DEBUG and not allowed:
         allowed = [".localhost", "127.0.0.1", "[::1]"]
     return bool(domain) and validate_host(domain, allowed)
+
+
+def _audit_refusal(scope: Scope, refusal: _Refusal, agent: Any | None) -> None:
+    client = scope.get("client") or ("", 0)
+    refused = RefusedRequest(
+        method=str(scope.get("method", "")),
+        path=str(scope.get("path", "")),
+        status=refusal.status,
+        code=refusal.code,
+        message=refusal.message,
+        address=str(client[0]),
+        agent=agent,
+        extra={"jsonrpc_code": refusal.rpc_code},
+    )
+    try:
+        request_refusal_record(refused=refused)
+    except Exception:  # the refusal stands; its audit failing is logged
+        log.error("mcp_refusal_audit_failed", status=refusal.status, exc_info=True)
+
+
+async def _refuse_audited(
+    scope: Scope, send: Send, refusal: _Refusal, agent: Any | None = None
+) -> None:
+    """Refuse the request and audit the refusal (rate-limited per client, as every
+    refusal of the HTTP layer)."""
+    await sync_to_async(_audit_refusal)(scope, refusal, agent)
+    await _refuse(send, refusal)
 
 
 async def _refuse(send: Send, refusal: _Refusal) -> None:
@@ -246,7 +274,8 @@ class McpGateway:
 
         with structlog.contextvars.bound_contextvars(request_id=request_id):
             if not _host_allowed(scope):
-                await _refuse(
+                await _refuse_audited(
+                    scope,
                     send_with_request_id,
                     _Refusal(400, "bad_request", "the Host header is not in ALLOWED_HOSTS"),
                 )
@@ -255,7 +284,7 @@ class McpGateway:
                 caller = await sync_to_async(_fresh_caller_for)(_bearer(scope), request_id)
                 if isinstance(caller, _Refusal):
                     log.info("mcp_refused", status=caller.status, reason=caller.message)
-                    await _refuse(send_with_request_id, caller)
+                    await _refuse_audited(scope, send_with_request_id, caller)
                     return
                 await self._serve(scope, receive, send_with_request_id, caller)
             finally:
@@ -265,23 +294,24 @@ class McpGateway:
         method = str(scope.get("method", "")).upper()
         if method != "POST":
             message = _NOT_POST.format(method=method)
-            await _refuse(
-                send, _Refusal(405, "method_not_allowed", message, headers=((b"allow", b"POST"),))
-            )
+            refusal = _Refusal(405, "method_not_allowed", message, headers=((b"allow", b"POST"),))
+            await _refuse_audited(scope, send, refusal, caller.agent)
             return
         limit = settings.SYNTHORG_MAX_REQUEST_BYTES
         try:
             body = await _read_body(receive, limit)
         except _BodyTooLarge:
             message = f"the request body is larger than {limit} bytes"
-            await _refuse(send, _Refusal(413, "payload_too_large", message))
+            await _refuse_audited(
+                scope, send, _Refusal(413, "payload_too_large", message), caller.agent
+            )
             return
         if body is None:
             return
         envelope = read_envelope(body)
         if isinstance(envelope, EnvelopeProblem):
             log.info("mcp_message_refused", reason=envelope.message[:200])
-            await _refuse(send, _problem_refusal(envelope))
+            await _refuse_audited(scope, send, _problem_refusal(envelope), caller.agent)
             return
         cancelled = envelope.cancelled_request
         if cancelled is not None:

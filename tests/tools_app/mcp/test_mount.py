@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from tests.tools_app.api.conftest import AgentClient
 from tests.tools_app.mcp.conftest import with_mcp
+from tools_app.models import AuditEvent
 from trust_app.models import AgentToken
 from trust_app.services import person_create, person_token_issue
 
@@ -29,13 +30,15 @@ INITIALIZE: dict[str, Any] = {
     },
 }
 ACCEPT = {"Accept": "application/json, text/event-stream"}
+# Generous: the first request loads the gateway, on a machine that may be busy.
+TIMEOUT = 60
 
 
 def _post(url: str, token: str | None = None) -> httpx.Response:
     headers = dict(ACCEPT)
     if token is not None:
         headers["Authorization"] = f"Bearer {token}"
-    return httpx.post(url, json=INITIALIZE, headers=headers)
+    return httpx.post(url, json=INITIALIZE, headers=headers, timeout=TIMEOUT)
 
 
 @pytest.mark.parametrize("path", ["/mcp/", "/mcp"])
@@ -47,6 +50,7 @@ def test_no_token_is_401_and_says_what_to_send(daphne_server: str, path: str) ->
     assert "Authorization: Bearer <agent token>" in error["message"]
     assert response.headers["WWW-Authenticate"].startswith("Bearer")
     assert response.headers["X-Request-ID"]
+    assert _refusal_audited(response).outcome == "unauthenticated"
 
 
 def test_a_revoked_or_forged_agent_token_is_401(
@@ -111,8 +115,8 @@ def test_the_path_without_a_slash_serves_the_same_gateway(
 
 
 def test_django_still_serves_everything_else(daphne_server: str) -> None:
-    assert httpx.get(daphne_server + "/api/v1/me/").status_code == 401
-    assert httpx.get(daphne_server + "/mcp-not/").status_code == 404
+    assert httpx.get(daphne_server + "/api/v1/me/", timeout=TIMEOUT).status_code == 401
+    assert httpx.get(daphne_server + "/mcp-not/", timeout=TIMEOUT).status_code == 404
 
 
 def test_a_host_outside_allowed_hosts_is_refused(
@@ -120,9 +124,17 @@ def test_a_host_outside_allowed_hosts_is_refused(
 ) -> None:
     client = make_agent()
     headers = {**ACCEPT, "Authorization": f"Bearer {client.token}", "Host": "evil.example"}
-    response = httpx.post(daphne_server + "/mcp/", json=INITIALIZE, headers=headers)
+    response = httpx.post(
+        daphne_server + "/mcp/", json=INITIALIZE, headers=headers, timeout=TIMEOUT
+    )
     assert response.status_code == 400
     assert "ALLOWED_HOSTS" in response.json()["error"]["message"]
+
+
+def _refusal_audited(response: httpx.Response) -> AuditEvent:
+    return AuditEvent.objects.get(
+        kind="request.refused", request_id=response.headers["X-Request-ID"]
+    )
 
 
 def _headers(token: str) -> dict[str, str]:
@@ -135,13 +147,15 @@ def test_a_stateless_server_answers_anything_but_post_with_405_in_json(
 ) -> None:
     client = make_agent()
     headers = {"Authorization": f"Bearer {client.token}", "Accept": "text/event-stream"}
-    response = httpx.request(method, daphne_server + "/mcp/", headers=headers, timeout=10)
+    response = httpx.request(method, daphne_server + "/mcp/", headers=headers, timeout=TIMEOUT)
     assert response.status_code == 405
     assert response.headers["Allow"] == "POST"
     assert response.headers["Content-Type"] == "application/json"
     error = response.json()["error"]
     assert error["code"] == -32600 and error["data"]["code"] == "method_not_allowed"
     assert "stateless" in error["message"] and "POST one JSON-RPC message" in error["message"]
+    audited = _refusal_audited(response)
+    assert audited.outcome == "method_not_allowed" and audited.agent_id == client.agent.id
     # Positive control: the same agent's POST is served.
     assert _post(daphne_server + "/mcp/", client.token).status_code == 200
 
@@ -152,15 +166,21 @@ def test_a_batch_gets_a_json_rpc_error_not_a_validation_dump(
     client = make_agent()
     listing = {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}
     response = httpx.post(
-        daphne_server + "/mcp/", json=[INITIALIZE, listing], headers=_headers(client.token)
+        daphne_server + "/mcp/",
+        json=[INITIALIZE, listing],
+        headers=_headers(client.token),
+        timeout=TIMEOUT,
     )
     assert response.status_code == 400
     body = response.json()
     assert body["id"] is None and body["error"]["code"] == -32600
     assert "batches are not supported" in body["error"]["message"]
     assert "validation" not in response.text.lower() and "pydantic" not in response.text
+    assert "batches are not supported" in _refusal_audited(response).reason
     # Positive control: the first message of the batch, sent alone, is answered.
-    alone = httpx.post(daphne_server + "/mcp/", json=INITIALIZE, headers=_headers(client.token))
+    alone = httpx.post(
+        daphne_server + "/mcp/", json=INITIALIZE, headers=_headers(client.token), timeout=TIMEOUT
+    )
     assert alone.status_code == 200 and alone.json()["id"] == 1
 
 
@@ -177,7 +197,9 @@ def test_a_malformed_message_names_what_is_wrong_with_its_json_rpc_code(
     body = response.json()
     assert body["id"] == 4 and body["error"]["code"] == -32600
     assert '"params" must be an object' in body["error"]["message"]
-    broken = httpx.post(daphne_server + "/mcp/", content=b"{", headers=_headers(client.token))
+    broken = httpx.post(
+        daphne_server + "/mcp/", content=b"{", headers=_headers(client.token), timeout=TIMEOUT
+    )
     assert broken.status_code == 400 and broken.json()["error"]["code"] == -32700
 
 
