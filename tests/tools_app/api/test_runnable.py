@@ -3,12 +3,14 @@
 A shell call with a command string, where command strings are switched off (the
 default), is refused when submitted: no approval request is opened. Disabling a
 tool withdraws its pending requests: the waiting agent gets the admin's reason at
-once, and an operator can no longer approve. Positive controls: the argv form of
+once, and an operator can no longer approve. A call for people whose sandbox
+the workers report down is refused too. Positive controls: the argv form of
 the same call is asked about; another tool's request stays pending and approvable.
 """
 
 from __future__ import annotations
 
+import json
 import threading
 import uuid
 from collections.abc import Callable, Iterator
@@ -19,6 +21,8 @@ import pytest
 from django.test import Client
 
 from approvals_app.models import ApprovalRequest
+from common.redis import redis_client
+from synthorg_site.health import SANDBOX_PROBE_PREFIX
 from tests.tools_app.api.conftest import AgentClient
 from tools_app.models import AuditEvent
 from trust_app.services import person_create, person_token_issue
@@ -107,3 +111,31 @@ def test_disabling_a_tool_withdraws_its_pending_requests_with_the_reason(
         json={"decision": "approve", "reason": "fine"},
     )
     assert approved.status_code == 200, approved.text
+
+
+def test_a_call_for_people_is_refused_while_its_sandbox_is_reported_down(
+    make_agent: Callable[..., AgentClient],
+) -> None:
+    key = SANDBOX_PROBE_PREFIX + "subprocess"  # test_echo is file_system: subprocess
+    redis = redis_client()
+    before = redis.get(key)
+    down = {"ok": False, "required": True, "reason": "probe says the runner cannot start"}
+    redis.set(key, json.dumps(down), ex=60)
+    try:
+        asks = make_agent("standard", autonomy="locked")
+        refused = submitted(asks, "test_echo", {"text": "x"})
+        assert refused["status"] == "denied", refused
+        assert refused["decision"]["rule"] == "sandbox_unavailable"
+        assert "the runner cannot start" in refused["decision"]["reason"]
+        assert not ApprovalRequest.objects.filter(invocation_id=refused["id"]).exists()
+        # A call nobody is asked about is not held back here: the worker says why.
+        free = submitted(make_agent("standard", autonomy="full"), "test_echo", {"text": "x"})
+        assert free["status"] != "denied", free
+    finally:
+        if before is None:
+            redis.delete(key)
+        else:
+            redis.set(key, before, ex=60)
+    # Positive control: with the backend not reported down, the same call is asked about.
+    asked = submitted(asks, "test_echo", {"text": "x"})
+    assert asked["status"] == "pending_approval", asked
