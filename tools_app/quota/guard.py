@@ -12,8 +12,13 @@ so the quota is enforced around the call, on any backend and file system:
    again, and if the call took it over the quota what it added is undone
    (``rollback``) and the call fails with the reason, naming what was removed.
 
-A read-only call is not measured. A workspace already over its quota (the quota
-was lowered) still takes calls that free space: they get a one-byte file limit.
+Writing calls in one workspace take turns (an exclusive ``flock`` on the
+workspace directory, waited for up to ``sandboxing.workspace_lock_wait_seconds``),
+so two calls never share one remainder of the quota and one call's rollback never
+removes what another is writing. The lock is per host: workers on other machines
+sharing a workspace over the network are not serialised. A read-only call is not
+measured or serialised. A workspace already over its quota (the quota was
+lowered) still takes calls that free space: they get a one-byte file limit.
 Between the two measurements a call that writes many files can hold more than
 the quota for up to its timeout; the after-check takes it back.
 """
@@ -21,8 +26,14 @@ the quota for up to its timeout; the after-check takes it back.
 from __future__ import annotations
 
 import dataclasses
+import fcntl
+import os
 import signal
-from typing import Any
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Final
 
 from tools_app.quota.rollback import Undone, roll_back
 from tools_app.quota.usage import human_size, workspace_usage
@@ -37,8 +48,40 @@ SHELL_SIGNAL_BASE = 128
 FILE_LIMIT_MARKERS = ("File size limit exceeded", "File too large")
 
 
+LOCK_SETTING = "sandboxing.workspace_lock_wait_seconds"
+DEFAULT_LOCK_WAIT_SECONDS: Final = 120.0
+# How often a writing call looks again whether the workspace's lock is free.
+_LOCK_POLL_SECONDS: Final = 0.05
+
+
 class SandboxQuotaExceededError(SandboxError):
     """The call wrote past the workspace quota; what it added was undone."""
+
+
+class SandboxWorkspaceBusyError(SandboxError):
+    """Another writing call held the workspace longer than this call may wait."""
+
+
+@contextmanager
+def workspace_turn(root: Path, wait_seconds: float) -> Iterator[None]:
+    """Hold the workspace's writing turn (an exclusive flock on its directory)."""
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        deadline = time.monotonic() + wait_seconds
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline:
+                    raise SandboxWorkspaceBusyError(
+                        f"another writing call in this workspace ran for more than "
+                        f"{wait_seconds:g}s ({LOCK_SETTING}); nothing was run, try again"
+                    ) from None
+                time.sleep(_LOCK_POLL_SECONDS)
+        yield
+    finally:
+        os.close(fd)  # closing the descriptor ends the turn
 
 
 def _undone_text(undone: Undone) -> str:
@@ -72,9 +115,16 @@ def _explain_file_limit(result: SandboxResult, left: int, quota: int) -> Sandbox
 class WorkspaceQuotaGuard:
     """``inner`` with its writing calls held to ``quota_bytes`` per workspace."""
 
-    def __init__(self, inner: SandboxBackend, *, quota_bytes: int) -> None:
+    def __init__(
+        self,
+        inner: SandboxBackend,
+        *,
+        quota_bytes: int,
+        lock_wait_seconds: float = DEFAULT_LOCK_WAIT_SECONDS,
+    ) -> None:
         self.inner = inner
         self.quota_bytes = quota_bytes
+        self.lock_wait_seconds = lock_wait_seconds
         self.name = inner.name
         self.isolates_network = inner.isolates_network
 
@@ -87,6 +137,10 @@ class WorkspaceQuotaGuard:
         if not spec.workspace.writable:
             return self.inner.run(spec)
         root = resolve_workspace(spec.workspace.host_path)
+        with workspace_turn(root, self.lock_wait_seconds):
+            return self._run_measured(spec, root)
+
+    def _run_measured(self, spec: SandboxSpec, root: Path) -> SandboxResult:
         before = workspace_usage(root)
         left = max(1, self.quota_bytes - before.total)
         limits = dataclasses.replace(
@@ -118,8 +172,14 @@ class WorkspaceQuotaGuard:
         self.inner.close()
 
 
-def guard_workspace(backend: SandboxBackend, quota_bytes: int | None) -> SandboxBackend:
+def guard_workspace(
+    backend: SandboxBackend,
+    quota_bytes: int | None,
+    lock_wait_seconds: float = DEFAULT_LOCK_WAIT_SECONDS,
+) -> SandboxBackend:
     """``backend`` behind the quota, or as it is when no quota is configured."""
     if quota_bytes is None:
         return backend
-    return WorkspaceQuotaGuard(backend, quota_bytes=quota_bytes)
+    return WorkspaceQuotaGuard(
+        backend, quota_bytes=quota_bytes, lock_wait_seconds=lock_wait_seconds
+    )

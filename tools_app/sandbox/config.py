@@ -178,6 +178,8 @@ class SandboxingConfig(_Section):
     # Bytes one agent's workspace may hold; every writing call is held to it
     # (tools_app.quota). null switches the quota off.
     workspace_quota: ByteSize | None = DEFAULT_WORKSPACE_QUOTA
+    # How long a writing call waits for another one in the same workspace to end.
+    workspace_lock_wait_seconds: Seconds = 120.0
 
     @field_validator("overrides", mode="before")
     @classmethod

@@ -188,7 +188,9 @@ def _run_tool(invocation: Invocation) -> Settled:
     try:
         backends = sandbox_backends()
         backend = guard_workspace(
-            backends.for_category(contract.category.value), backends.config.workspace_quota
+            backends.for_category(contract.category.value),
+            backends.config.workspace_quota,
+            backends.config.workspace_lock_wait_seconds,
         )
         outcome = tool.run(_context(invocation, backend), invocation.arguments)
     except ToolRefusedError as exc:

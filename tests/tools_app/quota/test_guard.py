@@ -7,6 +7,7 @@ a control beside it: a write under the quota works and stays.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,12 @@ from tests.tools_app.sandbox.test_docker import SETTINGS
 from tools_app.builtin import terminal
 from tools_app.builtin.base import RefusalCode, ToolFailedError, ToolOutcome, ToolRefusedError
 from tools_app.builtin.file_system import TOOLS as FILE_TOOLS
-from tools_app.quota.guard import SandboxQuotaExceededError, WorkspaceQuotaGuard
+from tools_app.quota.guard import (
+    SandboxQuotaExceededError,
+    SandboxWorkspaceBusyError,
+    WorkspaceQuotaGuard,
+    workspace_turn,
+)
 from tools_app.quota.usage import workspace_usage
 from tools_app.sandbox.docker import DockerSandbox
 from tools_app.sandbox.protocol import MountMode, SandboxBackend, SandboxSpec, WorkspaceMount
@@ -139,3 +145,53 @@ def test_a_read_only_call_is_not_measured_or_limited(workspace: Path, ns_backend
     with pytest.raises(SandboxQuotaExceededError):
         guarded.run(writing)
     assert not (workspace / "more.txt").exists()
+
+
+def test_two_writing_calls_at_once_never_share_the_rest_of_the_quota(
+    workspace: Path, ns_backend: Any
+) -> None:
+    """Each writes 700 kB into a 1 MiB quota: one fits, the other meets the quota."""
+    guarded = WorkspaceQuotaGuard(ns_backend, quota_bytes=QUOTA)
+    outcomes: dict[str, str] = {}
+
+    def write(name: str) -> None:
+        spec = SandboxSpec(
+            argv=("sh", "-c", f"head -c 700000 /dev/zero > {name} && echo wrote-{name}"),
+            workspace=WorkspaceMount(workspace, MountMode.READ_WRITE),
+        )
+        try:
+            result = guarded.run(spec)
+            outcomes[name] = result.stdout + result.stderr
+        except SandboxQuotaExceededError as exc:
+            outcomes[name] = exc.reason
+
+    threads = [threading.Thread(target=write, args=(name,)) for name in ("a.bin", "b.bin")]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    wrote = [name for name, text in outcomes.items() if f"wrote-{name}" in text]
+    assert len(wrote) == 1, outcomes  # exactly one fitted, and it was left alone
+    assert (workspace / wrote[0]).stat().st_size == 700000
+    (other,) = set(outcomes) - set(wrote)
+    assert "QUOTA_EXCEEDED" in outcomes[other], outcomes
+    assert workspace_usage(workspace).total <= QUOTA
+
+
+def test_a_writing_call_waits_for_its_turn_and_says_so_when_it_cannot(
+    workspace: Path, ns_backend: Any
+) -> None:
+    guarded = WorkspaceQuotaGuard(ns_backend, quota_bytes=QUOTA, lock_wait_seconds=0.5)
+    spec = SandboxSpec(
+        argv=("sh", "-c", "echo turn > turn.txt"),
+        workspace=WorkspaceMount(workspace, MountMode.READ_WRITE),
+    )
+    with workspace_turn(workspace, 1):  # another writing call holds the workspace
+        with pytest.raises(SandboxWorkspaceBusyError) as busy:
+            guarded.run(spec)
+        assert "workspace_lock_wait_seconds" in busy.value.reason
+        assert not (workspace / "turn.txt").exists()
+        read = SandboxSpec(argv=("cat", "hello.txt"), workspace=WorkspaceMount(workspace))
+        assert guarded.run(read).stdout  # reads do not wait for a turn
+    assert guarded.run(spec).exit_code == 0  # control: once it is free the call runs
+    assert (workspace / "turn.txt").read_text() == "turn\n"
