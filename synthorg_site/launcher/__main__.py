@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import socket
 import sys
 import time
@@ -163,7 +164,9 @@ def run(*, host: str, port: int, concurrency: int, signals: StopSignals) -> int:
             _say("stopping (Ctrl-C again to stop at once)")
 
         def hurry(timeout: float) -> bool:
-            return signals.wait_beyond(seen, timeout)
+            # Only a person's second Ctrl-C: a SIGTERM often comes twice (from the
+            # process group and again from `make`), and must still stop gracefully.
+            return signals.wait_beyond(seen, timeout, only=signal.SIGINT)
 
         # Stop in reverse order: beat and workers before the web, Redis last.
         for child in reversed(children):

@@ -43,12 +43,17 @@ class StopSignals:
         """Sleep up to ``timeout`` seconds or until a signal comes; True once one has."""
         return self.wait_beyond(0, timeout)
 
-    def wait_beyond(self, seen: int, timeout: float) -> bool:
-        """Like `wait`, for a signal after the first ``seen`` (a second Ctrl-C)."""
-        if self.count() <= seen:
+    def wait_beyond(self, seen: int, timeout: float, *, only: int | None = None) -> bool:
+        """Like `wait`, for a signal after the first ``seen`` (``only`` that signal)."""
+        if not self._beyond(seen, only):
             with contextlib.suppress(InterruptedError):
                 select.select([self._read], [], [], max(0.0, timeout))
-        return self.count() > seen
+        return self._beyond(seen, only)
+
+    def _beyond(self, seen: int, only: int | None) -> bool:
+        self._drain()
+        later = self.received[seen:]
+        return bool(later) if only is None else only in later
 
     def count(self) -> int:
         self._drain()

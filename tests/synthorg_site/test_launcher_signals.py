@@ -69,3 +69,15 @@ def test_a_mangled_mode_file_is_ignored(var: Path) -> None:
     var.mkdir(parents=True)
     (var / "run-mode").write_text("debug-everything\n")
     assert runtime.remembered_mode() is None
+
+
+def test_only_a_second_ctrl_c_counts_as_hurry(signals: StopSignals) -> None:
+    """A repeated SIGTERM (group kill, then make) is not a person's second Ctrl-C."""
+    os.kill(os.getpid(), signal.SIGTERM)
+    assert signals.wait(5)
+    seen = signals.count()
+    os.kill(os.getpid(), signal.SIGTERM)
+    assert signals.wait_beyond(seen, 5)  # it is seen as a further signal ...
+    assert signals.wait_beyond(seen, 0.05, only=signal.SIGINT) is False  # ... not a hurry
+    os.kill(os.getpid(), signal.SIGINT)
+    assert signals.wait_beyond(seen, 5, only=signal.SIGINT) is True
