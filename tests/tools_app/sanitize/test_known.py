@@ -138,3 +138,13 @@ def test_base64_of_any_secret_at_any_offset_is_found(
     assert MARKER in clean
     # What is left around the marker is the neighbours' bytes only.
     assert len(clean) - len(MARKER) <= 4 * (len(before) + len(after)) // 3 + 4
+
+
+@pytest.mark.parametrize("at", [0, 1000, 1020, 1023, 1024, 2047, 5000])
+def test_a_split_secret_anywhere_in_a_long_output_is_found_and_nothing_else_moves(
+    at: int,
+) -> None:
+    filler = "word \n\t" * 1200
+    split = f"{SECRET_KEY[:17]} \n {SECRET_KEY[17:40]}\n{SECRET_KEY[40:]}"
+    text = filler[:at] + "<" + split + ">" + filler[at:]
+    assert redact_secrets(text, [SECRET_KEY]) == filler[:at] + f"<{MARKER}>" + filler[at:]
