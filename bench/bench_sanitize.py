@@ -15,7 +15,10 @@ Each figure is the time of one whole call, p50/p95/p99 over repeated calls
 
 Before the single sanitiser (exact-match known secrets, structured results
 redacted but not stripped, by ``redact_structure``), the same inputs measured
-on 2 shared cores: 64 KB text 22.7 ms CPU p50, 1,000-entry structure 48.0 ms.
+on 2 shared cores: 64 KB text 22.7-26.5 ms CPU p50, 1,000-entry structure
+48-64 ms; after: 12.8 ms and 15 ms. Finding 96 spellings (12 secrets) in 64 KB
+once: one Python regex alternation 4-6 ms, a trie-shaped regex 2 ms, a
+``str.count`` per spelling 0.5 ms, the Aho-Corasick automaton 0.3 ms.
 """
 
 from __future__ import annotations
