@@ -54,7 +54,9 @@ def roles_required(*roles: Role) -> type[BasePermission]:
     return HasRole
 
 
+# The docstring is each operation's description in the OpenAPI schema.
 class PersonView:
-    """Mixin for endpoints people call."""
+    """A people's endpoint: a signed-in session (with the X-CSRFToken header) or
+    `Authorization: Bearer <personal token>`; an agent token is refused (403)."""
 
     authentication_classes = [PersonTokenAuthentication, SessionAuthentication]

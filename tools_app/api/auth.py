@@ -53,8 +53,10 @@ class IsAgent(BasePermission):
         raise UnauthenticatedError("send Authorization: Bearer <agent token>")
 
 
+# The docstring is each operation's description in the OpenAPI schema.
 class AgentView:
-    """Mixin for agent endpoints."""
+    """An agent endpoint: send `Authorization: Bearer <agent token>`; a person's
+    session or token is refused (403)."""
 
     authentication_classes = [AgentTokenAuthentication]
     permission_classes = [IsAgent]
