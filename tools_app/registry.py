@@ -88,7 +88,9 @@ TOOL_SETTINGS_KEYS: dict[str, frozenset[str]] = {
             "max_link_scan_entries",
         }
     ),
-    "code_runner": frozenset({"max_timeout_seconds", "max_code_bytes", "read_only"}),
+    "code_runner": frozenset(
+        {"max_timeout_seconds", "max_code_bytes", "read_only", "max_link_scan_entries"}
+    ),
     **dict.fromkeys(
         ("http_request", "html_to_text", "extract_links"),
         _NET_KEYS

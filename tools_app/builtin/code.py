@@ -9,7 +9,9 @@ a silent fallback to a weaker sandbox.
 Settings (``tools.code_runner``): ``timeout_seconds`` (30),
 ``max_timeout_seconds`` (300), ``max_output_bytes`` per stream (65536),
 ``max_code_bytes`` (65536; the snippet travels in argv, whose words the kernel
-caps at 128 KiB), ``read_only`` (mount the workspace read-only).
+caps at 128 KiB), ``read_only`` (mount the workspace read-only),
+``max_link_scan_entries`` (200 000: workspace entries checked for files with
+several hard links before a run; see ``fs_links``).
 Sub-constraints: ``code_execution`` ``none`` refuses; ``containerized`` needs
 the docker backend; anything else accepts namespace or docker.
 """
@@ -26,8 +28,10 @@ from tools_app.builtin.base import (
     ToolOutcome,
     ToolRefusedError,
 )
+from tools_app.builtin.fs_links import refuse_hard_links
 from tools_app.builtin.process_output import PROCESS_OUTPUT_SCHEMA
 from tools_app.builtin.terminal import outcome_from_result
+from tools_app.builtin.terminal_settings import DEFAULT_MAX_LINK_SCAN_ENTRIES
 from tools_app.contracts import ToolContract
 from tools_app.sandbox.errors import SandboxError
 from tools_app.sandbox.protocol import (
@@ -162,6 +166,12 @@ class CodeRunnerTool:
         if not isinstance(read_only, bool):
             raise ToolFailedError("code_runner setting 'read_only' must be true or false")
         output_bytes = int(_setting(settings, "max_output_bytes", 64 * 1024))
+        refuse_hard_links(
+            context.workspace,
+            max_entries=int(
+                _setting(settings, "max_link_scan_entries", DEFAULT_MAX_LINK_SCAN_ENTRIES)
+            ),
+        )
         spec = SandboxSpec(
             argv=(*LANGUAGES[language], code),
             workspace=WorkspaceMount(

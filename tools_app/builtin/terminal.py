@@ -26,7 +26,7 @@ from tools_app.builtin.base import (
     ToolOutcome,
     ToolRefusedError,
 )
-from tools_app.builtin.fs_links import WorkspaceUncheckableError, multiply_linked
+from tools_app.builtin.fs_links import refuse_hard_links
 from tools_app.builtin.fs_paths import AgentPath, PathRules, check_agent_path, workspace_roots
 from tools_app.builtin.git_command import LAUNCHER_ARGV, default_identity, launcher_refusal
 from tools_app.builtin.process_output import PROCESS_OUTPUT_SCHEMA
@@ -233,28 +233,6 @@ def outcome_from_result(result: SandboxResult, timeout: float, limit: int) -> To
     )
 
 
-def _refuse_hard_links(context: ToolContext, settings: TerminalSettings) -> None:
-    """Refuse to start while the workspace holds a file with several hard links.
-
-    read_file refuses such a file (its path proves nothing about what it is); a
-    program would read it all the same, so none starts while one is there.
-    """
-    try:
-        linked = multiply_linked(
-            os.path.realpath(context.workspace), max_entries=settings.max_link_scan_entries
-        )
-    except WorkspaceUncheckableError as exc:
-        raise ToolRefusedError(RefusalCode.LIMIT_EXCEEDED, f"{exc}; nothing was run") from None
-    if linked:
-        names = ", ".join(repr(name) for name in linked)
-        raise ToolRefusedError(
-            RefusalCode.PATH_NOT_REACHABLE,
-            f"the workspace holds files with more than one hard link ({names}); a hard link "
-            "can name a file outside the workspace, so no command runs while one is there "
-            "(the file tools refuse them too): remove them with delete_file",
-        )
-
-
 class ShellCommandTool:
     """``shell_command``: one checked program or command line in the terminal sandbox."""
 
@@ -297,7 +275,7 @@ class ShellCommandTool:
             run_argv = _command_line(
                 context, settings, rules, cwd, cwd_host, arguments["command"], hardening
             )
-        _refuse_hard_links(context, settings)
+        refuse_hard_links(context.workspace, max_entries=settings.max_link_scan_entries)
         stdin = arguments.get("stdin", "")
         if not isinstance(stdin, str):
             raise ToolRefusedError(RefusalCode.INVALID_ARGUMENT, "stdin must be a string")

@@ -5,6 +5,8 @@ Through the public API and a real worker: read_file refuses it, and
 shell_command refuses to start ``cat`` while it is there, so the outside file's
 content reaches the agent through neither. Positive controls: a plain file is
 read by both, and once the link is removed with delete_file the shell runs again.
+(code_runner, which the default config keeps from this agent, is tested with the
+namespace sandbox in ``tests/tools_app/builtin/test_code.py``.)
 """
 
 from __future__ import annotations
@@ -65,5 +67,6 @@ def test_read_file_and_shell_command_both_refuse_a_planted_hard_link(
         cat = done(client, "shell_command", {"argv": ["cat", "plain.txt"]})
         assert cat["status"] == "succeeded", cat
         assert "plain content" in cat["result"]["content"]
+
     finally:
         outside.unlink()

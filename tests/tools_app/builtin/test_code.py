@@ -124,3 +124,21 @@ def test_arguments_and_limits_are_checked_first(workspace: Path, ns: CountingSan
             run(workspace, ns, settings={"max_code_bytes": 100}, **arguments)
         assert caught.value.code is expected
     assert ns.specs == []
+
+
+def test_a_planted_hard_link_stops_the_snippet_before_it_starts(
+    workspace: Path, ns: CountingSandbox, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside.txt"
+    outside.write_text("OUTSIDE THE WORKSPACE")
+    outside.chmod(0o644)
+    (workspace / "planted.txt").hardlink_to(outside)
+    with pytest.raises(ToolRefusedError) as caught:
+        run(workspace, ns, language="shell", code="cat planted.txt")
+    assert caught.value.code is RefusalCode.PATH_NOT_REACHABLE
+    assert "'planted.txt'" in caught.value.reason and "hard link" in caught.value.reason
+    assert ns.specs == []  # nothing was started
+    # Positive control: without the link the same snippet runs in the sandbox.
+    (workspace / "planted.txt").unlink()
+    (workspace / "planted.txt").write_text("inside")
+    assert run(workspace, ns, language="shell", code="cat planted.txt").content == "inside"
