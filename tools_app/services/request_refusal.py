@@ -95,8 +95,19 @@ def request_refusal_record(*, refused: RefusedRequest, now: float | None = None)
     except Exception:  # Redis down: audit every refusal rather than none
         log.warning("request_refusal.count_failed", exc_info=True)
         number = 1
-    if number > settings.SYNTHORG_REFUSAL_AUDIT_PER_MINUTE:
+    budget = settings.SYNTHORG_REFUSAL_AUDIT_PER_MINUTE
+    if number > budget:
+        if number == budget + 1:  # one line per client and minute, not one per request
+            log.warning("request_refusal.flood", client=refused.client, budget_per_minute=budget)
         return False
+    log.info(
+        "request.refused",
+        client=refused.client,
+        method=refused.method,
+        path=refused.path[:200],
+        status=refused.status,
+        code=refused.code,
+    )
     with transaction.atomic():
         audit_record(
             kind=REFUSED_KIND,
