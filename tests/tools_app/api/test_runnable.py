@@ -10,6 +10,7 @@ the same call is asked about; another tool's request stays pending and approvabl
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 import uuid
@@ -18,13 +19,20 @@ from typing import Any
 
 import httpx
 import pytest
+import websockets
+from django.db import connection
 from django.test import Client
+from websockets.typing import Origin
 
 from approvals_app.models import ApprovalRequest
 from common.redis import redis_client
 from synthorg_site.health import SANDBOX_PROBE_PREFIX
+from tests.approvals_app.conftest import PASSWORD
+from tests.approvals_app.test_consumers import session_cookie, ws_url
 from tests.tools_app.api.conftest import AgentClient
 from tools_app.models import AuditEvent
+from tools_app.services.audit import Actor
+from tools_app.services.tool_registry import tool_enabled_set
 from trust_app.services import person_create, person_token_issue
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
@@ -139,3 +147,42 @@ def test_a_call_for_people_is_refused_while_its_sandbox_is_reported_down(
     # Positive control: with the backend not reported down, the same call is asked about.
     asked = submitted(asks, "test_echo", {"text": "x"})
     assert asked["status"] == "pending_approval", asked
+
+
+def test_the_operators_inbox_drops_a_withdrawn_request_live(
+    make_agent: Callable[..., AgentClient], daphne_server: str
+) -> None:
+    client = make_agent("standard", autonomy="locked")
+    doomed = submitted(client, "test_echo", {"text": "watched"})
+    request_id = doomed["approval"]["id"]
+    operator = person_create(username="inbox-op", role="operator", password=PASSWORD)
+    admin = person_create(username="inbox-admin", role="admin", password=None)
+    cookie = session_cookie(operator)
+
+    def disable() -> None:
+        try:
+            tool_enabled_set(
+                name="test_echo", enabled=False, actor=Actor.person(admin), reason="watched"
+            )
+        finally:
+            connection.close()  # this thread's own connection, before the database goes
+
+    async def watch() -> str:
+        async with websockets.connect(
+            ws_url(daphne_server),
+            origin=Origin(daphne_server),
+            additional_headers={"Cookie": cookie},
+            open_timeout=10,
+        ) as socket:
+            first = str(await asyncio.wait_for(socket.recv(), timeout=10))
+            # Positive control: the request is in the inbox as pending before the switch.
+            assert f'data-request="{request_id}" data-status="pending"' in first
+            await asyncio.to_thread(disable)
+            for _ in range(10):  # bounded: the settled row comes within a few frames
+                frame = str(await asyncio.wait_for(socket.recv(), timeout=15))
+                if f'data-request="{request_id}"' in frame:
+                    return frame
+            raise AssertionError("the withdrawn request never reached the inbox")
+
+    frame = asyncio.run(watch())
+    assert 'data-status="cancelled"' in frame, frame
