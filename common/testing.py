@@ -147,18 +147,18 @@ def run_at_once(count: int, action: Callable[[int], object], *, timeout: float =
         raise failures[0]
 
 
-def run_fresh(main: Callable[[], Awaitable[T]]) -> T:
-    """``asyncio.run(main())`` in a thread of its own.
+def in_fresh_thread(work: Callable[[], T]) -> T:
+    """``work()`` in a thread of its own, its answer or its exception handed back.
 
     A session that drives a browser keeps an event loop running in the main
-    thread for as long as the browser lives, and asyncio.run refuses to start
-    where a loop runs; a new thread has none.
+    thread for as long as the browser lives; asyncio.run and async_to_sync
+    refuse to start where a loop runs, and a new thread has none.
     """
     outcome: dict[str, Any] = {}
 
     def target() -> None:
         try:
-            outcome["value"] = asyncio.run(main())  # type: ignore[arg-type]
+            outcome["value"] = work()
         except BaseException as exc:
             outcome["error"] = exc
 
@@ -168,3 +168,8 @@ def run_fresh(main: Callable[[], Awaitable[T]]) -> T:
     if "error" in outcome:
         raise outcome["error"]
     return outcome["value"]
+
+
+def run_fresh(main: Callable[[], Awaitable[T]]) -> T:
+    """``asyncio.run(main())`` in a thread of its own (see `in_fresh_thread`)."""
+    return in_fresh_thread(lambda: asyncio.run(main()))  # type: ignore[arg-type]

@@ -26,6 +26,7 @@ from websockets.typing import Origin
 
 from approvals_app.models import ApprovalRequest
 from common.redis import redis_client
+from common.testing import run_fresh
 from synthorg_site.health import SANDBOX_PROBE_PREFIX
 from tests.approvals_app.conftest import PASSWORD
 from tests.approvals_app.test_consumers import session_cookie, ws_url
@@ -184,5 +185,5 @@ def test_the_operators_inbox_drops_a_withdrawn_request_live(
                     return frame
             raise AssertionError("the withdrawn request never reached the inbox")
 
-    frame = asyncio.run(watch())
+    frame = run_fresh(watch)
     assert 'data-status="cancelled"' in frame, frame

@@ -11,9 +11,10 @@ from typing import Any
 import mcp_types as types
 import pytest
 from asgiref.sync import async_to_sync
+from django.db import connection
 from mcp.shared.exceptions import MCPError
 
-from common.testing import RunningProcess
+from common.testing import RunningProcess, in_fresh_thread
 from tools_app.mcp.server import CALLER_SCOPE_KEY, McpCaller, _call_tool
 from trust_app.models import Agent
 from trust_app.services import agent_create
@@ -32,8 +33,17 @@ def _call(agent: Agent) -> Any:
     params = types.CallToolRequestParams.model_validate(
         {"name": "test_echo", "arguments": {"text": "hi"}, "_meta": meta}, by_name=False
     )
-    # async_to_sync: the handler's database work runs in this thread, on its connection.
-    return async_to_sync(_call_tool)(_context(agent), params)
+
+    def call() -> Any:
+        # async_to_sync: the handler's database work runs in the calling thread, on
+        # that thread's connection, closed before the thread ends.
+        try:
+            return async_to_sync(_call_tool)(_context(agent), params)
+        finally:
+            connection.close()
+
+    # a browser test earlier in the session keeps a loop running in the main thread
+    return in_fresh_thread(call)
 
 
 def test_an_internal_failure_is_a_json_rpc_internal_error_without_its_details() -> None:
