@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from common.redis import redis_client
 from tests.approvals_app.conftest import make_agent_row, make_person, submit  # noqa: F401
 from tests.tools_app.api.conftest import AgentClient, make_agent  # noqa: F401 - a fixture
 from tools_app.models import AuditEvent, Invocation
@@ -34,3 +35,11 @@ def assert_envelope(response: Any, status: int, code: str, *needles: str) -> dic
 
 def refusals_of_request(request_id: str) -> list[AuditEvent]:
     return list(AuditEvent.objects.filter(request_id=request_id, kind="request.refused"))
+
+
+def stranger_budget_reset(address: str = "127.0.0.1") -> None:
+    """Start afresh the current minute's refusal-audit budget of tokenless clients from
+    ``address``: every test's strangers share it, and a flood test may have spent it."""
+    client = redis_client()
+    for key in client.scan_iter(f"synthorg:refusals:anonymous:{address}:*"):
+        client.delete(key)

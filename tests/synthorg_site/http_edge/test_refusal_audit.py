@@ -13,9 +13,12 @@ import pytest
 from django.conf import settings
 
 from approvals_app.models import ApprovalRequest
-from common.redis import redis_client
 from tests.approvals_app.conftest import PASSWORD
-from tests.synthorg_site.http_edge.conftest import assert_envelope, refusals_for
+from tests.synthorg_site.http_edge.conftest import (
+    assert_envelope,
+    refusals_for,
+    stranger_budget_reset,
+)
 from tests.tools_app.api.conftest import AgentClient
 from tools_app.models import AuditEvent
 from tools_app.services.request_refusal import COUNTED_KIND, request_refusals_summarise
@@ -194,9 +197,7 @@ def test_an_unknown_api_path_without_a_token_is_audited_by_address(
     http: Callable[..., httpx.Client],
 ) -> None:
     stranger = http()
-    # Other tests' strangers share this address: start its minute's budget afresh.
-    for key in redis_client().scan_iter("synthorg:refusals:anonymous:127.0.0.1:*"):
-        redis_client().delete(key)
+    stranger_budget_reset()
     path = f"/api/v1/{uuid.uuid4().hex}/"
     answer = stranger.get(path)
     assert_envelope(answer, 404, "not_found", path)
