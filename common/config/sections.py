@@ -10,10 +10,9 @@ Every action-type string is checked against the built-ins plus
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any, Final, Literal
+from typing import Any
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
@@ -31,6 +30,7 @@ from common.config.approval import (
     ExpiryPolicy,
     RiskTierName,
 )
+from common.config.mcp import McpServer, McpToolRules, check_server_names
 from trust_app.policy.action_types import (
     DEFAULT_ACTION_TYPES,
     ActionTypeRegistry,
@@ -43,7 +43,6 @@ from trust_app.policy.levels import (
     resolve_levels,
 )
 from trust_app.policy.names import name_key
-from trust_app.policy.network import NetworkTargetError, parse_url
 from trust_app.policy.strict import StrictModel
 
 
@@ -102,51 +101,6 @@ def check_tool_names(value: Mapping[str, ToolSettings]) -> Mapping[str, ToolSett
     return value
 
 
-_SERVER_NAME_RE: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
-
-
-class McpServer(StrictModel):
-    """One MCP server the console imports tools from."""
-
-    name: str
-    transport: Literal["stdio", "http"]
-    command: tuple[str, ...] | None = None
-    url: str | None = None
-    env: dict[str, str] = Field(default_factory=dict)
-    enabled: bool = True
-    timeout_seconds: float = Field(default=30.0, gt=0, le=600)
-
-    @field_validator("name")
-    @classmethod
-    def _name(cls, value: str) -> str:
-        if not _SERVER_NAME_RE.match(value):
-            raise ValueError("name must be 1-64 letters, digits, '_', '.', '-'")
-        return value
-
-    @model_validator(mode="after")
-    def _transport_fields(self) -> McpServer:
-        if self.transport == "stdio":
-            if not self.command or self.url is not None:
-                raise ValueError("transport stdio needs command (a list) and no url")
-        else:
-            if self.url is None or self.command is not None:
-                raise ValueError("transport http needs url and no command")
-            try:
-                parse_url(self.url, schemes=frozenset({"http", "https"}))
-            except NetworkTargetError as exc:
-                raise ValueError(f"url: {exc}") from exc
-        return self
-
-
-def check_server_names(value: tuple[McpServer, ...]) -> tuple[McpServer, ...]:
-    """Refuse two MCP servers with the same name."""
-    names = [s.name.casefold() for s in value]
-    duplicates = sorted({n for n in names if names.count(n) > 1})
-    if duplicates:
-        raise ValueError(f"duplicate MCP server names: {', '.join(duplicates)}")
-    return value
-
-
 __all__ = [
     "DEFAULT_AUTONOMY_PRESETS",
     "ApprovalBudget",
@@ -160,6 +114,7 @@ __all__ = [
     "AutonomySection",
     "ExpiryPolicy",
     "McpServer",
+    "McpToolRules",
     "RiskTierName",
     "ToolAccessSection",
     "ToolSettings",
