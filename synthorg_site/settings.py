@@ -118,6 +118,7 @@ INSTALLED_APPS = [
     "trust_app",
     "tools_app",
     "approvals_app",
+    "secrets_app",
 ]
 
 MIDDLEWARE = [
@@ -249,6 +250,11 @@ SYNTHORG_ERROR_MAX_CHARS = env.int("SYNTHORG_ERROR_MAX_CHARS", default=2000)
 # Known secrets (and their encoded spellings) shorter than this, whitespace not
 # counted, are never looked for: they would match ordinary words and numbers.
 SYNTHORG_SECRET_MIN_LENGTH = env.int("SYNTHORG_SECRET_MIN_LENGTH", default=8)
+# The secrets broker: Fernet keys, newest first (comma-separated). Empty outside
+# production: a key kept in var/secrets_keys (0600) is made on first use.
+SYNTHORG_SECRETS_KEYS = env.list("SYNTHORG_SECRETS_KEYS", default=[])
+# The longest value a named secret may hold, in characters.
+SYNTHORG_SECRET_MAX_VALUE_CHARS = env.int("SYNTHORG_SECRET_MAX_VALUE_CHARS", default=16384)
 SYNTHORG_INVOCATION_LEASE_SECONDS = env.float("SYNTHORG_INVOCATION_LEASE_SECONDS", default=10.0)
 # An idempotent call whose worker keeps dying is failed after this many attempts.
 SYNTHORG_INVOCATION_MAX_ATTEMPTS = env.int("SYNTHORG_INVOCATION_MAX_ATTEMPTS", default=3)

@@ -1,0 +1,144 @@
+"""The broker: who may use which secret where, and the values for one use.
+
+Two doors, one rule (an active secret, a grant for this agent and this use):
+- `secrets_for_call(agent=, tool=, names=, invocation_id=)`: the values a
+  worker substitutes into a call's secret slots (see `references`);
+- `secrets_for_server(agent=, server=, credentials=, invocation_id=)`: the
+  values an upstream MCP server is started with, by `ENV_OR_HEADER` name.
+
+A name that does not exist, one that is revoked and one that is not granted
+are refused with the same words (`NOT_GRANTED`), so a refusal never confirms
+that a name exists. Every use is audited (secret name, agent, tool or server,
+invocation) in the same transaction as `last_used_at`.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Mapping
+
+from django.db import transaction
+from django.utils import timezone
+
+from common.errors import ForbiddenError
+from secrets_app.keyring import SecretsKeyError, SecretValueUnreadableError
+from secrets_app.keys import key_ring
+from secrets_app.models import Secret, SecretGrant, SecretVersion
+from tools_app.services.audit import Actor, audit_record
+from trust_app.models import Agent
+
+NOT_GRANTED = (
+    "refers to a secret this agent may not use here (no such secret, or no grant of it "
+    "for this use): an admin grants secrets on the secrets page"
+)
+
+
+class SecretNotGrantedError(ForbiddenError):
+    """A reference the agent may not use; the message never says whether the name exists."""
+
+    code = "secret_not_granted"
+
+
+class SecretUnavailableError(ForbiddenError):
+    """A granted secret cannot be read now (keys missing or wrong); nothing was run."""
+
+    code = "secret_unavailable"
+
+
+def ungranted_names(
+    *, agent: Agent, names: Iterable[str], tool: str = "", server: str = ""
+) -> list[str]:
+    """The names among `names` that `agent` may not use for this tool or server."""
+    wanted = set(names)
+    granted = set(
+        SecretGrant.objects.filter(
+            agent=agent,
+            tool=tool,
+            server=server,
+            secret__name__in=wanted,
+            secret__revoked_at__isnull=True,
+        ).values_list("secret__name", flat=True)
+    )
+    return sorted(wanted - granted)
+
+
+def _values(
+    *, agent: Agent, names: list[str], tool: str, server: str, invocation_id: uuid.UUID | None
+) -> dict[str, str]:
+    if not names:
+        return {}
+    try:
+        ring = key_ring()
+    except SecretsKeyError as exc:
+        raise SecretUnavailableError(
+            "a secret this call uses cannot be read now; an admin must configure the secrets keys"
+        ) from exc
+    use = {"tool": tool, "server": server}
+    with transaction.atomic():
+        if ungranted_names(agent=agent, names=names, **use):
+            raise SecretNotGrantedError(f"this call {NOT_GRANTED}")
+        secrets = {s.name: s for s in Secret.objects.filter(name__in=names)}
+        versions = {
+            v.secret.name: v
+            for v in SecretVersion.objects.select_related("secret").filter(
+                secret__in=secrets.values()
+            )
+            if v.number == v.secret.current_version and v.ciphertext
+        }
+        values: dict[str, str] = {}
+        for name in names:
+            version = versions.get(name)
+            if version is None:
+                raise SecretNotGrantedError(f"this call {NOT_GRANTED}")
+            try:
+                values[name] = ring.decrypt(version.ciphertext)
+            except SecretValueUnreadableError as exc:
+                raise SecretUnavailableError(
+                    "a secret this call uses cannot be read with the configured keys; an "
+                    "admin must check the secrets keys"
+                ) from exc
+        now = timezone.now()
+        Secret.objects.filter(name__in=names).update(last_used_at=now)
+        for name in names:
+            audit_record(
+                kind="secret.used",
+                actor=Actor.system("worker"),
+                agent=agent,
+                invocation_id=invocation_id,
+                tool=tool,
+                outcome="used",
+                reason=f"secret {name} used by {agent.name} with "
+                f"{'server ' + server if server else tool}",
+                data={"secret": name, "version": versions[name].number, "server": server},
+            )
+    return values
+
+
+def secrets_for_call(
+    *,
+    agent: Agent,
+    tool: str,
+    names: Iterable[str],
+    invocation_id: uuid.UUID | None = None,
+) -> dict[str, str]:
+    """The values of `names` for one call of `tool` by `agent`, each use audited.
+
+    SecretNotGrantedError (generic words) when any is not granted;
+    SecretUnavailableError when the keys cannot read it.
+    """
+    unique = list(dict.fromkeys(names))
+    return _values(agent=agent, names=unique, tool=tool, server="", invocation_id=invocation_id)
+
+
+def secrets_for_server(
+    *,
+    agent: Agent,
+    server: str,
+    credentials: Mapping[str, str],
+    invocation_id: uuid.UUID | None = None,
+) -> dict[str, str]:
+    """`{ENV_OR_HEADER: value}` for an upstream MCP server started for `agent`, from the
+    server's configured `{ENV_OR_HEADER: secret name}`; each use audited."""
+    unique = list(dict.fromkeys(credentials.values()))
+    values = _values(agent=agent, names=unique, tool="", server=server, invocation_id=invocation_id)
+    return {target: values[name] for target, name in credentials.items()}
