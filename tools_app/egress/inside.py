@@ -1,0 +1,47 @@
+"""PURE: how the egress proxy appears inside a sandbox (shared by every isolating backend).
+
+The call's egress directory (the proxy's unix socket and the forwarder) is bound
+read-only at ``MOUNT_POINT``; the command runs under the forwarder, which listens
+on the sandbox's own ``127.0.0.1:FORWARD_PORT``; the standard proxy variables
+point there, so curl, git, pip and Python's urllib use it without being told.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+MOUNT_POINT: Final = "/run/synthorg-egress"
+SOCKET_NAME: Final = "proxy.sock"
+FORWARDER_NAME: Final = "forward.py"
+FORWARD_PORT: Final = 3128
+PYTHON_INSIDE: Final = "/usr/bin/python3"
+
+
+def proxy_env(port: int = FORWARD_PORT) -> dict[str, str]:
+    """The proxy variables, in both spellings (curl reads only lower-case http_proxy).
+
+    ``socks5h`` makes SOCKS clients send names, so the proxy's resolver is the only one.
+    """
+    http = f"http://127.0.0.1:{port}"
+    socks = f"socks5h://127.0.0.1:{port}"
+    env: dict[str, str] = {}
+    for name, value in (("http_proxy", http), ("https_proxy", http), ("all_proxy", socks)):
+        env[name] = value
+        env[name.upper()] = value
+    # Nothing bypasses the proxy: the sandbox's own loopback serves no one else.
+    env["no_proxy"] = env["NO_PROXY"] = ""
+    return env
+
+
+def forwarded_argv(argv: tuple[str, ...], port: int = FORWARD_PORT) -> tuple[str, ...]:
+    """``argv`` run under the forwarder."""
+    return (
+        PYTHON_INSIDE,
+        "-I",
+        "-S",
+        f"{MOUNT_POINT}/{FORWARDER_NAME}",
+        f"{MOUNT_POINT}/{SOCKET_NAME}",
+        str(port),
+        "--",
+        *argv,
+    )

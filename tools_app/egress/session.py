@@ -1,0 +1,72 @@
+"""One call's egress: a private directory holding the proxy's socket and the forwarder.
+
+``egress_session`` makes the directory (world-searchable, random name, so only
+the sandbox it is bound into finds it), copies the forwarder in, starts an
+``EgressProxy`` for the call's decider, and on exit stops it and hands every
+connection record to ``on_records`` (which writes the audit rows) in the
+caller's thread.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from tools_app.egress.decision import EgressDecider
+from tools_app.egress.inside import FORWARDER_NAME, SOCKET_NAME
+from tools_app.egress.limits import ProxyLimits
+from tools_app.egress.records import ConnectionRecord
+from tools_app.egress.server import EgressProxy
+
+FORWARDER_SOURCE = Path(__file__).with_name("forwarder.py")
+
+RecordsSink = Callable[[list[ConnectionRecord], int], None]
+"""Receives the records and how many connections were refused without one."""
+
+
+@dataclass(frozen=True, slots=True)
+class EgressPort:
+    """The host directory a sandbox binds at ``inside.MOUNT_POINT``."""
+
+    directory: Path
+
+    @property
+    def socket_path(self) -> Path:
+        """The proxy's unix socket on the host."""
+        return self.directory / SOCKET_NAME
+
+
+@contextlib.contextmanager
+def egress_session(
+    decider: EgressDecider,
+    *,
+    limits: ProxyLimits | None = None,
+    on_records: RecordsSink | None = None,
+    root: Path | None = None,
+    max_records: int = 1000,
+) -> Iterator[EgressPort]:
+    """Serve one call's sandbox for the duration of the ``with`` block."""
+    directory = Path(tempfile.mkdtemp(prefix="synthorg-egress-", dir=root))
+    try:
+        os.chmod(directory, 0o755)  # noqa: S103 - the sandbox user binds and enters it
+        forwarder = directory / FORWARDER_NAME
+        shutil.copyfile(FORWARDER_SOURCE, forwarder)
+        os.chmod(forwarder, 0o644)
+        port = EgressPort(directory)
+        proxy = EgressProxy(
+            decider, socket_path=port.socket_path, limits=limits, max_records=max_records
+        )
+        proxy.start()
+        try:
+            yield port
+        finally:
+            records = proxy.stop()
+            if on_records is not None:
+                on_records(records, proxy.unrecorded)
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
