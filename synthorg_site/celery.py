@@ -25,6 +25,7 @@ app.conf.update(
         "tools_app.sweep_*": {"queue": "maintenance"},
         "trust_app.*": {"queue": "maintenance"},
         "approvals_app.sweep_*": {"queue": "maintenance"},
+        "notifications_app.*": {"queue": "maintenance"},
     },
     # broker_transport_options come from settings (CELERY_BROKER_TRANSPORT_OPTIONS):
     # the Redis timeouts and the visibility timeout.
@@ -62,6 +63,11 @@ app.conf.update(
         "sweep-refusal-summaries": {
             "task": "tools_app.sweep_refusal_summaries",
             "schedule": 60.0,
+            "options": {"queue": "maintenance"},
+        },
+        "sweep-notifications": {
+            "task": "notifications_app.sweep_notifications",
+            "schedule": 5.0,
             "options": {"queue": "maintenance"},
         },
         "sweep-escalate-approvals": {

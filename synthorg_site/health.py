@@ -100,6 +100,20 @@ def _code_execution(probes: dict[str, PartHealth]) -> PartHealth:
     )
 
 
+def _notifications() -> PartHealth:
+    """Reported, not required: a webhook that is down must not take the console out."""
+    from common.settings_config import synthorg_config
+    from notifications_app.selectors import notification_health
+
+    try:
+        if not synthorg_config().notifications.channels:
+            return PartHealth(True, False, "no channels configured")
+        ok, detail = notification_health()
+    except Exception as exc:
+        return PartHealth(False, False, f"cannot read notifications: {exc}")
+    return PartHealth(ok, False, detail)
+
+
 def _probe_detail(probe: dict[str, Any]) -> str:
     """The probe's reason, then which categories the backend serves and what it gives them."""
     detail = str(probe.get("reason", ""))
@@ -122,6 +136,7 @@ def health_report() -> dict[str, Any]:
         "beat": _beat(),
         **probes,
         "code_execution": _code_execution(probes),
+        "notifications": _notifications(),
     }
     failing = sorted(name for name, part in parts.items() if part.required and not part.ok)
     body = {

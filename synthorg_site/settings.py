@@ -119,6 +119,7 @@ INSTALLED_APPS = [
     "tools_app",
     "approvals_app",
     "secrets_app",
+    "notifications_app",
 ]
 
 MIDDLEWARE = [
@@ -241,6 +242,19 @@ SYNTHORG_SANDBOX_PROBE_INTERVAL = env.float("SYNTHORG_SANDBOX_PROBE_INTERVAL", d
 
 # Tool calls (numbers are settings, with safe defaults).
 SYNTHORG_APPROVAL_TTL_SECONDS = env.int("SYNTHORG_APPROVAL_TTL_SECONDS", default=900)
+
+# Notifications (config section `notifications`): the console's address for links in
+# messages, and how deliveries are sent and retried.
+SYNTHORG_CONSOLE_URL = env.str("SYNTHORG_CONSOLE_URL", default=f"http://127.0.0.1:{PORT}")
+SYNTHORG_NOTIFICATION_TIMEOUT_SECONDS = env.float(
+    "SYNTHORG_NOTIFICATION_TIMEOUT_SECONDS", default=10.0
+)
+SYNTHORG_NOTIFICATION_RETRY_SECONDS = env.float("SYNTHORG_NOTIFICATION_RETRY_SECONDS", default=15.0)
+SYNTHORG_NOTIFICATION_MAX_ATTEMPTS = env.int("SYNTHORG_NOTIFICATION_MAX_ATTEMPTS", default=8)
+# Email channels use Django's mail backends: EMAIL_URL such as smtp+tls://user:pass@host:587
+# (the console backend, which prints each message to the log, until one is set).
+vars().update(env.email_url("EMAIL_URL", default="consolemail://"))
+DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="synthorg@localhost")
 SYNTHORG_MAX_REQUEST_BYTES = env.int("SYNTHORG_MAX_REQUEST_BYTES", default=1024 * 1024)
 SYNTHORG_AGENT_RATE_LIMIT_PER_MINUTE = env.int("SYNTHORG_AGENT_RATE_LIMIT_PER_MINUTE", default=1200)
 SYNTHORG_WAIT_MAX_SECONDS = 60

@@ -24,6 +24,8 @@ from approvals_app.services.settle import (
 )
 from common.errors import ConflictError
 from common.settings_config import synthorg_config
+from notifications_app.config import NotificationEvent
+from notifications_app.services import notifications_queue
 from tools_app.models import InvocationStatus
 from tools_app.services.audit import Actor
 
@@ -113,6 +115,7 @@ def approval_escalate(*, request_id: uuid.UUID | str, now: datetime | None = Non
         reason=f"pending for {waited}s",
     )
     approval_change_on_commit(request.id, ApprovalChange.UPDATED)
+    notifications_queue(request, NotificationEvent.ESCALATED)
     return True
 
 

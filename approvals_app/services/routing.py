@@ -36,6 +36,8 @@ from approvals_app.policy import (
 )
 from approvals_app.selectors import approval_grants_live
 from common.settings_config import synthorg_config
+from notifications_app.config import NotificationEvent
+from notifications_app.services import notifications_queue
 from tools_app.contracts import ToolContract
 from tools_app.models import Invocation
 from trust_app.models import Agent
@@ -161,6 +163,7 @@ def approval_request_open(*, invocation: Invocation, routed: Routed) -> Approval
         on_expiry=on_expiry,
     )
     approval_change_on_commit(request.id, ApprovalChange.NEW, request=request)
+    notifications_queue(request, NotificationEvent.NEW)
     return request
 
 

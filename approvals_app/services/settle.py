@@ -12,6 +12,8 @@ from django.db import transaction
 
 from approvals_app.events import ApprovalChange, approval_change_on_commit
 from approvals_app.models import ApprovalRequest, ApprovalStatus
+from notifications_app.config import NotificationEvent
+from notifications_app.services import notifications_queue
 from tools_app.models import Invocation, InvocationStatus
 from tools_app.services.audit import Actor, audit_record
 from tools_app.services.invocation_state import invocation_transition
@@ -65,6 +67,7 @@ def close_request(
         setattr(request, name, value)
     request.save(update_fields=["status", "decided_by", "decided_at", "updated_at", *fields.keys()])
     approval_change_on_commit(request.id, ApprovalChange.SETTLED, request=request)
+    notifications_queue(request, NotificationEvent.DECIDED)
 
 
 def audit_settlement(

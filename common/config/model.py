@@ -17,6 +17,7 @@ from common.config.sections import (
     check_tool_names,
 )
 from common.config.trust import DisabledTrust, TrustSection
+from notifications_app.config import NotificationsSection
 from tools_app.sandbox.config import SandboxingConfig
 from trust_app.policy.action_types import ActionTypeRegistry
 from trust_app.policy.levels import AccessLevelPolicy
@@ -34,6 +35,7 @@ class SynthOrgConfig(StrictModel):
     trust: TrustSection = DisabledTrust()
     tools: dict[str, ToolSettings] = Field(default_factory=dict)
     mcp_servers: tuple[McpServer, ...] = ()
+    notifications: NotificationsSection = NotificationsSection()
 
     @field_validator("tools")
     @classmethod
