@@ -23,7 +23,7 @@ _HEADLINES = {
 
 def inbox_link(console_url: str, request_id: str) -> str:
     """The operators' inbox, opened at this request (sign-in required)."""
-    return f"{console_url.rstrip('/')}/approvals/#request-{request_id}"
+    return f"{console_url.rstrip('/')}/approvals/#req-{request_id}"
 
 
 def headline(facts: Mapping[str, Any]) -> str:
