@@ -138,3 +138,11 @@ def _stop_heartbeat(sender: Any = None, **_: Any) -> None:
     from tools_app.worker_start import worker_stopping
 
     worker_stopping()
+
+
+@signals.worker_process_shutdown.connect
+def _release_process_metrics(pid: int | None = None, **_: Any) -> None:
+    """A prefork child that exits drops its live metric files (prometheus multiprocess)."""
+    from synthorg_site.metrics.process import process_metrics_release
+
+    process_metrics_release(pid or os.getpid())

@@ -10,6 +10,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from synthorg_site import runtime
 from synthorg_site.logs import logging_config
+from synthorg_site.metrics.process import multiprocess_dir_ensure
 from synthorg_site.private_state import create_private_file, ensure_var_layout, private_dir
 from synthorg_site.redis_options import (
     RedisTimeoutSettingError,
@@ -25,6 +26,9 @@ BASE_DIR = runtime.BASE_DIR
 VAR_DIR = runtime.var_dir()
 # var/ is the console's alone (see synthorg_site/private_state.py).
 ensure_var_layout(VAR_DIR)
+# Before anything imports prometheus_client: every process of this node writes its
+# counters there and /metrics sums them (synthorg_site/metrics).
+PROMETHEUS_MULTIPROC_DIR = multiprocess_dir_ensure(VAR_DIR / "metrics")
 
 SYNTHORG_ENV = runtime.mode()
 DEBUG = env.bool("DEBUG", default=SYNTHORG_ENV == "dev")
@@ -292,6 +296,27 @@ SYNTHORG_JSON_MAX_DEPTH = env.int("SYNTHORG_JSON_MAX_DEPTH", default=32)
 SYNTHORG_REFUSAL_AUDIT_PER_MINUTE = env.int("SYNTHORG_REFUSAL_AUDIT_PER_MINUTE", default=20)
 # /api/ and /mcp/ answer a failed CSRF check in the error envelope; pages keep Django's.
 CSRF_FAILURE_VIEW = "synthorg_site.http_edge.views.csrf_failure"
+
+# GET /metrics: a client on loopback may scrape without a token. Turn it off when a
+# proxy on the same host forwards outside requests (they would all look local).
+SYNTHORG_METRICS_ALLOW_LOOPBACK = env.bool("SYNTHORG_METRICS_ALLOW_LOOPBACK", default=True)
+# Histogram buckets (seconds): decisions and sandbox starts, then whole calls.
+SYNTHORG_METRICS_LATENCY_BUCKETS = [
+    float(b)
+    for b in env.list(
+        "SYNTHORG_METRICS_LATENCY_BUCKETS",
+        default=["0.001", "0.0025", "0.005", "0.01", "0.025", "0.05", "0.1", "0.25", "0.5", "1",
+                 "2.5", "5"],
+    )
+]  # fmt: skip
+SYNTHORG_METRICS_CALL_BUCKETS = [
+    float(b)
+    for b in env.list(
+        "SYNTHORG_METRICS_CALL_BUCKETS",
+        default=["0.01", "0.05", "0.1", "0.25", "0.5", "1", "2.5", "5", "10", "30", "60", "300",
+                 "900"],
+    )
+]  # fmt: skip
 
 REST_FRAMEWORK: dict[str, object] = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",

@@ -3,9 +3,11 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
 from synthorg_site import api_docs, health, pages
+from synthorg_site.metrics.views import metrics
 
 urlpatterns = [
     path("healthz", health.healthz, name="healthz"),
+    path("metrics", metrics, name="metrics"),
     path("", pages.dashboard, name="dashboard"),
     path(
         "accounts/login/",

@@ -14,6 +14,7 @@ from approvals_app.events import ApprovalChange, approval_change_on_commit
 from approvals_app.models import ApprovalRequest, ApprovalStatus
 from notifications_app.config import NotificationEvent
 from notifications_app.services import notifications_queue
+from synthorg_site.metrics.instruments import call_settled
 from tools_app.models import Invocation, InvocationStatus
 from tools_app.services.audit import Actor, audit_record
 from tools_app.services.invocation_state import invocation_transition
@@ -45,7 +46,7 @@ def refuse_invocation(invocation: Invocation, *, status: str, code: str, message
     """pending_approval → a terminal status with the reason the agent reads."""
     from django.utils import timezone
 
-    return invocation_transition(
+    moved = invocation_transition(
         invocation_id=invocation.id,
         from_statuses=[InvocationStatus.PENDING_APPROVAL],
         to_status=status,
@@ -54,6 +55,9 @@ def refuse_invocation(invocation: Invocation, *, status: str, code: str, message
         error_code=code,
         error_message=message,
     )
+    if moved:
+        call_settled(tool=invocation.tool, status=status, created_at=invocation.created_at)
+    return moved
 
 
 def close_request(

@@ -29,6 +29,8 @@ from synthorg_site.launcher.children import (
 from synthorg_site.launcher.embedded_redis import RedisBinaryMissingError, redis_server_argv
 from synthorg_site.launcher.private_state import secure_private_state
 from synthorg_site.launcher.stop_signals import StopSignals
+from synthorg_site.metrics.process import ENV_NAME as MULTIPROC_ENV
+from synthorg_site.metrics.process import multiprocess_dir_wipe
 
 EXIT_CHILD_DIED = 1
 EXIT_CANNOT_START = 2
@@ -124,6 +126,8 @@ def run(*, host: str, port: int, concurrency: int, signals: StopSignals) -> int:
 
     Everything happens here, in the main loop: the signal handlers only wake it.
     """
+    # The children's metric files of a previous run would be summed into this one's.
+    multiprocess_dir_wipe(Path(os.environ.get(MULTIPROC_ENV) or runtime.var_dir() / "metrics"))
     try:
         specs = child_specs(host=host, port=port, concurrency=concurrency)
     except RedisBinaryMissingError as exc:

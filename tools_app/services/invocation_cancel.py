@@ -9,6 +9,7 @@ from django.utils import timezone
 
 from approvals_app.events import ApprovalChange, approval_change_on_commit
 from approvals_app.models import ApprovalRequest, ApprovalStatus
+from synthorg_site.metrics.instruments import call_settled
 from tools_app.models import Invocation, InvocationStatus
 from tools_app.services.audit import Actor, audit_record
 from tools_app.services.invocation_state import invocation_transition
@@ -47,6 +48,11 @@ def invocation_cancel(
         error_message=f"cancelled by {actor.name}: {why}" if why else f"cancelled by {actor.name}",
     )
     if cancelled:
+        call_settled(
+            tool=invocation.tool,
+            status=InvocationStatus.CANCELLED,
+            created_at=invocation.created_at,
+        )
         pending = ApprovalRequest.objects.filter(
             invocation_id=invocation.id, status=ApprovalStatus.PENDING
         )

@@ -25,6 +25,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from common.settings_config import synthorg_config
+from synthorg_site.metrics.instruments import call_settled
 from tools_app.agent_view import agent_message, agent_output, agent_structure
 from tools_app.api.representation import invocation_json
 from tools_app.builtin.base import ToolContext, ToolFailedError, ToolOutcome, ToolRefusedError
@@ -33,6 +34,7 @@ from tools_app.models import Invocation, InvocationStatus
 from tools_app.quota.guard import guard_workspace
 from tools_app.registry import schema_validator, tool_catalog
 from tools_app.sandbox.errors import SandboxError
+from tools_app.sandbox.observed import ObservedSandbox
 from tools_app.sandbox.protocol import Owner
 from tools_app.sanitize import TRUNCATION_MARKER
 from tools_app.selectors import disabled_tool_keys
@@ -187,10 +189,12 @@ def _run_tool(invocation: Invocation) -> Settled:
         )
     try:
         backends = sandbox_backends()
-        backend = guard_workspace(
-            backends.for_category(contract.category.value),
-            backends.config.workspace_quota,
-            backends.config.workspace_lock_wait_seconds,
+        backend = ObservedSandbox(
+            guard_workspace(
+                backends.for_category(contract.category.value),
+                backends.config.workspace_quota,
+                backends.config.workspace_lock_wait_seconds,
+            )
         )
         outcome = tool.run(_context(invocation, backend), invocation.arguments)
     except ToolRefusedError as exc:
@@ -339,6 +343,9 @@ def _finish(*, invocation: Invocation, settled: Settled) -> None:
         if done:
             trust_invocation_outcome_note(
                 invocation=invocation, status=settled.status, at=finished_at
+            )
+            call_settled(
+                tool=invocation.tool, status=settled.status, created_at=invocation.created_at
             )
             # Last: the audit chain's lock is held from here to the commit.
             audit_record(

@@ -8,6 +8,7 @@ agent can act on.
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -24,6 +25,7 @@ from approvals_app.services import (
 )
 from common.errors import ConflictError, InvalidArgumentError, NotFoundError, RateLimitedError
 from synthorg_site.logs import current_request_id
+from synthorg_site.metrics.instruments import call_decided, call_settled
 from tools_app.canonical import arguments_hash
 from tools_app.contracts import ToolContract
 from tools_app.models import Invocation, InvocationStatus
@@ -110,6 +112,7 @@ def invocation_submit(
     ``invocation_id`` lets a caller that will wait subscribe to the new call's
     status messages before the call exists.
     """
+    started = time.perf_counter()
     digest = arguments_hash(call.arguments)
     found = _existing(agent, call, digest)
     if found is not None:
@@ -150,7 +153,7 @@ def invocation_submit(
             )  # fmt: skip
             raise RateLimitedError(limited.reason, retry_after=limited.retry_after)
     try:
-        return _record(
+        submitted = _record(
             agent=agent,
             call=call,
             contract=contract,
@@ -166,6 +169,18 @@ def invocation_submit(
         if found is None:
             raise
         return found
+    _count_decided(submitted, started)
+    return submitted
+
+
+def _count_decided(submitted: Submitted, started: float) -> None:
+    invocation = submitted.invocation
+    outcome = str((invocation.decision or {}).get("outcome", ""))
+    call_decided(tool=invocation.tool, outcome=outcome, seconds=time.perf_counter() - started)
+    if invocation.status == InvocationStatus.DENIED:
+        call_settled(
+            tool=invocation.tool, status=invocation.status, created_at=invocation.created_at
+        )
 
 
 @transaction.atomic
