@@ -294,6 +294,10 @@ SYNTHORG_JSON_MAX_DEPTH = env.int("SYNTHORG_JSON_MAX_DEPTH", default=32)
 # Refusals of the HTTP layer (bad JSON, 404, 405, 413, 415, ...) are audited one by one
 # up to this many per client per minute; beyond it they are counted in one summary event.
 SYNTHORG_REFUSAL_AUDIT_PER_MINUTE = env.int("SYNTHORG_REFUSAL_AUDIT_PER_MINUTE", default=20)
+# MCP bridge: a scan finding of an upstream tool's definition at or above this severity
+# (info, low, medium, high, critical) holds the tool for an admin, even on first sight.
+SYNTHORG_BRIDGE_HOLD_SEVERITY = env.str("SYNTHORG_BRIDGE_HOLD_SEVERITY", default="high")
+SYNTHORG_BRIDGE_REASON_MAX_CHARS = env.int("SYNTHORG_BRIDGE_REASON_MAX_CHARS", default=1000)
 # /api/ and /mcp/ answer a failed CSRF check in the error envelope; pages keep Django's.
 CSRF_FAILURE_VIEW = "synthorg_site.http_edge.views.csrf_failure"
 

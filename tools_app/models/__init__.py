@@ -1,4 +1,5 @@
 from tools_app.models.audit import AuditEvent
+from tools_app.models.bridge import UpstreamToolPin
 from tools_app.models.disclosure import ToolDisclosureState
 from tools_app.models.invocation import TERMINAL_STATUSES, Invocation, InvocationStatus
 from tools_app.models.memory import AgentMemory
@@ -12,4 +13,5 @@ __all__ = [
     "InvocationStatus",
     "ToolDefinition",
     "ToolDisclosureState",
+    "UpstreamToolPin",
 ]

@@ -1,7 +1,10 @@
 """Can a call run at all? Asked before it is routed, so people only decide calls that can.
 
-Two checks the worker would otherwise make only after people approved:
+Three checks the worker would otherwise make only after people approved:
 
+- an upstream MCP tool (category ``mcp``) must stand on its pinned definition: one
+  held (changed since it was pinned, or flagged by the scan) or rejected by an
+  admin is refused with the pin's reason, and so is one never reviewed;
 - the tool's own settings (``preflight`` on the implementation, when it has one:
   e.g. ``shell_command`` with a command string where command strings are
   switched off): refused for every call, since the worker would refuse it too;
@@ -24,6 +27,8 @@ import structlog
 from common.redis import redis_client
 from common.settings_config import synthorg_config
 from synthorg_site.health import SANDBOX_PROBE_PREFIX
+from tools_app.bridge.definitions import CATEGORY as BRIDGE_CATEGORY
+from tools_app.bridge.pinning import upstream_standing
 from tools_app.builtin.base import ToolRefusedError
 from tools_app.contracts import ToolContract
 from tools_app.registry import backend_for, tool_catalog
@@ -33,6 +38,7 @@ log = structlog.get_logger(__name__)
 
 RULE_TOOL_SETTINGS = "tool_settings"
 RULE_SANDBOX_UNAVAILABLE = "sandbox_unavailable"
+RULE_UPSTREAM_HELD = "upstream_definition_held"
 
 
 def _refused(decision: Decision, rule: str, reason: str) -> Decision:
@@ -43,6 +49,9 @@ def preflight_refusal(
     *, contract: ToolContract, arguments: Mapping[str, Any], decision: Decision
 ) -> Decision | None:
     """A denial when the tool's settings refuse these arguments whatever people decide."""
+    held = upstream_refusal(contract=contract, decision=decision)
+    if held is not None:
+        return held
     tool = tool_catalog().implementation(contract.name)
     check = getattr(tool, "preflight", None)
     if check is None:
@@ -58,6 +67,16 @@ def preflight_refusal(
             "when run)",
         )
     return None
+
+
+def upstream_refusal(*, contract: ToolContract, decision: Decision) -> Decision | None:
+    """A denial when an upstream MCP tool is not on its pinned, reviewed definition."""
+    if contract.category.value != BRIDGE_CATEGORY:
+        return None
+    standing = upstream_standing(contract.name)
+    if standing.available:
+        return None
+    return _refused(decision, RULE_UPSTREAM_HELD, standing.reason)
 
 
 def sandbox_refusal(*, contract: ToolContract, decision: Decision) -> Decision | None:
