@@ -23,6 +23,7 @@ from approvals_app.selectors import (
     promotion_request,
 )
 from common.roles import ROLES_THAT_DECIDE, Role, has_any_role, roles_of
+from tools_app.bridge.selectors import held_upstream_tools
 
 TEMPLATE = "approvals/inbox.html"
 INBOX_VIEW = "inbox"
@@ -52,6 +53,7 @@ def inbox_context(user: Any) -> dict[str, Any]:
         "promotions": pending_promotion_rows(),
         "pending_count": inbox_pending_count(),
         "grants": list(approval_grants()[:100]),
+        "held_upstream": held_upstream_tools(),
     }
 
 

@@ -3,9 +3,16 @@
 from django.urls import path
 
 from tools_app import views_audit, views_tools
+from tools_app.bridge import views as bridge_views
 
 urlpatterns = [
     path("tools/", views_tools.tool_index, name="tool-list"),
+    path("tools/upstream/", bridge_views.upstream_review, name="upstream-review"),
+    path(
+        "tools/upstream/<int:pin_id>/decide/",
+        bridge_views.upstream_decide,
+        name="upstream-decide",
+    ),
     path("tools/<str:name>/switch/", views_tools.tool_switch, name="tool-switch"),
     path("audit/", views_audit.audit_list, name="audit-list"),
     path("audit/export.csv", views_audit.audit_export_csv, name="audit-export-csv"),

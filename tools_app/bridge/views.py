@@ -1,0 +1,54 @@
+"""The admins' review of upstream MCP tools: held definitions, their diff and findings."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_POST
+
+from common.errors import SynthOrgError
+from common.roles import Role
+from tools_app.bridge.pinning import upstream_pin_accept, upstream_pin_reject
+from tools_app.bridge.selectors import upstream_pins_for_review
+from trust_app.views_access import page_for
+
+TEMPLATE = "tools/upstream.html"
+
+
+def _page(request: HttpRequest, *, status: int = 200, **extra: Any) -> HttpResponse:
+    context = {"reviews": upstream_pins_for_review(), "errors": {}, "typed": {}, **extra}
+    return render(request, TEMPLATE, context, status=status)
+
+
+@page_for(Role.ADMIN)
+def upstream_review(request: HttpRequest) -> HttpResponse:
+    """Held and flagged upstream tools, with the change and the findings, to accept or reject."""
+    return _page(request)
+
+
+@page_for(Role.ADMIN)
+@require_POST
+def upstream_decide(request: HttpRequest, pin_id: int) -> HttpResponse:
+    """Accept or reject the held definition of one upstream tool (audited with the reason)."""
+    decision = request.POST.get("decision", "")
+    reason = request.POST.get("reason", "")
+    expected = request.POST.get("expected_hash", "")
+    decide = {"accept": upstream_pin_accept, "reject": upstream_pin_reject}.get(decision)
+    try:
+        if decide is None:
+            raise SynthOrgError(f"decision: {decision!r} is not one of accept, reject")
+        pin = decide(pin_id=pin_id, person=request.user, expected_hash=expected, reason=reason)
+    except SynthOrgError as exc:
+        # Shown beside the form the admin used, with what they typed kept.
+        return _page(
+            request,
+            status=exc.http_status,
+            errors={pin_id: exc.message},
+            typed={pin_id: reason},
+        )
+    verb = "accepted: it is pinned and can be called" if decision == "accept" else "rejected"
+    messages.success(request, f"The definition of {pin.contract_name} was {verb}.")
+    return redirect("upstream-review")
