@@ -23,6 +23,7 @@ app.conf.update(
     task_routes={
         "synthorg_site.tasks.*": {"queue": "maintenance"},
         "tools_app.sweep_*": {"queue": "maintenance"},
+        "tools_app.audit_*": {"queue": "maintenance"},
         "trust_app.*": {"queue": "maintenance"},
         "approvals_app.sweep_*": {"queue": "maintenance"},
         "notifications_app.*": {"queue": "maintenance"},
@@ -79,6 +80,19 @@ app.conf.update(
 )
 app.autodiscover_tasks()
 app.autodiscover_tasks(["synthorg_site"])
+
+
+@app.on_after_configure.connect
+def _schedule_audit_checkpoints(sender: Celery, **_: Any) -> None:
+    """The audit checkpoint's interval is a setting, read once Django's settings are."""
+    from django.conf import settings
+
+    sender.conf.beat_schedule["audit-checkpoint"] = {
+        "task": "tools_app.audit_checkpoint",
+        "schedule": float(settings.SYNTHORG_AUDIT_CHECKPOINT_SECONDS),
+        "options": {"queue": "maintenance"},
+    }
+
 
 _log = structlog.get_logger("synthorg.celery")
 

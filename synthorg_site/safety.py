@@ -15,6 +15,7 @@ class ProductionSettings:
     secret_key: str
     allowed_hosts: Sequence[str]
     database_url_set: bool
+    audit_keys_set: bool = True
 
 
 def unsafe_production_settings(settings: ProductionSettings) -> list[str]:
@@ -39,5 +40,10 @@ def unsafe_production_settings(settings: ProductionSettings) -> list[str]:
         problems.append(
             "DATABASE_URL is not set: name the production database explicitly "
             "(postgres://… ; sqlite:///PATH only for a single node)"
+        )
+    if not settings.audit_keys_set:
+        problems.append(
+            "SYNTHORG_AUDIT_KEYS is not set: set it to ID:SECRET (a secret of 32+ random "
+            "characters; `manage.py synthorg_audit new-key` prints one), kept outside the database"
         )
     return problems

@@ -85,6 +85,7 @@ if SYNTHORG_ENV == "production":
             secret_key=SECRET_KEY,
             allowed_hosts=ALLOWED_HOSTS,
             database_url_set=_database_url_set,
+            audit_keys_set=any(k.strip() for k in env.list("SYNTHORG_AUDIT_KEYS", default=[])),
         )
     )
     if _problems:
@@ -271,6 +272,16 @@ SYNTHORG_SECRET_MIN_LENGTH = env.int("SYNTHORG_SECRET_MIN_LENGTH", default=8)
 # The secrets broker: Fernet keys, newest first (comma-separated). Empty outside
 # production: a key kept in var/secrets_keys (0600) is made on first use.
 SYNTHORG_SECRETS_KEYS = env.list("SYNTHORG_SECRETS_KEYS", default=[])
+# The audit chain: HMAC keys as ID:SECRET, newest first (comma-separated). Empty
+# outside production: a key kept in var/audit_keys (0600) is made on first use.
+SYNTHORG_AUDIT_KEYS = env.list("SYNTHORG_AUDIT_KEYS", default=[])
+# Signed checkpoints of the chain's head go here, outside the database, this often.
+SYNTHORG_AUDIT_CHECKPOINT_DIR = env.str(
+    "SYNTHORG_AUDIT_CHECKPOINT_DIR", default=str(VAR_DIR / "audit-checkpoints")
+)
+SYNTHORG_AUDIT_CHECKPOINT_SECONDS = env.float("SYNTHORG_AUDIT_CHECKPOINT_SECONDS", default=300.0)
+# Verification reads events in chunks of this many rows and reports progress per chunk.
+SYNTHORG_AUDIT_VERIFY_CHUNK_ROWS = env.int("SYNTHORG_AUDIT_VERIFY_CHUNK_ROWS", default=5000)
 # The longest value a named secret may hold, in characters.
 SYNTHORG_SECRET_MAX_VALUE_CHARS = env.int("SYNTHORG_SECRET_MAX_VALUE_CHARS", default=16384)
 SYNTHORG_INVOCATION_LEASE_SECONDS = env.float("SYNTHORG_INVOCATION_LEASE_SECONDS", default=10.0)

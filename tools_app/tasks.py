@@ -37,3 +37,12 @@ def sweep_refusal_summaries() -> int:
     from tools_app.services.request_refusal import request_refusals_summarise
 
     return request_refusals_summarise()
+
+
+@shared_task(name="tools_app.audit_checkpoint", quiet=True)
+def audit_checkpoint() -> str | None:
+    """Write a signed checkpoint of the audit chain's head outside the database."""
+    from tools_app.audit_checkpoint import audit_checkpoint_write
+
+    stored = audit_checkpoint_write()
+    return stored.name if stored is not None else None

@@ -28,7 +28,12 @@ def test_production_refuses_to_start_and_names_every_unsafe_setting(tmp_path: Pa
     env = {"SYNTHORG_ENV": "production", "DEBUG": "true", "ALLOWED_HOSTS": "*"}
     result = _check(env, tmp_path)
     assert result.returncode != 0
-    for name in ("DEBUG is on", "SECRET_KEY is not set", "ALLOWED_HOSTS contains '*'"):
+    for name in (
+        "DEBUG is on",
+        "SECRET_KEY is not set",
+        "ALLOWED_HOSTS contains '*'",
+        "SYNTHORG_AUDIT_KEYS is not set",
+    ):
         assert name in result.stderr, result.stderr
 
 
@@ -37,6 +42,7 @@ def test_production_starts_with_safe_settings(tmp_path: Path) -> None:
         "SYNTHORG_ENV": "production",
         "SECRET_KEY": "k" * 20 + "x7Qp-random-enough-for-a-test-0123456789abcdef",
         "ALLOWED_HOSTS": "console.example.org",
+        "SYNTHORG_AUDIT_KEYS": "ak-test:" + "a7Rq" * 10,
         "DATABASE_URL": os.environ.get("DATABASE_URL") or f"sqlite:///{tmp_path}/db.sqlite3",
     }
     result = _check(env, tmp_path)

@@ -38,6 +38,8 @@ class AuditEvent(models.Model):
     data = models.JSONField(default=dict, blank=True, editable=False)
     prev_hash = models.CharField(max_length=64, editable=False)
     hash = models.CharField(max_length=64, unique=True, editable=False)
+    # The audit key whose HMAC `hash` is; empty for events from before the chain was keyed.
+    key_id = models.CharField(max_length=40, blank=True, default="", editable=False)
 
     class Meta:
         ordering = ["-id"]

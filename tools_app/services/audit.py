@@ -10,7 +10,8 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from synthorg_site.logs import current_request_id
-from tools_app.audit_chain import GENESIS_HASH, event_hash
+from tools_app.audit_chain import AUDIT_CHAIN_KEYED, GENESIS_HASH, AuditKey, keyed_event_hash
+from tools_app.audit_keys import audit_key_ring
 from tools_app.models import AuditEvent
 
 # Any constant works: it names the one lock that orders writers of the chain.
@@ -36,11 +37,11 @@ class Actor:
         return cls(type="agent", id=str(agent.pk), name=agent.name)
 
 
-# The newest event's hash, compiled once per database backend.
+# The newest event's hash and key id, compiled once per database backend.
 _last_hash_sql: dict[str, str] = {}
 
 
-def _lock_chain_and_read_last_hash() -> str | None:
+def _lock_chain_and_read_head() -> tuple[str, str] | None:
     """Serialise chain writers until the transaction ends, then read the chain's head.
 
     On PostgreSQL both go in one round trip: two statements in one simple query
@@ -50,7 +51,7 @@ def _lock_chain_and_read_last_hash() -> str | None:
     """
     sql = _last_hash_sql.get(connection.vendor)
     if sql is None:
-        query = AuditEvent.objects.order_by("-id").values_list("hash", flat=True)[:1].query
+        query = AuditEvent.objects.order_by("-id").values_list("hash", "key_id")[:1].query
         statement, params = query.sql_with_params()
         if params:  # a fixed statement is expected; never splice values into SQL
             raise RuntimeError("the audit chain head query unexpectedly has parameters")
@@ -62,7 +63,7 @@ def _lock_chain_and_read_last_hash() -> str | None:
         else:
             cursor.execute(sql)
         row = cursor.fetchone()
-    return row[0] if row else None
+    return (row[0], row[1]) if row else None
 
 
 def audit_record(
@@ -82,12 +83,32 @@ def audit_record(
     duration_ms: int | None = None,
     data: dict[str, Any] | None = None,
 ) -> AuditEvent:
-    """Append one event to the chain. Must run inside the transaction of the change it records."""
+    """Append one event to the chain. Must run inside the transaction of the change it records.
+
+    The event's hash is an HMAC under the newest audit key. The first keyed event after
+    events with plain hashes is preceded by one AUDIT_CHAIN_KEYED event marking the switch.
+    """
     if not transaction.get_connection().in_atomic_block:
         raise RuntimeError("audit_record must run inside the transaction it records")
-    prev = _lock_chain_and_read_last_hash() or GENESIS_HASH
+    key = audit_key_ring().newest  # before the lock: a missing key refuses the change
+    head = _lock_chain_and_read_head()
+    prev = head[0] if head else GENESIS_HASH
+    if head is not None and not head[1]:
+        marker = _append(
+            key,
+            prev,
+            {
+                **_blank_fields(),
+                "kind": AUDIT_CHAIN_KEYED,
+                "actor_type": "system",
+                "actor_name": "system",
+                "reason": f"events from here on are keyed (HMAC-SHA256, key {key.id})",
+                "data": {"key_id": key.id, "unkeyed_head": prev},
+            },
+        )
+        prev = marker.hash
     fields: dict[str, Any] = {
-        "created_at": timezone.now(),
+        **_blank_fields(),
         "kind": kind,
         "actor_type": actor.type,
         "actor_id": actor.id,
@@ -104,14 +125,42 @@ def audit_record(
         "reason": reason,
         "rule": rule,
         "duration_ms": duration_ms,
-        "request_id": current_request_id() or "",
         "data": data or {},
     }
-    # Hash the values as they will read back from the database (ISO timestamps, str UUIDs).
-    chained = {
+    return _append(key, prev, fields)
+
+
+def _blank_fields() -> dict[str, Any]:
+    return {
+        "created_at": timezone.now(),
+        "actor_id": "",
+        "agent_id": None,
+        "agent_name": "",
+        "invocation_id": None,
+        "tool": "",
+        "category": "",
+        "action_type": "",
+        "arguments_hash": "",
+        "outcome": "",
+        "status": "",
+        "reason": "",
+        "rule": "",
+        "duration_ms": None,
+        "request_id": current_request_id() or "",
+        "data": {},
+    }
+
+
+def chained_values(fields: dict[str, Any]) -> dict[str, Any]:
+    """The values as they will read back from the database (ISO timestamps, str UUIDs)."""
+    return {
         **fields,
         "created_at": fields["created_at"].isoformat(),
         "agent_id": str(fields["agent_id"]) if fields["agent_id"] else None,
-        "invocation_id": str(invocation_id) if invocation_id else None,
+        "invocation_id": str(fields["invocation_id"]) if fields["invocation_id"] else None,
     }
-    return AuditEvent.objects.create(**fields, prev_hash=prev, hash=event_hash(prev, chained))
+
+
+def _append(key: AuditKey, prev: str, fields: dict[str, Any]) -> AuditEvent:
+    digest = keyed_event_hash(key, prev, chained_values(fields))
+    return AuditEvent.objects.create(**fields, prev_hash=prev, hash=digest, key_id=key.id)
