@@ -333,6 +333,35 @@ SYNTHORG_METRICS_CALL_BUCKETS = [
     )
 ]  # fmt: skip
 
+# The egress proxy a sandboxed command reaches the network through (tools_app.egress).
+# A client must name its destination within the handshake time; a destination must
+# resolve and accept within the connect time; a connection with nothing moving for the
+# idle time, or older than its maximum, or past its byte budget (both ways) is cut.
+SYNTHORG_EGRESS_HANDSHAKE_TIMEOUT_SECONDS = env.float(
+    "SYNTHORG_EGRESS_HANDSHAKE_TIMEOUT_SECONDS", default=10.0
+)
+SYNTHORG_EGRESS_CONNECT_TIMEOUT_SECONDS = env.float(
+    "SYNTHORG_EGRESS_CONNECT_TIMEOUT_SECONDS", default=10.0
+)
+SYNTHORG_EGRESS_IDLE_TIMEOUT_SECONDS = env.float(
+    "SYNTHORG_EGRESS_IDLE_TIMEOUT_SECONDS", default=60.0
+)
+SYNTHORG_EGRESS_MAX_CONNECTION_SECONDS = env.float(
+    "SYNTHORG_EGRESS_MAX_CONNECTION_SECONDS", default=600.0
+)
+SYNTHORG_EGRESS_MAX_BYTES_PER_CONNECTION = env.int(
+    "SYNTHORG_EGRESS_MAX_BYTES_PER_CONNECTION", default=1024 * 1024 * 1024
+)
+# Connections open at once through one call's proxy, and connections one call may open
+# with an audit row each (beyond it they are refused and counted in one summary row).
+SYNTHORG_EGRESS_MAX_CONNECTIONS = env.int("SYNTHORG_EGRESS_MAX_CONNECTIONS", default=64)
+SYNTHORG_EGRESS_MAX_AUDITED_CONNECTIONS = env.int(
+    "SYNTHORG_EGRESS_MAX_AUDITED_CONNECTIONS", default=1000
+)
+# The proxy's resolver: the system's, or this DNS server (an IP address) when set.
+SYNTHORG_EGRESS_DNS_SERVER = env.str("SYNTHORG_EGRESS_DNS_SERVER", default="")
+SYNTHORG_EGRESS_DNS_PORT = env.int("SYNTHORG_EGRESS_DNS_PORT", default=53)
+
 REST_FRAMEWORK: dict[str, object] = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_AUTHENTICATION_CLASSES": [],

@@ -18,6 +18,7 @@ from types import MappingProxyType
 from typing import Any, Protocol, runtime_checkable
 
 from tools_app.contracts import ToolContract
+from tools_app.egress.gateway import EgressGateway
 from tools_app.sandbox.protocol import Owner, SandboxBackend
 
 
@@ -68,6 +69,8 @@ class ToolContext:
     task_id: str | None = None
     settings: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     sub_constraints: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    egress: EgressGateway | None = None
+    """The worker's egress proxy; None where no proxy runs (the sandbox gets no network)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,6 +30,7 @@ from tools_app.builtin.base import (
 )
 from tools_app.builtin.fs_links import refuse_hard_links
 from tools_app.builtin.process_output import PROCESS_OUTPUT_SCHEMA
+from tools_app.builtin.sandbox_network import sandbox_network
 from tools_app.builtin.terminal import outcome_from_result
 from tools_app.builtin.terminal_settings import DEFAULT_MAX_LINK_SCAN_ENTRIES
 from tools_app.contracts import ToolContract
@@ -37,7 +38,6 @@ from tools_app.sandbox.errors import SandboxError
 from tools_app.sandbox.protocol import (
     Limits,
     MountMode,
-    NetworkPolicy,
     SandboxSpec,
     WorkspaceMount,
 )
@@ -172,21 +172,22 @@ class CodeRunnerTool:
                 _setting(settings, "max_link_scan_entries", DEFAULT_MAX_LINK_SCAN_ENTRIES)
             ),
         )
-        spec = SandboxSpec(
-            argv=(*LANGUAGES[language], code),
-            workspace=WorkspaceMount(
-                context.workspace, MountMode.READ_ONLY if read_only else MountMode.READ_WRITE
-            ),
-            stdin=stdin.encode("utf-8"),
-            timeout_seconds=timeout,
-            limits=Limits(output_bytes=output_bytes),
-            network=NetworkPolicy.NONE,
-            owner=context.owner,
-        )
-        try:
-            result = context.sandbox.run(spec)
-        except SandboxError as exc:
-            raise ToolFailedError(exc.reason, code="SANDBOX_REFUSED") from exc
+        with sandbox_network(context) as network:
+            spec = SandboxSpec(
+                argv=(*LANGUAGES[language], code),
+                workspace=WorkspaceMount(
+                    context.workspace, MountMode.READ_ONLY if read_only else MountMode.READ_WRITE
+                ),
+                stdin=stdin.encode("utf-8"),
+                timeout_seconds=timeout,
+                limits=Limits(output_bytes=output_bytes),
+                owner=context.owner,
+                **network,
+            )
+            try:
+                result = context.sandbox.run(spec)
+            except SandboxError as exc:
+                raise ToolFailedError(exc.reason, code="SANDBOX_REFUSED") from exc
         return outcome_from_result(result, timeout, output_bytes)
 
 

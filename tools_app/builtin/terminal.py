@@ -30,6 +30,7 @@ from tools_app.builtin.fs_links import refuse_hard_links
 from tools_app.builtin.fs_paths import AgentPath, PathRules, check_agent_path, workspace_roots
 from tools_app.builtin.git_command import LAUNCHER_ARGV, default_identity, launcher_refusal
 from tools_app.builtin.process_output import PROCESS_OUTPUT_SCHEMA
+from tools_app.builtin.sandbox_network import sandbox_network
 from tools_app.builtin.shell_parse import (
     ShellSyntaxRefusedError,
     parse_command_line,
@@ -50,7 +51,6 @@ from tools_app.sandbox.protocol import (
     KilledBy,
     Limits,
     MountMode,
-    NetworkPolicy,
     SandboxResult,
     SandboxSpec,
     WorkspaceMount,
@@ -280,24 +280,25 @@ class ShellCommandTool:
         if not isinstance(stdin, str):
             raise ToolRefusedError(RefusalCode.INVALID_ARGUMENT, "stdin must be a string")
         timeout = _timeout(settings, arguments.get("timeout_seconds"))
-        spec = SandboxSpec(
-            argv=run_argv,
-            workspace=WorkspaceMount(
-                context.workspace,
-                MountMode.READ_ONLY if settings.read_only else MountMode.READ_WRITE,
-            ),
-            cwd=cwd.display(),
-            env={"PATH": ":".join(settings.search_path)},
-            stdin=stdin.encode("utf-8"),
-            timeout_seconds=timeout,
-            limits=Limits(output_bytes=settings.max_output_bytes),
-            network=NetworkPolicy.NONE,
-            owner=context.owner,
-        )
-        try:
-            result = context.sandbox.run(spec)
-        except SandboxError as exc:
-            raise ToolFailedError(exc.reason, code="SANDBOX_REFUSED") from exc
+        with sandbox_network(context) as network:
+            spec = SandboxSpec(
+                argv=run_argv,
+                workspace=WorkspaceMount(
+                    context.workspace,
+                    MountMode.READ_ONLY if settings.read_only else MountMode.READ_WRITE,
+                ),
+                cwd=cwd.display(),
+                env={"PATH": ":".join(settings.search_path)},
+                stdin=stdin.encode("utf-8"),
+                timeout_seconds=timeout,
+                limits=Limits(output_bytes=settings.max_output_bytes),
+                owner=context.owner,
+                **network,
+            )
+            try:
+                result = context.sandbox.run(spec)
+            except SandboxError as exc:
+                raise ToolFailedError(exc.reason, code="SANDBOX_REFUSED") from exc
         refusal = launcher_refusal(result) if run_argv[:5] == LAUNCHER_ARGV else None
         if refusal is not None:
             raise refusal

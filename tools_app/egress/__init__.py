@@ -18,6 +18,7 @@ from tools_app.egress.decision import (
     NetworkGrant,
     grant_from_sub_constraints,
 )
+from tools_app.egress.gateway import EgressGateway, LocalEgressGateway
 from tools_app.egress.limits import ProxyLimits
 from tools_app.egress.records import ConnectionRecord, EgressOutcome, EgressProtocol
 from tools_app.egress.server import EgressProxy
@@ -26,11 +27,13 @@ from tools_app.egress.session import EgressPort, egress_session
 __all__ = [
     "ConnectionRecord",
     "EgressDecider",
+    "EgressGateway",
     "EgressGrantError",
     "EgressOutcome",
     "EgressPort",
     "EgressProtocol",
     "EgressProxy",
+    "LocalEgressGateway",
     "NetworkGrant",
     "ProxyLimits",
     "egress_session",

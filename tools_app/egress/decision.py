@@ -34,6 +34,9 @@ class NetworkGrant:
     allowed_hosts: tuple[str, ...] = ()
     denied_hosts: tuple[str, ...] = ()
     block_private: bool = True
+    pinned: CheckedEndpoint | None = None
+    """When set, the one destination a call may reach, already checked by its tool (git's
+    remote): the proxy connects only there, to the address that was checked."""
 
     @property
     def grants_network(self) -> bool:
@@ -126,4 +129,11 @@ class EgressDecider:
             raise EgressUrlInvalidError(str(exc)) from exc
         if not normal:
             raise EgressHostNotAllowedError("the destination names no host")
+        pinned = self.grant.pinned
+        if pinned is not None:
+            if port == pinned.port and (normal == pinned.host or normal in pinned.addresses):
+                return pinned
+            raise EgressHostNotAllowedError(
+                f"this call may reach only {pinned.host}:{pinned.port}, the remote it checked"
+            )
         return self.guard.check_host(normal, port, is_ip=is_ip)

@@ -1,7 +1,9 @@
 """Runs inside a sandbox: relay 127.0.0.1:PORT to the egress proxy's unix socket, then
 run the command.
 
-Usage: ``python3 -I -S forwarder.py SOCKET PORT -- COMMAND...``. Standard library
+Usage: ``python3 -I -S forwarder.py SOCKET PORT -- COMMAND...``; or, as ssh's
+ProxyCommand, ``forwarder.py --connect SOCKET HOST PORT`` (one tunnel on stdin and
+stdout, the proxy's refusal on stderr). Standard library
 only (it runs on whatever Python the sandbox has). The listener is bound before
 the command starts, so the command's first connection finds it. The relay lives
 in a grandchild that leaves when the command (and whatever inherited its pipe)
@@ -56,7 +58,46 @@ def _serve(listener: socket.socket, path: str, alive: int) -> None:
         threading.Thread(target=_serve_one, args=(client, path), daemon=True).start()
 
 
+def connect(path: str, host: str, port: str) -> None:
+    """One CONNECT tunnel to ``host:port`` relayed over stdin and stdout."""
+    upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    upstream.connect(path)
+    target = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    upstream.sendall(f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n".encode())
+    head = b""
+    while not head.endswith(b"\r\n\r\n"):
+        data = upstream.recv(1)
+        if not data:
+            break
+        head += data
+    if not head.startswith(b"HTTP/1.1 200"):
+        reason = [line for line in head.split(b"\r\n") if line.startswith(b"X-Synthorg-Egress")]
+        sys.stderr.write(((reason or head.split(b"\r\n")[:1])[0]).decode("utf-8", "replace"))
+        sys.stderr.write("\n")
+        os._exit(1)
+
+    def upward() -> None:
+        while True:
+            data = os.read(0, CHUNK)
+            if not data:
+                break
+            upstream.sendall(data)
+        with contextlib.suppress(OSError):
+            upstream.shutdown(socket.SHUT_WR)
+
+    threading.Thread(target=upward, daemon=True).start()
+    while True:
+        data = upstream.recv(CHUNK)
+        if not data:
+            break
+        sys.stdout.buffer.write(data)
+        sys.stdout.buffer.flush()
+    os._exit(0)
+
+
 def main(argv: list[str]) -> None:
+    if argv[:1] == ["--connect"] and len(argv) == 4:
+        connect(argv[1], argv[2], argv[3])
     if len(argv) < 4 or argv[2] != "--":
         sys.stderr.write("usage: forwarder.py SOCKET PORT -- COMMAND...\n")
         os._exit(2)

@@ -45,3 +45,11 @@ def forwarded_argv(argv: tuple[str, ...], port: int = FORWARD_PORT) -> tuple[str
         "--",
         *argv,
     )
+
+
+def ssh_proxy_command() -> str:
+    """ssh's ProxyCommand: one tunnel through the proxy (ssh fills in %h and %p)."""
+    return (
+        f"{PYTHON_INSIDE} -I -S {MOUNT_POINT}/{FORWARDER_NAME} --connect "
+        f"{MOUNT_POINT}/{SOCKET_NAME} %h %p"
+    )

@@ -17,6 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from tools_app.egress.inside import MOUNT_POINT as EGRESS_INSIDE
+from tools_app.egress.inside import forwarded_argv, proxy_env
 from tools_app.sandbox.capture import CaptureStop
 from tools_app.sandbox.docker_exec import ExecOutcome, run_exec, wrap_command
 from tools_app.sandbox.engine import bind_mount, connect, sdk_errors
@@ -175,7 +177,12 @@ class DockerSandbox:
                     str(request.workspace),
                     WORKSPACE_INSIDE,
                     read_only=request.mode is not MountMode.READ_WRITE,
-                )
+                ),
+                *(
+                    [bind_mount(str(request.egress_dir), EGRESS_INSIDE, read_only=True)]
+                    if request.egress_dir is not None
+                    else []
+                ),
             ],
             working_dir=WORKSPACE_INSIDE,
             labels=labels,
@@ -203,9 +210,16 @@ class DockerSandbox:
             tmpdir=TMP_INSIDE,
         )
         timeout = min(spec.timeout_seconds, self.settings.timeout_seconds)
-        request = ContainerRequest(spec.owner, workspace, spec.workspace.mode, spec.network)
+        request = ContainerRequest(
+            spec.owner, workspace, spec.workspace.mode, spec.network, spec.egress_dir
+        )
+        command = spec.argv
+        if spec.network is NetworkPolicy.PROXY:
+            # No interface but loopback; the forwarder there relays to the bound-in socket.
+            env.update(proxy_env())
+            command = forwarded_argv(spec.argv)
         argv = wrap_command(
-            list(spec.argv),
+            list(command),
             memory_bytes=spec.limits.memory_bytes,
             cpu_seconds=spec.limits.cpu_seconds,
             file_size_bytes=spec.limits.file_size_bytes,

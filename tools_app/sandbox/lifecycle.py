@@ -63,6 +63,8 @@ class ContainerRequest:
     workspace: Path
     mode: MountMode
     network: NetworkPolicy
+    egress_dir: Path | None = None
+    """The call's egress directory, bound in at creation (so such a container is the call's)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,6 +153,8 @@ class ContainerLifecycle:
         owner = request.owner
         if owner is None or self.strategy is LifecycleStrategy.PER_CALL:
             return None
+        if request.egress_dir is not None:
+            return None  # the proxy's socket is the call's own: so is its container
         if self.strategy is LifecycleStrategy.PER_TASK:
             if owner.task_id is None:
                 return None

@@ -15,6 +15,9 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
+from tools_app.egress.inside import MOUNT_POINT as EGRESS_INSIDE
+from tools_app.egress.inside import forwarded_argv, proxy_env
+from tools_app.egress.probe import probe_egress
 from tools_app.sandbox.cgroups import CgroupSupport, detect_cgroup_support
 from tools_app.sandbox.env import build_sandbox_env
 from tools_app.sandbox.errors import SandboxError, SandboxUnavailableError
@@ -163,8 +166,14 @@ class NamespaceSandbox:
             "--unshare-uts",
             "--unshare-cgroup-try",
         ]
-        if spec.network is NetworkPolicy.NONE:
+        if spec.network is not NetworkPolicy.BRIDGE:
+            # Loopback only; with PROXY the bound-in socket is the one way out.
             args.append("--unshare-net")
+        egress_args: list[str] = []
+        argv = spec.argv
+        if spec.network is NetworkPolicy.PROXY and spec.egress_dir is not None:
+            egress_args = ["--ro-bind", str(spec.egress_dir), EGRESS_INSIDE]
+            argv = forwarded_argv(spec.argv)
         args += [
             "--die-with-parent",
             "--new-session",
@@ -189,13 +198,14 @@ class NamespaceSandbox:
             "--bind" if spec.workspace.writable else "--ro-bind",
             str(workspace_real),
             WORKSPACE_INSIDE,
+            *egress_args,
             # Everything not bound explicitly (/, /etc) becomes read-only too.
             "--remount-ro",
             "/",
             "--chdir",
             cwd_inside,
             "--",
-            *spec.argv,
+            *argv,
         ]
         return args
 
@@ -215,6 +225,8 @@ class NamespaceSandbox:
             worker_env, spec.env, path=path, home=HOME_INSIDE, tmpdir=TMP_INSIDE
         )
         env["PWD"] = cwd_inside
+        if spec.network is NetworkPolicy.PROXY:
+            env.update(proxy_env())
         timeout = spec.timeout_seconds
         if self.max_timeout_seconds is not None:
             timeout = min(timeout, self.max_timeout_seconds)
@@ -246,6 +258,9 @@ class NamespaceSandbox:
         }
         if ok:
             details["nested_user_namespaces"] = probe_nested_userns(self)
+            _, egress = probe_egress(self)
+            details["egress_proxy"] = egress
+            reason = f"{reason}; {egress}"
         return ProbeReport(self.name, ok, reason, details)
 
     def close(self) -> None:

@@ -25,6 +25,9 @@ class NetworkPolicy(enum.StrEnum):
     """No network at all (loopback only where the backend gives one)."""
     BRIDGE = "bridge"
     """Outbound network through the engine's bridge (docker) or the host's stack."""
+    PROXY = "proxy"
+    """Loopback only; the call's egress proxy (``tools_app.egress``), reached through a
+    unix socket bound in from ``SandboxSpec.egress_dir``, is the only way out."""
 
 
 class MountMode(enum.StrEnum):
@@ -107,6 +110,8 @@ class SandboxSpec:
     limits: Limits = field(default_factory=Limits)
     network: NetworkPolicy = NetworkPolicy.NONE
     owner: Owner | None = None
+    egress_dir: Path | None = None
+    """The call's egress directory (proxy socket and forwarder) when ``network`` is PROXY."""
 
     def __post_init__(self) -> None:
         if isinstance(self.argv, str):
@@ -119,6 +124,10 @@ class SandboxSpec:
         if not self.timeout_seconds > 0:
             raise SandboxSpecInvalidError("timeout_seconds must be greater than zero")
         object.__setattr__(self, "env", MappingProxyType(dict(self.env)))
+        if (self.network is NetworkPolicy.PROXY) != (self.egress_dir is not None):
+            raise SandboxSpecInvalidError(
+                "network 'proxy' needs the call's egress directory, and only it takes one"
+            )
 
 
 @dataclass(frozen=True, slots=True)

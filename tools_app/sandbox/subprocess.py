@@ -21,7 +21,7 @@ from pathlib import Path
 
 from tools_app.sandbox.cgroups import CgroupSupport, detect_cgroup_support
 from tools_app.sandbox.env import build_sandbox_env
-from tools_app.sandbox.errors import SandboxError
+from tools_app.sandbox.errors import SandboxError, SandboxUnavailableError
 from tools_app.sandbox.etc_view import etc_view
 from tools_app.sandbox.identity import DEFAULT_SANDBOX_USER, resolve_identity
 from tools_app.sandbox.namespace import ETC_ENTRIES
@@ -89,6 +89,12 @@ class SubprocessSandbox:
 
     def run(self, spec: SandboxSpec) -> SandboxResult:
         """Run ``spec`` as a child process; refusals raise a SandboxError."""
+        if spec.network is NetworkPolicy.PROXY:
+            raise SandboxUnavailableError(
+                self.name,
+                "the egress proxy is served only in the namespace and docker sandboxes; "
+                "route this tool's category to one of them",
+            )
         identity = resolve_identity(self.run_as_user, backend=self.name)
         workspace = resolve_workspace(spec.workspace.host_path)
         cwd = resolve_cwd(workspace, spec.cwd)
@@ -117,7 +123,7 @@ class SubprocessSandbox:
                     etc=etc,
                     identity=identity,
                     extra_ro=self.safe_prefixes,
-                    network=spec.network is not NetworkPolicy.NONE,
+                    network=spec.network is NetworkPolicy.BRIDGE,
                 )
                 outcome = run_confined(
                     list(spec.argv),

@@ -29,6 +29,7 @@ from synthorg_site.metrics.instruments import call_settled
 from tools_app.agent_view import agent_message, agent_output, agent_structure
 from tools_app.api.representation import invocation_json
 from tools_app.builtin.base import ToolContext, ToolFailedError, ToolOutcome, ToolRefusedError
+from tools_app.egress_worker import invocation_egress
 from tools_app.lease import holder_is_alive, invocation_lease
 from tools_app.models import Invocation, InvocationStatus
 from tools_app.quota.guard import guard_workspace
@@ -147,6 +148,7 @@ def _context(invocation: Invocation, backend: Any) -> ToolContext:
         sub_constraints=policy.for_category(invocation.category).constraints.model_dump(
             mode="json"
         ),
+        egress=invocation_egress(invocation),
     )
 
 

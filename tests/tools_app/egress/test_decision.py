@@ -83,3 +83,20 @@ def test_socks_header_accepts_connect_only() -> None:
         with pytest.raises(SocksRequestError) as raised:
             check_request_header(bytes(header))
         assert raised.value.reply_code == code
+
+
+def test_a_pinned_grant_reaches_only_the_checked_remote_at_its_checked_address() -> None:
+    from tools_app.egress.decision import NetworkGrant
+    from tools_app.net import CheckedEndpoint
+
+    remote = CheckedEndpoint("git.internal.test", 443, ("10.1.2.3",), trusted=True)
+    decider = EgressDecider(
+        NetworkGrant(mode="allowlist_only", pinned=remote),
+        agent_name="a",
+        resolver=StaticResolver({}),  # nothing is resolved again
+    )
+    assert decider.decide("git.internal.test", 443).pinned_address == "10.1.2.3"
+    assert decider.decide("10.1.2.3", 443) is remote  # ssh connects by the address
+    for host, port in (("git.internal.test", 22), ("other.test", 443), ("10.1.2.4", 443)):
+        with pytest.raises(EgressError, match=r"only git\.internal\.test:443"):
+            decider.decide(host, port)

@@ -1,0 +1,54 @@
+"""PURE: what a tool asks of the worker to give its sandbox network: an egress session.
+
+``EgressGateway`` is handed to tools in ``ToolContext.egress``; the worker's
+implementation (``tools_app.egress_worker``) adds its resolver, limits and the
+audit writer. ``LocalEgressGateway`` is the same without audit (embedding, benches).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
+from typing import Protocol, runtime_checkable
+
+from tools_app.egress.decision import EgressDecider, NetworkGrant
+from tools_app.egress.limits import ProxyLimits
+from tools_app.egress.session import EgressPort, RecordsSink, egress_session
+from tools_app.net import Resolver
+
+
+@runtime_checkable
+class EgressGateway(Protocol):
+    """Opens the egress proxy for one sandboxed command."""
+
+    def session(self, grant: NetworkGrant) -> AbstractContextManager[EgressPort]:
+        """Serve ``grant`` until the ``with`` block ends; yield the directory to bind."""
+        ...
+
+
+class LocalEgressGateway:
+    """An egress gateway with a fixed resolver, limits and record sink."""
+
+    def __init__(
+        self,
+        *,
+        agent_name: str,
+        resolver: Resolver | None = None,
+        limits: ProxyLimits | None = None,
+        on_records: RecordsSink | None = None,
+        max_records: int = 1000,
+    ) -> None:
+        self.agent_name = agent_name
+        self.resolver = resolver
+        self.limits = limits
+        self.on_records = on_records
+        self.max_records = max_records
+
+    @contextmanager
+    def session(self, grant: NetworkGrant) -> Iterator[EgressPort]:
+        """Serve ``grant`` for the duration of the block."""
+        decider = EgressDecider(grant, agent_name=self.agent_name, resolver=self.resolver)
+        with egress_session(
+            decider, limits=self.limits, on_records=self.on_records, max_records=self.max_records
+        ) as port:
+            yield port

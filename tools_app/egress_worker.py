@@ -1,0 +1,53 @@
+"""The worker's egress gateway for one invocation: settings in, audit rows out.
+
+Numbers come from ``SYNTHORG_EGRESS_*`` settings; the resolver is the system's
+unless ``SYNTHORG_EGRESS_DNS_SERVER`` names one. Records are written by
+``egress_connections_record`` in the worker's thread when the command ends.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+
+from tools_app.egress import LocalEgressGateway, ProxyLimits
+from tools_app.egress.records import ConnectionRecord
+from tools_app.net import DnsServerResolver, Resolver
+from tools_app.services.egress_audit import egress_connections_record
+
+
+def proxy_limits() -> ProxyLimits:
+    """The per-connection limits from settings."""
+    return ProxyLimits(
+        handshake_timeout_seconds=settings.SYNTHORG_EGRESS_HANDSHAKE_TIMEOUT_SECONDS,
+        connect_timeout_seconds=settings.SYNTHORG_EGRESS_CONNECT_TIMEOUT_SECONDS,
+        idle_timeout_seconds=settings.SYNTHORG_EGRESS_IDLE_TIMEOUT_SECONDS,
+        max_connection_seconds=settings.SYNTHORG_EGRESS_MAX_CONNECTION_SECONDS,
+        max_bytes_per_connection=settings.SYNTHORG_EGRESS_MAX_BYTES_PER_CONNECTION,
+        max_connections=settings.SYNTHORG_EGRESS_MAX_CONNECTIONS,
+    )
+
+
+def proxy_resolver() -> Resolver | None:
+    """A DNS server resolver when settings name one; else None (the system resolver)."""
+    server = settings.SYNTHORG_EGRESS_DNS_SERVER
+    if not server:
+        return None
+    return DnsServerResolver(server, settings.SYNTHORG_EGRESS_DNS_PORT)
+
+
+def invocation_egress(invocation: Any) -> LocalEgressGateway:
+    """The gateway a tool of ``invocation`` opens its sandbox's network through."""
+
+    def record(records: list[ConnectionRecord], unrecorded: int) -> None:
+        if records or unrecorded:
+            egress_connections_record(invocation=invocation, records=records, unrecorded=unrecorded)
+
+    return LocalEgressGateway(
+        agent_name=invocation.agent.name,
+        resolver=proxy_resolver(),
+        limits=proxy_limits(),
+        on_records=record,
+        max_records=settings.SYNTHORG_EGRESS_MAX_AUDITED_CONNECTIONS,
+    )
