@@ -14,9 +14,10 @@ same command runs on every backend (``/workspace`` inside namespaces).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -36,6 +37,9 @@ from tools_app.builtin.git_hardening import (
     protocols,
 )
 from tools_app.builtin.git_launcher import REFUSED_EXIT, REFUSED_MARKER
+from tools_app.egress.decision import NetworkGrant
+from tools_app.egress.inside import ssh_proxy_command
+from tools_app.net import CheckedEndpoint
 from tools_app.sandbox.errors import SandboxError
 from tools_app.sandbox.protocol import (
     MountMode,
@@ -205,12 +209,19 @@ class GitRunner:
     """Builds launcher command lines and runs them through ``context.sandbox``."""
 
     def __init__(
-        self, context: ToolContext, *, extra_options: Sequence[str] = (), ssh_options: str = ""
+        self,
+        context: ToolContext,
+        *,
+        extra_options: Sequence[str] = (),
+        ssh_options: str = "",
+        remote: CheckedEndpoint | None = None,
     ) -> None:
         self.context = context
         self.settings: Mapping[str, Any] = context.settings
         self.extra_options = tuple(extra_options)
         self.ssh_options = ssh_options
+        # The checked remote: a call with network reaches it, and only it, through the proxy.
+        self.remote = remote
 
     def spec(
         self,
@@ -246,7 +257,10 @@ class GitRunner:
         known_hosts = str(self.settings.get("ssh_known_hosts_file") or "/dev/null")
         if not re.match(r"^/[A-Za-z0-9._/\-]+$", known_hosts):
             raise invalid("config 'ssh_known_hosts_file' must be an absolute plain path")
-        return f"{SSH_COMMAND} -o UserKnownHostsFile={known_hosts}{self.ssh_options}"
+        # ssh takes the first value of an option: the proxy replaces "none", never follows it.
+        proxy = f"-o 'ProxyCommand={ssh_proxy_command()}'"
+        ssh = SSH_COMMAND.replace("-o ProxyCommand=none", proxy)
+        return f"{ssh} -o UserKnownHostsFile={known_hosts}{self.ssh_options}"
 
     def run(
         self,
@@ -261,25 +275,44 @@ class GitRunner:
         """Run git through the launcher; its refusal becomes ToolRefusedError."""
         timeout = float(self.settings.get("timeout_seconds", 120 if network else 30))
         launcher = self.spec(repository, network=network, writable=writable, **spec_options)
-        spec = SandboxSpec(
-            argv=launcher_argv(launcher, args),
-            workspace=WorkspaceMount(
-                self.context.workspace, MountMode.READ_WRITE if writable else MountMode.READ_ONLY
-            ),
-            cwd=repository.relative if repository is not None else ".",
-            stdin=stdin,
-            timeout_seconds=timeout,
-            network=NetworkPolicy.BRIDGE if network else NetworkPolicy.NONE,
-            owner=self.context.owner,
-        )
-        try:
-            result = self.context.sandbox.run(spec)
-        except SandboxError as exc:
-            raise ToolFailedError(f"the sandbox refused to run git: {exc.reason}") from exc
+        with self._network(network) as egress:
+            spec = SandboxSpec(
+                argv=launcher_argv(launcher, args),
+                workspace=WorkspaceMount(
+                    self.context.workspace,
+                    MountMode.READ_WRITE if writable else MountMode.READ_ONLY,
+                ),
+                cwd=repository.relative if repository is not None else ".",
+                stdin=stdin,
+                timeout_seconds=timeout,
+                owner=self.context.owner,
+                **egress,
+            )
+            try:
+                result = self.context.sandbox.run(spec)
+            except SandboxError as exc:
+                raise ToolFailedError(f"the sandbox refused to run git: {exc.reason}") from exc
         refusal = launcher_refusal(result)
         if refusal is not None:
             raise refusal
         return result
+
+    @contextlib.contextmanager
+    def _network(self, network: bool) -> Iterator[dict[str, Any]]:
+        """No network, or the proxy pinned to the checked remote."""
+        if not network:
+            yield {"network": NetworkPolicy.NONE}
+            return
+        if self.remote is None:
+            raise ToolFailedError("git asked for the network without a checked remote")
+        if self.context.egress is None:
+            raise ToolFailedError(
+                "this worker runs no egress proxy, so git cannot reach the remote",
+                code="EGRESS_UNAVAILABLE",
+            )
+        grant = NetworkGrant(mode="allowlist_only", pinned=self.remote)
+        with self.context.egress.session(grant) as port:
+            yield {"network": NetworkPolicy.PROXY, "egress_dir": port.directory}
 
     def run_ok(
         self, repository: Repository | None, args: Sequence[str], **kw: Any

@@ -93,7 +93,10 @@ class GitCloneTool:
         args += ["--", remote.git_url, str(target.relative_to(root))]
         recheck_ssh(remote, guard)
         git = GitRunner(
-            context, extra_options=remote.pin_options(), ssh_options=remote.ssh_options()
+            context,
+            extra_options=remote.pin_options(),
+            ssh_options=remote.ssh_options(),
+            remote=remote.endpoint,
         )
         result = git.run_ok(None, args, writable=True, network=True, path_args=(len(args) - 1,))
         return text_outcome(
@@ -140,7 +143,10 @@ class GitPushTool:
         )
         recheck_ssh(remote, guard)
         pinned = GitRunner(
-            context, extra_options=remote.pin_options(), ssh_options=remote.ssh_options()
+            context,
+            extra_options=remote.pin_options(),
+            ssh_options=remote.ssh_options(),
+            remote=remote.endpoint,
         )
         refspec = f"refs/heads/{branch}:refs/heads/{branch}"
         result = pinned.run_ok(

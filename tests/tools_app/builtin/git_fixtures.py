@@ -14,6 +14,7 @@ from types import MappingProxyType
 from typing import Any
 
 from tools_app.builtin.base import ToolContext
+from tools_app.egress import LocalEgressGateway
 from tools_app.sandbox.identity import DEFAULT_SANDBOX_USER, resolve_identity
 from tools_app.sandbox.namespace import NamespaceSandbox
 from tools_app.sandbox.protocol import (
@@ -115,6 +116,7 @@ def git_context(
         owner=Owner("agent-7"),
         settings=MappingProxyType(dict(settings or {})),
         sub_constraints=MappingProxyType(constraints),
+        egress=LocalEgressGateway(agent_name="builder"),
     )
 
 

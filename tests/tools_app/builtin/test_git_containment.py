@@ -494,4 +494,6 @@ def test_ssh_clone_connects_to_the_checked_address_under_the_name(
     assert "ssh.test" not in " ".join(args)
     ssh = next(e for e in spec["env"] if e.startswith("GIT_SSH_COMMAND="))
     assert "-o HostKeyAlias=ssh.test" in ssh
-    assert "ProxyCommand=none" in ssh
+    # ssh's only way out is one tunnel through the call's egress proxy.
+    assert "ProxyCommand=/usr/bin/python3 -I -S /run/synthorg-egress/forward.py --connect" in ssh
+    assert "ProxyCommand=none" not in ssh
