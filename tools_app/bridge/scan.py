@@ -13,6 +13,7 @@ imitates.
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
 from collections.abc import Iterable, Iterator, Mapping
@@ -23,7 +24,7 @@ from typing import Any, Final
 from confusable_homoglyphs import confusables
 
 from tools_app.bridge.definitions import UpstreamTool
-from tools_app.sanitize.controls import is_invisible
+from tools_app.sanitize.controls import INVISIBLE
 from trust_app.policy.names import name_key, name_skeleton
 
 MAX_DEPTH: Final = 64
@@ -90,13 +91,13 @@ def _hidden(field: str, text: str) -> Iterator[Finding]:
                 "who reviews it but read by the model",
             )
             return
-    other = next((ch for ch in text if is_invisible(ch) and ch not in "\t\n"), None)
+    other = INVISIBLE.search(text)  # the sanitiser's own set, one compiled pass
     if other is not None:
         yield Finding(
             Severity.HIGH,
             "invisible_character",
             field,
-            f"{field} contains the invisible character U+{ord(other):04X}",
+            f"{field} contains the invisible character U+{ord(other.group()[0]):04X}",
         )
 
 
@@ -223,6 +224,7 @@ def _definition_texts(tool: UpstreamTool) -> Iterator[tuple[str, str]]:
 _SEPARATORS = re.compile(r"[\s_\-.:/]+")
 
 
+@functools.lru_cache(maxsize=4096)
 def _loose_skeleton(name: str) -> str:
     """Look-alike key that also ignores separators (``read-file`` ~ ``read_file``)."""
     return _SEPARATORS.sub("", name_skeleton(name))
