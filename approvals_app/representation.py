@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from approvals_app.models import ApprovalRequest
+from secrets_app.substitution import secret_names
 
 
 def _iso(value: Any) -> str | None:
@@ -40,6 +41,8 @@ def approval_json(request: ApprovalRequest) -> dict[str, Any]:
             "action_type": invocation.action_type,
             "safety_class": invocation.safety_class,
             "arguments": invocation.arguments_redacted,
+            # Names of the secrets the call would use; their values never leave the worker.
+            "secrets": secret_names(invocation.arguments or {}),
             "status": invocation.status,
         },
         "agent": {

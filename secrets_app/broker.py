@@ -36,13 +36,14 @@ NOT_GRANTED = (
 class SecretNotGrantedError(ForbiddenError):
     """A reference the agent may not use; the message never says whether the name exists."""
 
-    code = "secret_not_granted"
+    # The error code an invocation that failed this way records (the API answers 403).
+    invocation_error = "secret_not_granted"
 
 
 class SecretUnavailableError(ForbiddenError):
     """A granted secret cannot be read now (keys missing or wrong); nothing was run."""
 
-    code = "secret_unavailable"
+    invocation_error = "secret_unavailable"
 
 
 def ungranted_names(

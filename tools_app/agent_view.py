@@ -2,7 +2,8 @@
 
 Tool output, structured results, error messages and the reasons relayed to an
 agent (REST and MCP alike) go through these, with the console's known secrets
-and the size settings, so no path to an agent skips a step.
+and the size settings, so no path to an agent skips a step. While a call runs,
+the values of the named secrets it uses count as known secrets too.
 """
 
 from __future__ import annotations
@@ -17,14 +18,14 @@ from tools_app.sanitize import (
     sanitize_output,
     sanitize_structure,
 )
-from tools_app.secrets import known_secrets
+from tools_app.secrets import known_secrets_now
 
 
 def agent_output(text: str) -> SanitizedText:
     """A tool's text output as an agent sees it, cut to the result size limit."""
     return sanitize_output(
         text,
-        known_secrets=known_secrets(),
+        known_secrets=known_secrets_now(),
         max_chars=settings.SYNTHORG_RESULT_MAX_CHARS,
         min_secret_length=settings.SYNTHORG_SECRET_MIN_LENGTH,
     )
@@ -34,7 +35,7 @@ def agent_message(text: str) -> str:
     """An error message or a reason as an agent sees it, cut to the message size limit."""
     return sanitize_output(
         text,
-        known_secrets=known_secrets(),
+        known_secrets=known_secrets_now(),
         max_chars=settings.SYNTHORG_ERROR_MAX_CHARS,
         min_secret_length=settings.SYNTHORG_SECRET_MIN_LENGTH,
     ).text
@@ -45,7 +46,7 @@ def agent_structure(value: Any) -> SanitizedStructure:
     numbers, booleans and nulls kept."""
     return sanitize_structure(
         value,
-        known_secrets=known_secrets(),
+        known_secrets=known_secrets_now(),
         min_secret_length=settings.SYNTHORG_SECRET_MIN_LENGTH,
     )
 
@@ -57,7 +58,7 @@ def decision_text(text: str) -> str:
     followed by a colon as a secret being assigned."""
     return sanitize_output(
         text,
-        known_secrets=known_secrets(),
+        known_secrets=known_secrets_now(),
         max_chars=settings.SYNTHORG_ERROR_MAX_CHARS,
         min_secret_length=settings.SYNTHORG_SECRET_MIN_LENGTH,
         shapes=False,
@@ -68,7 +69,7 @@ def decision_trace(trace: Any) -> Any:
     """A decision trace as an agent sees it, string by string like `decision_text`."""
     return sanitize_structure(
         trace,
-        known_secrets=known_secrets(),
+        known_secrets=known_secrets_now(),
         min_secret_length=settings.SYNTHORG_SECRET_MIN_LENGTH,
         shapes=False,
     ).value

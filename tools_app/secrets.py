@@ -2,12 +2,40 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
+from collections.abc import Iterable, Iterator
+from contextvars import ContextVar
 
 from django.conf import settings
 
 from tools_app.sanitize.keys import is_secret_name, not_a_secret
+
+# Values of named secrets (secrets_app) substituted into the call being run: its
+# result, errors and raw output are redacted of them like of the console's own.
+_call_secrets: ContextVar[tuple[str, ...]] = ContextVar("call_secrets", default=())
+
+
+@contextlib.contextmanager
+def call_secrets(values: Iterable[str]) -> Iterator[None]:
+    """Within this block, `values` count as known secrets too (one call's secrets)."""
+    token = _call_secrets.set(tuple(values))
+    try:
+        yield
+    finally:
+        _call_secrets.reset(token)
+
+
+def call_known_secrets() -> tuple[str, ...]:
+    """The secrets of the call being run alone (empty outside one)."""
+    return _call_secrets.get()
+
+
+def known_secrets_now() -> tuple[str, ...]:
+    """The console's own secrets and those of the call being run."""
+    extra = _call_secrets.get()
+    return known_secrets() + extra if extra else known_secrets()
 
 
 @functools.cache

@@ -25,6 +25,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from common.settings_config import synthorg_config
+from secrets_app.broker import SecretNotGrantedError, SecretUnavailableError
+from secrets_app.references import SecretReferenceError
+from secrets_app.substitution import CallSecrets, call_secrets_resolve
 from synthorg_site.metrics.instruments import call_settled
 from tools_app.agent_view import agent_message, agent_output, agent_structure
 from tools_app.api.representation import invocation_json
@@ -38,6 +41,9 @@ from tools_app.sandbox.errors import SandboxError
 from tools_app.sandbox.observed import ObservedSandbox
 from tools_app.sandbox.protocol import Owner
 from tools_app.sanitize import TRUNCATION_MARKER
+from tools_app.sanitize.known import known_secrets_for
+from tools_app.sanitize.redaction import redact_counted
+from tools_app.secrets import call_known_secrets, call_secrets
 from tools_app.selectors import disabled_tool_keys
 from tools_app.services.audit import Actor, audit_record
 from tools_app.services.invocation_claim import invocation_claim
@@ -154,16 +160,47 @@ def _context(invocation: Invocation, backend: Any) -> ToolContext:
 
 def _run_claimed(invocation: Invocation) -> None:
     started = time.monotonic()
+    secret_values: tuple[str, ...] = ()
     with invocation_lease(invocation.id):
-        settled = _run_tool(invocation)
+        settled = _refusal_before_running(invocation)
+        if settled is None:
+            prepared = _call_arguments(invocation)
+            if isinstance(prepared, Settled):
+                settled = prepared
+            else:
+                secret_values = prepared.values
+                with call_secrets(secret_values):
+                    settled = _run_tool(invocation, prepared.arguments)
     if settled.duration_ms is None:
         settled = Settled(
             **{**settled.__dict__, "duration_ms": int((time.monotonic() - started) * 1000)}
         )
-    _finish(invocation=invocation, settled=settled)
+    # The call's secrets stay known until its result is stored.
+    with call_secrets(secret_values):
+        _finish(invocation=invocation, settled=settled)
 
 
-def _run_tool(invocation: Invocation) -> Settled:
+def _call_arguments(invocation: Invocation) -> CallSecrets | Settled:
+    """The arguments the tool runs with: `${secret:NAME}` replaced in its secret slots
+    (checked again: a grant withdrawn since submission refuses the call here)."""
+    try:
+        return call_secrets_resolve(
+            agent=invocation.agent,
+            tool=invocation.tool,
+            arguments=invocation.arguments,
+            invocation_id=invocation.id,
+        )
+    except SecretReferenceError as exc:
+        code, message = "invalid_argument", exc.reason
+    except (SecretNotGrantedError, SecretUnavailableError) as exc:
+        code, message = exc.invocation_error, exc.message
+    return Settled(
+        status=InvocationStatus.FAILED, is_error=True, error_code=code, error_message=message
+    )
+
+
+def _refusal_before_running(invocation: Invocation) -> Settled | None:
+    """Why this worker will not run the call at all, if it will not."""
     catalog = tool_catalog()
     tool = catalog.implementation(invocation.tool)
     contract = catalog.contract(invocation.tool)
@@ -189,6 +226,14 @@ def _run_tool(invocation: Invocation) -> Settled:
             error_message="the tool's definition changed after this call was decided; "
             "submit the call again",
         )
+    return None
+
+
+def _run_tool(invocation: Invocation, arguments: dict[str, Any]) -> Settled:
+    catalog = tool_catalog()
+    tool = catalog.implementation(invocation.tool)
+    contract = catalog.contract(invocation.tool)
+    assert tool is not None and contract is not None  # checked by _refusal_before_running
     try:
         backends = sandbox_backends()
         backend = ObservedSandbox(
@@ -198,7 +243,7 @@ def _run_tool(invocation: Invocation) -> Settled:
                 backends.config.workspace_lock_wait_seconds,
             )
         )
-        outcome = tool.run(_context(invocation, backend), invocation.arguments)
+        outcome = tool.run(_context(invocation, backend), arguments)
     except ToolRefusedError as exc:
         return Settled(
             status=InvocationStatus.FAILED,
@@ -304,6 +349,11 @@ def settled_for_agent(settled: Settled) -> Settled:
     )
 
 
+def _without_call_secrets(text: str) -> str:
+    known = known_secrets_for(call_known_secrets(), settings.SYNTHORG_SECRET_MIN_LENGTH)
+    return redact_counted(text, known, shapes=False)[0]
+
+
 def _settled_fields(settled: Settled, at: datetime) -> dict[str, Any]:
     return {
         "finished_at": at,
@@ -333,6 +383,11 @@ def _finish(*, invocation: Invocation, settled: Settled) -> None:
     finished_at = timezone.now()
     # Every way a call ends (refusals, crashes, a lost worker) reaches the agent clean.
     settled = settled_for_agent(settled)
+    if call_known_secrets():
+        # Auditors read the raw output: never a named secret's value in it either.
+        settled = dataclasses.replace(
+            settled, raw_content=_without_call_secrets(settled.raw_content)
+        )
     fields = _settled_fields(settled, finished_at)
     with transaction.atomic():
         done = invocation_transition(

@@ -24,6 +24,9 @@ from approvals_app.services import (
     approval_route,
 )
 from common.errors import ConflictError, InvalidArgumentError, NotFoundError, RateLimitedError
+from secrets_app.broker import SecretNotGrantedError
+from secrets_app.references import SecretReferenceError
+from secrets_app.substitution import secret_names, secret_references_check
 from synthorg_site.logs import current_request_id
 from synthorg_site.metrics.instruments import call_decided, call_settled
 from tools_app.canonical import arguments_hash
@@ -84,6 +87,25 @@ def _schema_errors(contract: ToolContract, arguments: Mapping[str, Any]) -> list
     return messages
 
 
+def _check_secret_references(*, agent: Agent, call: CallRequest, tool: str) -> None:
+    """`${secret:NAME}` only in the tool's secret slots, and only names granted to the
+    agent for this tool; refused (and audited) before anything is decided or stored."""
+    try:
+        secret_references_check(agent=agent, tool=tool, arguments=call.arguments)
+    except SecretReferenceError as exc:
+        _refuse(
+            agent=agent, call=call, kind="invocation.refused", outcome="invalid_argument",
+            reason=exc.reason, secrets=secret_names(call.arguments),
+        )  # fmt: skip
+        raise InvalidArgumentError(exc.reason) from exc
+    except SecretNotGrantedError as exc:
+        _refuse(
+            agent=agent, call=call, kind="invocation.refused", outcome="secret_not_granted",
+            reason=exc.message, secrets=secret_names(call.arguments),
+        )  # fmt: skip
+        raise
+
+
 def _existing(agent: Agent, call: CallRequest, digest: str) -> Submitted | None:
     if not call.idempotency_key:
         return None
@@ -136,6 +158,8 @@ def invocation_submit(
             reason=reason, problems=problems,
         )  # fmt: skip
         raise InvalidArgumentError(reason, details={"problems": problems})
+
+    _check_secret_references(agent=agent, call=call, tool=contract.name)
 
     decision = decide(agent_policy(agent), tool_view(contract), call.arguments)
     if not decision.denied:
