@@ -20,6 +20,7 @@ urlpatterns = [
     path("", include("trust_app.urls_trust")),
     path("", include("trust_app.urls")),
     path("", include("tools_app.urls")),
+    path("", include("secrets_app.urls")),
     path("api/v1/", include("tools_app.api.urls")),
     path("api/v1/", include("trust_app.api.urls")),
     path("api/v1/", include("approvals_app.api.urls")),

@@ -1,0 +1,34 @@
+"""Forms of the secrets page. A value field is never rendered back with its value."""
+
+from __future__ import annotations
+
+from django import forms
+
+from secrets_app.references import SECRET_SLOTS
+
+
+class SecretSetForm(forms.Form):
+    name = forms.CharField(max_length=100, help_text="letters, digits, _ . - (e.g. GH_TOKEN)")
+    value = forms.CharField(
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "off"}),
+        strip=False,
+        help_text="one line; stored encrypted and never shown again",
+    )
+
+
+class SecretRotateForm(forms.Form):
+    value = forms.CharField(
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "off"}),
+        strip=False,
+        label="New value",
+    )
+
+
+class SecretGrantForm(forms.Form):
+    agent = forms.CharField(max_length=100, help_text="the agent's name")
+    tool = forms.ChoiceField(
+        choices=[("", "—")] + [(name, name) for name in sorted(SECRET_SLOTS)], required=False
+    )
+    server = forms.CharField(
+        max_length=200, required=False, help_text="or an upstream MCP server's name"
+    )
