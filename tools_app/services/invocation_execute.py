@@ -31,6 +31,8 @@ from secrets_app.substitution import CallSecrets, call_secrets_resolve
 from synthorg_site.metrics.instruments import call_settled
 from tools_app.agent_view import agent_message, agent_output, agent_structure
 from tools_app.api.representation import invocation_json
+from tools_app.bridge.definitions import CATEGORY as BRIDGE_CATEGORY
+from tools_app.bridge.pinning import upstream_standing
 from tools_app.builtin.base import ToolContext, ToolFailedError, ToolOutcome, ToolRefusedError
 from tools_app.egress_worker import invocation_egress
 from tools_app.lease import holder_is_alive, invocation_lease
@@ -48,6 +50,7 @@ from tools_app.selectors import disabled_tool_keys
 from tools_app.services.audit import Actor, audit_record
 from tools_app.services.invocation_claim import invocation_claim
 from tools_app.services.invocation_state import invocation_transition
+from tools_app.services.runnable import RULE_UPSTREAM_HELD
 from tools_app.worker_runtime import sandbox_backends
 from trust_app.policy import name_key
 from trust_app.selectors import agent_policy
@@ -218,6 +221,16 @@ def _refusal_before_running(invocation: Invocation) -> Settled | None:
             error_code="tool_disabled",
             error_message=f"an admin disabled {contract.name} before this call ran; it was not run",
         )
+    if contract.category.value == BRIDGE_CATEGORY:
+        # Held (or rejected) while the call waited for people or in the queue: not run.
+        standing = upstream_standing(contract.name)
+        if not standing.available:
+            return Settled(
+                status=InvocationStatus.FAILED,
+                is_error=True,
+                error_code=RULE_UPSTREAM_HELD,
+                error_message=f"{standing.reason} This call was not run.",
+            )
     if contract.definition_hash != invocation.definition_hash:
         return Settled(
             status=InvocationStatus.FAILED,
