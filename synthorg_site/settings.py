@@ -312,6 +312,15 @@ SYNTHORG_BRIDGE_REASON_MAX_CHARS = env.int("SYNTHORG_BRIDGE_REASON_MAX_CHARS", d
 # /api/ and /mcp/ answer a failed CSRF check in the error envelope; pages keep Django's.
 CSRF_FAILURE_VIEW = "synthorg_site.http_edge.views.csrf_failure"
 
+# Agent tokens: days until a new token expires (0: never), and how long a rotated
+# token stays valid beside the one that replaced it (default, and the most allowed).
+SYNTHORG_AGENT_TOKEN_TTL_DAYS = env.int("SYNTHORG_AGENT_TOKEN_TTL_DAYS", default=90)
+SYNTHORG_AGENT_TOKEN_ROTATION_OVERLAP_SECONDS = env.int(
+    "SYNTHORG_AGENT_TOKEN_ROTATION_OVERLAP_SECONDS", default=3600
+)
+SYNTHORG_AGENT_TOKEN_ROTATION_OVERLAP_MAX_SECONDS = env.int(
+    "SYNTHORG_AGENT_TOKEN_ROTATION_OVERLAP_MAX_SECONDS", default=30 * 86400
+)
 # GET /metrics: a client on loopback may scrape without a token. Turn it off when a
 # proxy on the same host forwards outside requests (they would all look local).
 SYNTHORG_METRICS_ALLOW_LOOPBACK = env.bool("SYNTHORG_METRICS_ALLOW_LOOPBACK", default=True)

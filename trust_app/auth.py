@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from datetime import timedelta
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction, sync_to_async
@@ -11,7 +12,8 @@ from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 
 from trust_app.models import Agent, AgentToken, PersonToken
-from trust_app.token_lookup import find_agent_token
+from trust_app.token_life import Scope, TokenRefusal, TokenState, token_refusal
+from trust_app.token_lookup import FoundToken, find_agent_token
 from trust_app.tokens import token_digest, token_kind
 
 # Writing last_used_at on every request would turn each read into a write; a
@@ -33,17 +35,74 @@ def _touch(model: type[Any], token: Any) -> None:
         model.objects.filter(pk=token.pk).update(last_used_at=now)
 
 
-def agent_for_token(plaintext: str) -> Agent | None:
-    """The active agent a live agent token belongs to, or None."""
+UNKNOWN_AGENT_TOKEN = TokenRefusal(
+    401, "unauthenticated", "the agent token is unknown (never issued, or mistyped)", "unknown"
+)
+
+
+@dataclass(frozen=True)
+class TokenVerdict:
+    """An agent token presented at one door: its agent, or why it is refused."""
+
+    agent: Agent | None
+    refusal: TokenRefusal | None
+    public_id: str = ""
+
+
+def _state(found: FoundToken) -> TokenState:
+    token = found.token
+    return TokenState(
+        public_id=token.public_id,
+        scopes=tuple(token.scopes or ()),
+        revoked_at=token.revoked_at,
+        expires_at=token.expires_at,
+        rotated_at=token.rotated_at,
+        agent_active=found.agent.active,
+    )
+
+
+def agent_token_verdict(plaintext: str, *, scope: Scope, address: str = "") -> TokenVerdict:
+    """Judge an agent token at the door of ``scope``; a token let in is marked used
+    (time and client address)."""
     if token_kind(plaintext) != "agent":
-        return None
+        return TokenVerdict(agent=None, refusal=UNKNOWN_AGENT_TOKEN)
     # The agent's permissions come along: every agent call decides with them.
     found = find_agent_token(token_digest(plaintext))
     if found is None:
-        return None
+        return TokenVerdict(agent=None, refusal=UNKNOWN_AGENT_TOKEN)
     now = timezone.now()
-    if found.last_used_at is None or now - found.last_used_at > LAST_USED_RESOLUTION:
-        AgentToken.objects.filter(pk=found.token_id).update(last_used_at=now)
+    refusal = token_refusal(_state(found), scope=scope, now=now)
+    if refusal is not None:
+        return TokenVerdict(agent=None, refusal=refusal, public_id=found.token.public_id)
+    _mark_used(found, now=now, address=address)
+    return TokenVerdict(agent=found.agent, refusal=None, public_id=found.token.public_id)
+
+
+def _mark_used(found: FoundToken, *, now: datetime, address: str) -> None:
+    token = found.token
+    address = address[:64]
+    stale = token.last_used_at is None or now - token.last_used_at > LAST_USED_RESOLUTION
+    moved = bool(address) and address != token.last_used_address
+    if stale or moved:
+        fields: dict[str, Any] = {"last_used_at": now}
+        if address:
+            fields["last_used_address"] = address
+        AgentToken.objects.filter(pk=token.pk).update(**fields)
+
+
+def agent_for_token(plaintext: str) -> Agent | None:
+    """The active agent a live agent token belongs to (whatever its scopes), or None.
+
+    For naming who sent a request; a door judges the token with agent_token_verdict.
+    """
+    if token_kind(plaintext) != "agent":
+        return None
+    found = find_agent_token(token_digest(plaintext))
+    if found is None:
+        return None
+    refusal = token_refusal(_state(found), scope=Scope.AGENT_API, now=timezone.now())
+    if refusal is not None and refusal.outcome != "out_of_scope":
+        return None
     return found.agent
 
 

@@ -13,6 +13,7 @@ from common.errors import InvalidArgumentError
 from common.settings_config import synthorg_config
 from trust_app.models import Autonomy
 from trust_app.services_permissions import AgentPermissionsState, agent_permissions_check
+from trust_app.token_life import DEFAULT_SCOPES, SCOPE_VALUES
 
 _SEPARATORS = re.compile(r"[\s,]+")
 
@@ -120,6 +121,14 @@ class ExplainForm(forms.Form):
 
 class TokenForm(forms.Form):
     label = forms.CharField(max_length=100, required=False)
+    scopes = forms.MultipleChoiceField(
+        choices=[(s, s) for s in SCOPE_VALUES],
+        initial=list(DEFAULT_SCOPES),
+        widget=forms.CheckboxSelectMultiple,
+        required=False,  # none ticked: the default scopes
+    )
+    # Blank: the default (SYNTHORG_AGENT_TOKEN_TTL_DAYS); 0: never expires.
+    expires_in_days = forms.IntegerField(min_value=0, max_value=3650, required=False)
 
 
 class AgentFilterForm(forms.Form):

@@ -60,8 +60,42 @@ class TokenBase(UUIDModel):
         return self.revoked_at is None
 
 
+def default_token_scopes() -> list[str]:
+    from trust_app.token_life import DEFAULT_SCOPES
+
+    return list(DEFAULT_SCOPES)
+
+
 class AgentToken(TokenBase):
+    """An agent's bearer token: its scopes, its life (expiry, rotation, revocation)
+    and where it was last used."""
+
     agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="tokens")
+    scopes = models.JSONField(default=default_token_scopes)
+    # None: the token does not expire. Rotation sets it to the end of the overlap.
+    expires_at = models.DateTimeField(null=True, blank=True)
+    rotated_at = models.DateTimeField(null=True, blank=True)
+    last_used_address = models.CharField(max_length=64, blank=True)
+
+    @property
+    def active(self) -> bool:
+        """Neither revoked nor past its expiry (a rotated token is active in its overlap)."""
+        from django.utils import timezone
+
+        return self.revoked_at is None and (
+            self.expires_at is None or self.expires_at > timezone.now()
+        )
+
+    @property
+    def state(self) -> str:
+        """The token's life in words, for the console and the command."""
+        if self.revoked_at is not None:
+            return f"revoked {self.revoked_at:%Y-%m-%d %H:%M}"
+        if not self.active:
+            return "rotated out" if self.rotated_at is not None else "expired"
+        if self.rotated_at is not None and self.expires_at is not None:
+            return f"rotated; valid until {self.expires_at:%Y-%m-%d %H:%M}"
+        return "live"
 
     def __str__(self) -> str:
         return f"{self.agent.name} token {self.public_id}"

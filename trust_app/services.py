@@ -9,13 +9,13 @@ from typing import Any
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.db import transaction
-from django.utils import timezone
 
 from common.errors import ConflictError, InvalidArgumentError
 from common.roles import ROLE_NAMES, Role
 from tools_app.services.audit import Actor, audit_record
-from trust_app.models import AccessLevel, Agent, AgentToken, Autonomy, PersonToken
-from trust_app.tokens import AGENT_TOKEN_PREFIX, PERSON_TOKEN_PREFIX, issue_token
+from trust_app import services_tokens
+from trust_app.models import AccessLevel, Agent, Autonomy, PersonToken
+from trust_app.tokens import PERSON_TOKEN_PREFIX, issue_token
 
 AGENT_NAME_MAX = 100
 
@@ -69,7 +69,7 @@ def agent_create(
         workspace=str(workspace_path),
         owner=owner,
     )
-    token = _agent_token_issue(agent=agent, label="initial")
+    token = services_tokens.agent_token_create(agent=agent, label="initial").plaintext
     audit_record(
         kind="agent.created",
         actor=actor or Actor.system(),
@@ -105,35 +105,9 @@ def workspace_grant(path: Path) -> None:
         grant_workspace(path, identity, writable=True)
 
 
-def _agent_token_issue(*, agent: Agent, label: str) -> str:
-    issued = issue_token(AGENT_TOKEN_PREFIX)
-    AgentToken.objects.create(
-        agent=agent, public_id=issued.public_id, digest=issued.digest, label=label
-    )
-    return issued.plaintext
-
-
-@transaction.atomic
-def agent_token_issue(*, agent: Agent, label: str = "", actor: Actor) -> str:
-    """A new token for the agent; the plaintext is returned once and never stored."""
-    token = _agent_token_issue(agent=agent, label=label)
-    audit_record(kind="agent.token_issued", actor=actor, agent=agent, outcome="issued")
-    return token
-
-
-@transaction.atomic
-def agent_token_revoke(*, token: AgentToken, actor: Actor) -> None:
-    updated = AgentToken.objects.filter(pk=token.pk, revoked_at__isnull=True).update(
-        revoked_at=timezone.now()
-    )
-    if updated:
-        audit_record(
-            kind="agent.token_revoked",
-            actor=actor,
-            agent=token.agent,
-            outcome="revoked",
-            data={"token": token.public_id},
-        )
+# Tokens have their own writers (issue, rotate, revoke); the names stay importable here.
+agent_token_issue = services_tokens.agent_token_issue
+agent_token_revoke = services_tokens.agent_token_revoke
 
 
 @transaction.atomic

@@ -20,9 +20,16 @@ from trust_app.models import Agent, AgentPermissions, AgentToken
 
 @dataclass(frozen=True)
 class FoundToken:
-    token_id: Any
-    last_used_at: datetime | None
+    token: AgentToken
     agent: Agent
+
+    @property
+    def token_id(self) -> Any:
+        return self.token.pk
+
+    @property
+    def last_used_at(self) -> datetime | None:
+        return self.token.last_used_at
 
 
 @dataclass(frozen=True)
@@ -51,17 +58,16 @@ def _statement(using: str) -> _Statement:
         f" ON a.{q(_column(Agent, 'id'))} = t.{q(_column(AgentToken, 'agent'))}"
         f" LEFT OUTER JOIN {q(AgentPermissions._meta.db_table)} p"
         f" ON p.{q(_column(AgentPermissions, 'agent'))} = a.{q(_column(Agent, 'id'))}"
-        f" WHERE t.{q(_column(AgentToken, 'digest'))} = %s"
-        f" AND t.{q(_column(AgentToken, 'revoked_at'))} IS NULL"
-        f" AND a.{q(_column(Agent, 'active'))} LIMIT 1"
+        f" WHERE t.{q(_column(AgentToken, 'digest'))} = %s LIMIT 1"
     )
     statement = _statements[vendor] = _Statement(sql, shape)
     return statement
 
 
 def find_agent_token(digest: str, using: str = "default") -> FoundToken | None:
-    """The live token with ``digest`` whose agent is active, with the agent and its
-    permissions (cached on it, None when it has none); None when there is no such token."""
+    """The token with ``digest`` (live or not: its life is judged by trust_app.token_life,
+    so a refusal can say why), with its agent and the agent's permissions (cached on it,
+    None when it has none); None when no token has that digest."""
     statement = _statement(using)
     with connections[using].cursor() as cursor:
         cursor.execute(statement.sql, [digest])
@@ -72,4 +78,4 @@ def find_agent_token(digest: str, using: str = "default") -> FoundToken | None:
     if permissions is not None:
         AgentPermissions._meta.get_field("agent").set_cached_value(permissions, agent)
     Agent.permissions.related.set_cached_value(agent, permissions)
-    return FoundToken(token_id=token.pk, last_used_at=token.last_used_at, agent=agent)
+    return FoundToken(token=token, agent=agent)

@@ -2,17 +2,22 @@
 
 from django.urls import path
 
-from trust_app import views_agents
+from trust_app import views_agents, views_tokens
 
 urlpatterns = [
     path("agents/", views_agents.agent_index, name="agent-list"),
     path("agents/<uuid:agent_id>/", views_agents.agent_detail, name="agent-detail"),
     path("agents/<uuid:agent_id>/edit/", views_agents.agent_edit, name="agent-edit"),
     path("agents/<uuid:agent_id>/explain/", views_agents.agent_explain_panel, name="agent-explain"),
-    path("agents/<uuid:agent_id>/tokens/", views_agents.agent_token_create, name="agent-tokens"),
+    path("agents/<uuid:agent_id>/tokens/", views_tokens.agent_token_create, name="agent-tokens"),
+    path(
+        "agents/<uuid:agent_id>/tokens/<uuid:token_id>/rotate/",
+        views_tokens.agent_token_rotate_view,
+        name="agent-token-rotate",
+    ),
     path(
         "agents/<uuid:agent_id>/tokens/<uuid:token_id>/revoke/",
-        views_agents.agent_token_revoke_view,
+        views_tokens.agent_token_revoke_view,
         name="agent-token-revoke",
     ),
 ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 
+from django.conf import settings
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -21,7 +22,7 @@ from trust_app.forms_agents import (
     ExplainForm,
     TokenForm,
 )
-from trust_app.models import Agent, AgentToken
+from trust_app.models import Agent
 from trust_app.selectors_agents import (
     AgentListFilters,
     agent_get,
@@ -29,7 +30,7 @@ from trust_app.selectors_agents import (
     agent_recent_invocations,
     agent_tokens,
 )
-from trust_app.services import agent_explain, agent_token_issue, agent_token_revoke
+from trust_app.services import agent_explain
 from trust_app.services_permissions import (
     agent_permissions_effect,
     agent_permissions_state,
@@ -87,6 +88,9 @@ def _detail_context(request: HttpRequest, agent: Agent, **extra: object) -> dict
         context.setdefault("form", AgentPermissionsForm.for_state(state))
         context.setdefault("explain_form", ExplainForm())
         context.setdefault("token_form", TokenForm())
+        context["rotation_overlap_minutes"] = (
+            settings.SYNTHORG_AGENT_TOKEN_ROTATION_OVERLAP_SECONDS // 60
+        )
     context.update(extra)
     return context
 
@@ -156,30 +160,3 @@ def agent_explain_panel(request: HttpRequest, agent_id: uuid.UUID) -> HttpRespon
     status = 200 if explanation else 400
     template = _template(request, "explain")
     return render(request, template, context, status=status)
-
-
-@page_for(Role.ADMIN)
-@require_POST
-def agent_token_create(request: HttpRequest, agent_id: uuid.UUID) -> HttpResponse:
-    """Issue a token and show its plaintext this once; it is stored only as a digest."""
-    agent = _agent_or_404(agent_id)
-    form = TokenForm(request.POST)
-    label = form.cleaned_data["label"] if form.is_valid() else ""
-    plaintext = agent_token_issue(agent=agent, label=label, actor=Actor.person(request.user))
-    response = render(request, "agents/token_created.html", {"agent": agent, "token": plaintext})
-    response["Cache-Control"] = "no-store"
-    return response
-
-
-@page_for(Role.ADMIN)
-@require_POST
-def agent_token_revoke_view(
-    request: HttpRequest, agent_id: uuid.UUID, token_id: uuid.UUID
-) -> HttpResponse:
-    agent = _agent_or_404(agent_id)
-    token = AgentToken.objects.filter(id=token_id, agent=agent).first()
-    if token is None:
-        raise Http404("no such token for this agent")
-    agent_token_revoke(token=token, actor=Actor.person(request.user))
-    messages.success(request, f"Token {token.public_id} revoked.")
-    return redirect("agent-detail", agent_id=agent.id)

@@ -6,7 +6,9 @@ from dataclasses import dataclass, field
 
 from django.http import HttpRequest
 
-from trust_app.auth import bearer_token
+from trust_app.auth import agent_token_verdict, bearer_token
+from trust_app.token_life import Scope
+from trust_app.tokens import token_kind
 
 WHAT_IS_ALLOWED = (
     "GET /metrics takes Authorization: Bearer <token with the metrics scope>, "
@@ -32,9 +34,13 @@ def scrape_refusal(request: HttpRequest, *, loopback: bool) -> ScrapeRefusal | N
             401, "unauthenticated", WHAT_IS_ALLOWED, {"WWW-Authenticate": 'Bearer realm="synthorg"'}
         )
     # A token is judged on its own even from loopback: a bad one is never waved through.
-    return token_refusal(token)
-
-
-def token_refusal(token: str) -> ScrapeRefusal | None:
-    """Until tokens carry scopes, no token may scrape."""
-    return ScrapeRefusal(403, "forbidden", f"this token has no metrics scope; {WHAT_IS_ALLOWED}")
+    if token_kind(token) != "agent":
+        return ScrapeRefusal(403, "forbidden", f"only agent tokens carry scopes; {WHAT_IS_ALLOWED}")
+    verdict = agent_token_verdict(
+        token, scope=Scope.METRICS, address=str(request.META.get("REMOTE_ADDR") or "")
+    )
+    if verdict.refusal is None:
+        return None
+    return ScrapeRefusal(
+        verdict.refusal.status, verdict.refusal.code, f"{verdict.refusal.reason}; {WHAT_IS_ALLOWED}"
+    )

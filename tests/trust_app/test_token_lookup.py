@@ -9,9 +9,10 @@ import pytest
 from django.db.models import Model
 
 from tools_app.services.audit import Actor
-from trust_app.auth import agent_for_token
+from trust_app.auth import agent_for_token, agent_token_verdict
 from trust_app.models import Agent, AgentPermissions, AgentToken
 from trust_app.services import agent_create, agent_token_revoke
+from trust_app.token_life import Scope
 from trust_app.token_lookup import find_agent_token
 from trust_app.tokens import token_digest
 
@@ -73,13 +74,21 @@ def test_a_dead_token_finds_nothing(change: str) -> None:
         Agent.objects.filter(pk=agent.pk).update(active=False)
     else:
         token = token + "x"
-    assert find_agent_token(token_digest(token)) is None
+    found = find_agent_token(token_digest(token))
+    # The row is found (so a refusal can say why); the token is not let in.
+    assert (found is None) == (change == "unknown")
     assert orm_lookup(token) is None
     assert agent_for_token(token) is None
+    verdict = agent_token_verdict(token, scope=Scope.AGENT_API)
+    assert verdict.agent is None and verdict.refusal is not None
+    assert verdict.refusal.outcome == {"revoked": "revoked", "inactive": "agent_inactive"}.get(
+        change, "unknown"
+    )
 
 
-def test_agent_for_token_marks_the_token_used() -> None:
+def test_a_token_let_in_is_marked_used() -> None:
     agent, token = new_agent()
     assert AgentToken.objects.get(agent=agent).last_used_at is None
-    assert agent_for_token(token) == agent
-    assert AgentToken.objects.get(agent=agent).last_used_at is not None
+    assert agent_token_verdict(token, scope=Scope.AGENT_API, address="::1").agent == agent
+    marked = AgentToken.objects.get(agent=agent)
+    assert marked.last_used_at is not None and marked.last_used_address == "::1"

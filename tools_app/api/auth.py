@@ -10,8 +10,9 @@ from rest_framework.exceptions import AuthenticationFailed
 from rest_framework.permissions import BasePermission
 
 from common.errors import ForbiddenError, UnauthenticatedError
-from trust_app.auth import agent_for_token, bearer_token
+from trust_app.auth import agent_token_verdict, bearer_token
 from trust_app.models import Agent
+from trust_app.token_life import Scope
 from trust_app.tokens import token_kind
 
 
@@ -33,12 +34,15 @@ class AgentTokenAuthentication(BaseAuthentication):
             if django_user is not None and django_user.is_authenticated:
                 raise ForbiddenError("agent endpoints take an agent token; people use the console")
             return None
-        agent = agent_for_token(token)
-        if agent is None:
-            raise AuthenticationFailed(
-                "the agent token is unknown, revoked, or its agent is inactive"
-            )
-        return AgentPrincipal(agent=agent), token
+        verdict = agent_token_verdict(
+            token, scope=Scope.AGENT_API, address=str(request._request.META.get("REMOTE_ADDR", ""))
+        )
+        if verdict.refusal is not None:
+            if verdict.refusal.status == 403:
+                raise ForbiddenError(verdict.refusal.reason)
+            raise AuthenticationFailed(verdict.refusal.reason)
+        assert verdict.agent is not None
+        return AgentPrincipal(agent=verdict.agent), token
 
     def authenticate_header(self, request: Any) -> str:
         return 'Bearer realm="synthorg"'

@@ -37,7 +37,8 @@ from tools_app.mcp.envelope import INVALID_REQUEST, Envelope, EnvelopeProblem, r
 from tools_app.mcp.server import CALLER_SCOPE_KEY, EXCHANGE_SCOPE_KEY, McpCaller, gateway_server
 from tools_app.mcp.waiting import McpExchange
 from tools_app.services.request_refusal import RefusedRequest, request_refusal_record
-from trust_app.auth import agent_for_token, person_for_token
+from trust_app.auth import agent_token_verdict, person_for_token
+from trust_app.token_life import Scope as TokenScope
 from trust_app.tokens import token_kind
 
 MCP_PATHS = frozenset({"/mcp", "/mcp/"})
@@ -69,7 +70,7 @@ def _bearer(scope: Scope) -> str | None:
     return value.strip()
 
 
-def caller_for(token: str | None, request_id: str) -> McpCaller | _Refusal:
+def caller_for(token: str | None, request_id: str, address: str = "") -> McpCaller | _Refusal:
     """The agent a bearer token belongs to, or why the request is refused."""
     if token is None:
         return _Refusal(
@@ -81,21 +82,21 @@ def caller_for(token: str | None, request_id: str) -> McpCaller | _Refusal:
         return _Refusal(
             403, "forbidden", "the MCP gateway takes an agent token; people use the console"
         )
-    agent = agent_for_token(token) if kind == "agent" else None
-    if agent is None:
-        message = (
-            "the agent token is unknown, revoked, or its agent is inactive"
-            if kind == "agent"
-            else "the bearer token is not a valid agent token"
-        )
-        return _Refusal(401, "unauthenticated", message)
-    return McpCaller(agent=agent, request_id=request_id)
+    if kind != "agent":
+        return _Refusal(401, "unauthenticated", "the bearer token is not a valid agent token")
+    verdict = agent_token_verdict(token, scope=TokenScope.MCP, address=address)
+    if verdict.refusal is not None:
+        return _Refusal(verdict.refusal.status, verdict.refusal.code, verdict.refusal.reason)
+    assert verdict.agent is not None
+    return McpCaller(agent=verdict.agent, request_id=request_id)
 
 
-def _fresh_caller_for(token: str | None, request_id: str) -> McpCaller | _Refusal:
+def _fresh_caller_for(
+    token: str | None, request_id: str, address: str = ""
+) -> McpCaller | _Refusal:
     # One trip to the thread for both: each trip costs a context switch per request.
     close_old_connections()
-    return caller_for(token, request_id)
+    return caller_for(token, request_id, address)
 
 
 def _host_allowed(scope: Scope) -> bool:
@@ -281,7 +282,10 @@ class McpGateway:
                 )
                 return
             try:
-                caller = await sync_to_async(_fresh_caller_for)(_bearer(scope), request_id)
+                client = scope.get("client") or ("", 0)
+                caller = await sync_to_async(_fresh_caller_for)(
+                    _bearer(scope), request_id, str(client[0])
+                )
                 if isinstance(caller, _Refusal):
                     log.info("mcp_refused", status=caller.status, reason=caller.message)
                     await _refuse_audited(scope, send_with_request_id, caller)

@@ -1,0 +1,112 @@
+"""Token management on the agent's page and in `manage.py synthorg_agent token ...`."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from django.test import Client
+
+from tests.common.permission_suite import ADMINS, PermissionSuite, signed_in
+from tools_app.models import AuditEvent
+from trust_app.auth import agent_token_verdict
+from trust_app.models import Agent, AgentToken
+from trust_app.services import agent_create, person_create
+from trust_app.token_life import Scope
+from trust_app.tokens import token_digest
+
+pytestmark = pytest.mark.django_db
+
+
+class TestAgentTokenRotateAccess(PermissionSuite):
+    path = "/agents/{agent}/tokens/{token}/rotate/"
+    allowed = ADMINS
+    method = "post"
+
+
+@pytest.fixture
+def admin() -> Client:
+    person_create(username="ada", role="admin", password=None)
+    return signed_in("ada")
+
+
+@pytest.fixture
+def agent() -> Agent:
+    return agent_create(name="tok-1", access_level="standard").agent
+
+
+def shown_token(html: str) -> str:
+    return html.split('id="new-token">')[1].split("</pre>")[0]
+
+
+def test_the_page_issues_a_token_with_scopes_and_expiry(admin: Client, agent: Agent) -> None:
+    response = admin.post(
+        f"/agents/{agent.id}/tokens/",
+        {"label": "scraper", "scopes": ["metrics"], "expires_in_days": "3"},
+    )
+    assert response.status_code == 200
+    plaintext = shown_token(response.content.decode())
+    token = AgentToken.objects.get(digest=token_digest(plaintext))
+    assert token.scopes == ["metrics"] and token.expires_at is not None
+    assert agent_token_verdict(plaintext, scope=Scope.METRICS).agent == agent
+    assert agent_token_verdict(plaintext, scope=Scope.AGENT_API).refusal is not None
+    page = admin.get(f"/agents/{agent.id}/").content.decode()
+    assert "metrics" in page and token.public_id in page
+
+
+def test_a_bad_scope_from_the_page_issues_nothing(admin: Client, agent: Agent) -> None:
+    before = AgentToken.objects.filter(agent=agent).count()
+    response = admin.post(f"/agents/{agent.id}/tokens/", {"scopes": ["root"]})
+    assert response.status_code == 302
+    assert AgentToken.objects.filter(agent=agent).count() == before
+
+
+def test_rotating_from_the_page_shows_the_new_token_and_keeps_the_old_for_the_overlap(
+    admin: Client, agent: Agent
+) -> None:
+    old = AgentToken.objects.get(agent=agent)
+    response = admin.post(f"/agents/{agent.id}/tokens/{old.id}/rotate/")
+    assert response.status_code == 200 and response["Cache-Control"] == "no-store"
+    new = AgentToken.objects.get(digest=token_digest(shown_token(response.content.decode())))
+    old.refresh_from_db()
+    assert old.rotated_at is not None and old.active and old.expires_at is not None
+    assert new.scopes == old.scopes and new.label == old.label
+    assert "rotated; valid until" in admin.get(f"/agents/{agent.id}/").content.decode()
+    # A rotated token is not rotated twice.
+    again = admin.post(f"/agents/{agent.id}/tokens/{old.id}/rotate/")
+    assert again.status_code == 302
+    assert AuditEvent.objects.filter(kind="agent.token_rotated").count() == 1
+
+
+def run(*args: str) -> str:
+    out = io.StringIO()
+    call_command("synthorg_agent", *args, stdout=out)
+    return out.getvalue()
+
+
+def test_the_command_issues_lists_rotates_and_revokes(agent: Agent) -> None:
+    issued = run("token", "issue", agent.name, "--scopes", "mcp,metrics", "--expires-in-days", "5")
+    plaintext = issued.strip().splitlines()[-1]
+    token = AgentToken.objects.get(digest=token_digest(plaintext))
+    assert token.scopes == ["mcp", "metrics"]
+    listing = run("token", "list", agent.name)
+    assert token.public_id in listing and "mcp,metrics" in listing
+
+    rotated = run("token", "rotate", token.public_id, "--overlap", "0")
+    new_plain = rotated.strip().splitlines()[-1]
+    assert agent_token_verdict(plaintext, scope=Scope.MCP).refusal is not None
+    assert agent_token_verdict(new_plain, scope=Scope.MCP).agent == agent
+
+    new = AgentToken.objects.get(digest=token_digest(new_plain))
+    assert "revoked" in run("token", "revoke", new.public_id)
+    verdict = agent_token_verdict(new_plain, scope=Scope.MCP)
+    assert verdict.refusal is not None and verdict.refusal.outcome == "revoked"
+
+
+def test_the_command_refuses_unknown_scopes_and_tokens(agent: Agent) -> None:
+    with pytest.raises(CommandError, match="scopes are: agent_api, mcp, metrics"):
+        run("token", "issue", agent.name, "--scopes", "everything")
+    with pytest.raises(CommandError, match="no agent token with id"):
+        run("token", "revoke", "nosuchid")

@@ -1,0 +1,99 @@
+"""Agent token pages: admins issue (scopes, expiry), rotate and revoke an agent's tokens."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import timedelta
+
+from django.contrib import messages
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.utils import timezone
+from django.views.decorators.http import require_POST
+
+from common.errors import SynthOrgError
+from common.roles import Role
+from tools_app.services.audit import Actor
+from trust_app.forms_agents import TokenForm
+from trust_app.models import Agent, AgentToken
+from trust_app.services_tokens import (
+    IssuedAgentToken,
+    agent_token_issue,
+    agent_token_revoke,
+    agent_token_rotate,
+)
+from trust_app.views_access import page_for
+from trust_app.views_agents import _agent_or_404
+
+
+def _token_or_404(agent: Agent, token_id: uuid.UUID) -> AgentToken:
+    token = AgentToken.objects.select_related("agent").filter(id=token_id, agent=agent).first()
+    if token is None:
+        raise Http404("no such token for this agent")
+    return token
+
+
+def _shown_once(request: HttpRequest, agent: Agent, issued: IssuedAgentToken) -> HttpResponse:
+    response = render(
+        request,
+        "agents/token_created.html",
+        {"agent": agent, "token": issued.plaintext, "issued": issued.token},
+    )
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+@page_for(Role.ADMIN)
+@require_POST
+def agent_token_create(request: HttpRequest, agent_id: uuid.UUID) -> HttpResponse:
+    """Issue a token and show its plaintext this once; it is stored only as a digest."""
+    agent = _agent_or_404(agent_id)
+    form = TokenForm(request.POST)
+    if not form.is_valid():
+        problems = "; ".join(
+            f"{name}: {' '.join(str(e) for e in errs)}" for name, errs in form.errors.items()
+        )
+        messages.error(request, f"No token issued: {problems}")
+        return redirect("agent-detail", agent_id=agent.id)
+    days = form.cleaned_data["expires_in_days"]
+    try:
+        issued = agent_token_issue(
+            agent=agent,
+            actor=Actor.person(request.user),
+            label=form.cleaned_data["label"],
+            scopes=form.cleaned_data["scopes"] or None,
+            expires_at=timezone.now() + timedelta(days=days) if days else None,
+            never_expires=days == 0,
+        )
+    except SynthOrgError as exc:
+        messages.error(request, f"No token issued: {exc.message}")
+        return redirect("agent-detail", agent_id=agent.id)
+    return _shown_once(request, agent, issued)
+
+
+@page_for(Role.ADMIN)
+@require_POST
+def agent_token_rotate_view(
+    request: HttpRequest, agent_id: uuid.UUID, token_id: uuid.UUID
+) -> HttpResponse:
+    """Issue the replacement (shown once); the old token keeps the overlap."""
+    agent = _agent_or_404(agent_id)
+    token = _token_or_404(agent, token_id)
+    try:
+        issued = agent_token_rotate(token=token, actor=Actor.person(request.user))
+    except SynthOrgError as exc:
+        messages.error(request, exc.message)
+        return redirect("agent-detail", agent_id=agent.id)
+    return _shown_once(request, agent, issued)
+
+
+@page_for(Role.ADMIN)
+@require_POST
+def agent_token_revoke_view(
+    request: HttpRequest, agent_id: uuid.UUID, token_id: uuid.UUID
+) -> HttpResponse:
+    agent = _agent_or_404(agent_id)
+    token = _token_or_404(agent, token_id)
+    agent_token_revoke(token=token, actor=Actor.person(request.user))
+    messages.success(request, f"Token {token.public_id} revoked.")
+    return redirect("agent-detail", agent_id=agent.id)
