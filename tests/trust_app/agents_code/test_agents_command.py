@@ -1,0 +1,187 @@
+"""manage.py synthorg_agents: export, plan (dry run) and apply an agents file."""
+
+from __future__ import annotations
+
+import io
+import uuid
+from pathlib import Path
+
+import pytest
+import yaml
+from django.core.management import CommandError, call_command
+
+from secrets_app.models import SecretGrant
+from secrets_app.services import secret_grant, secret_set
+from tools_app.models import AuditEvent
+from tools_app.services.audit import Actor
+from trust_app.models import Agent, AgentPermissions
+from trust_app.services import agent_create, person_create
+from trust_app.services_permissions import agent_permissions_update
+
+pytestmark = pytest.mark.django_db
+
+ADMIN = Actor.system("test admin")
+
+
+def run(*args: str) -> str:
+    out = io.StringIO()
+    call_command("synthorg_agents", *args, stdout=out, stderr=io.StringIO())
+    return out.getvalue()
+
+
+@pytest.fixture
+def organisation() -> dict[str, Agent]:
+    """Two agents: one plain, one with lists, sub-constraints, an owner and a secret grant."""
+    person_create(username=f"owner-{uuid.uuid4().hex[:6]}", role="admin", password=None)
+    owner = person_create(username="ops-owner", role="admin", password=None)
+    plain = agent_create(name="plain-agent", access_level="restricted").agent
+    rich = agent_create(
+        name="rich-agent", access_level="standard", autonomy="supervised", owner=owner
+    ).agent
+    agent_permissions_update(
+        agent=rich,
+        actor=ADMIN,
+        access_level="standard",
+        autonomy="supervised",
+        allowed=["git_push"],
+        denied=["shell_command"],
+        sub_constraints={"code_execution": "namespace"},
+    )
+    secret_set(name="DEPLOY_KEY", value="s3cr3t-value-for-tests", actor=ADMIN)
+    secret_grant(name="DEPLOY_KEY", agent=rich, actor=ADMIN, tool="http_request")
+    return {"plain": plain, "rich": rich}
+
+
+def test_export_then_apply_is_a_no_op_plan(organisation: dict[str, Agent], tmp_path: Path) -> None:
+    file = tmp_path / "agents.yaml"
+    run("export", str(file))
+    data = yaml.safe_load(file.read_text())
+    rich = next(a for a in data["agents"] if a["name"] == "rich-agent")
+    assert rich["denied_tools"] == ["shell_command"] and rich["allowed_tools"] == ["git_push"]
+    assert rich["owner"] == "ops-owner" and rich["autonomy"] == "supervised"
+    assert rich["secret_grants"] == [{"secret": "DEPLOY_KEY", "tool": "http_request"}]
+    assert "s3cr3t" not in file.read_text()  # names only, never values
+
+    before = AuditEvent.objects.count()
+    assert "plan: no changes" in run("apply", str(file), "--dry-run")
+    out = run("apply", str(file))
+    assert "plan: no changes" in out and "nothing to apply" in out
+    assert AuditEvent.objects.count() == before
+
+
+def test_the_plan_lists_each_change_and_a_dry_run_changes_nothing(
+    organisation: dict[str, Agent], tmp_path: Path
+) -> None:
+    file = tmp_path / "agents.yaml"
+    run("export", str(file))
+    data = yaml.safe_load(file.read_text())
+    for agent in data["agents"]:
+        if agent["name"] == "plain-agent":
+            agent["autonomy"] = "locked"
+            agent["denied_tools"] = ["delete_file"]
+        if agent["name"] == "rich-agent":
+            agent["secret_grants"] = []
+            agent["owner"] = None
+    data["agents"].append(
+        {"name": "new-agent", "access_level": "sandboxed", "autonomy": "supervised"}
+    )
+    file.write_text(yaml.safe_dump(data))
+
+    before = AuditEvent.objects.count()
+    plan = run("apply", str(file), "--dry-run")
+    lines = [line.strip() for line in plan.splitlines()]
+    assert "plan: 4 changes" in plan
+    assert any(line.startswith("create") and "new-agent" in line for line in lines)
+    assert any(
+        line.startswith("permissions")
+        and "plain-agent" in line
+        and "autonomy" in line
+        and "delete_file" in line
+        for line in lines
+    )
+    assert any(line.startswith("ungrant_secret") and "DEPLOY_KEY" in line for line in lines)
+    assert any(line.startswith("owner") and "rich-agent" in line for line in lines)
+    assert "dry run: nothing changed" in plan
+    assert AuditEvent.objects.count() == before
+    assert not Agent.objects.filter(name="new-agent").exists()
+
+    out = run("apply", str(file))
+    assert out.strip().splitlines()[-1].startswith("soa_")  # the new agent's token, once
+    plain = Agent.objects.get(name="plain-agent")
+    assert plain.autonomy == "locked"
+    assert AgentPermissions.objects.get(agent=plain).denied == ["delete_file"]
+    assert Agent.objects.get(name="new-agent").access_level == "sandboxed"
+    assert not SecretGrant.objects.filter(agent__name="rich-agent").exists()
+    assert Agent.objects.get(name="rich-agent").owner is None
+    kinds = list(AuditEvent.objects.filter(pk__gt=0).order_by("id").values_list("kind", flat=True))
+    new_kinds = kinds[before:]
+    for kind in ("agent.created", "agent.permissions_updated", "secret.ungranted",
+                 "agent.owner_updated", "agents.applied"):  # fmt: skip
+        assert kind in new_kinds, (kind, new_kinds)
+    # Applied: the same file is now a no-op.
+    assert "plan: no changes" in run("apply", str(file), "--dry-run")
+
+
+def test_problems_are_named_by_field_and_nothing_is_applied(
+    organisation: dict[str, Agent], tmp_path: Path
+) -> None:
+    file = tmp_path / "agents.yaml"
+    file.write_text(
+        yaml.safe_dump(
+            {
+                "version": 1,
+                "agents": [
+                    {"name": "plain-agent", "access_level": "restricted", "autonomy": "sometimes"},
+                    {
+                        "name": "broken",
+                        "access_level": "godlike",
+                        "denied_tools": ["no_such_tool"],
+                        "colour": "blue",
+                        "secret_grants": [{"secret": "MISSING", "tool": "http_request"}],
+                    },
+                ],
+            }
+        )
+    )
+    before = AuditEvent.objects.count()
+    with pytest.raises(CommandError) as raised:
+        run("apply", str(file))
+    message = str(raised.value)
+    assert f"{file}: agents[0].autonomy: 'sometimes' is not allowed; allowed values:" in message
+    assert "agents[1].colour: unknown field; allowed fields: name, access_level" in message
+    # Schema problems first; a file whose shape is right is then judged against the console.
+    file.write_text(
+        yaml.safe_dump(
+            {
+                "agents": [
+                    {"name": "plain-agent", "access_level": "restricted", "autonomy": "locked"},
+                    {
+                        "name": "broken",
+                        "access_level": "godlike",
+                        "denied_tools": ["no_such_tool"],
+                        "secret_grants": [{"secret": "MISSING", "tool": "http_request"}],
+                    },
+                ],
+            }
+        )
+    )
+    with pytest.raises(CommandError) as raised:
+        run("apply", str(file))
+    message = str(raised.value)
+    assert "agents[1].access_level: 'godlike' is not allowed; allowed values:" in message
+    assert "agents[1].denied_tools" in message
+    assert "agents[1].secret_grants[0].secret: no secret named 'MISSING'" in message
+    # Nothing applied, not even the valid first agent's change.
+    assert Agent.objects.get(name="plain-agent").autonomy == "semi"
+    assert not Agent.objects.filter(name="broken").exists()
+    assert AuditEvent.objects.count() == before
+
+
+def test_a_file_that_is_not_yaml_or_not_a_mapping_is_refused(tmp_path: Path) -> None:
+    file = tmp_path / "agents.yaml"
+    file.write_text("agents: [unclosed")
+    with pytest.raises(CommandError, match="not valid YAML"):
+        run("apply", str(file), "--dry-run")
+    file.write_text("- just a list")
+    with pytest.raises(CommandError, match="must be a mapping"):
+        run("apply", str(file), "--dry-run")

@@ -1,0 +1,168 @@
+"""What applying an agents file would change, each change named, nothing written.
+
+Agents in the database but not in the file are left alone (listed, never deleted);
+a file that cannot be applied whole is refused with every problem by field.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.contrib.auth import get_user_model
+
+from common.config.errors import ConfigError, ConfigProblem
+from common.errors import InvalidArgumentError
+from secrets_app.models import Secret, SecretGrant
+from secrets_app.references import SECRET_SLOTS, is_valid_name
+from trust_app.agents_code.schema import AgentEntry, AgentsFile, SecretGrantEntry
+from trust_app.models import Agent
+from trust_app.services_permissions import (
+    AgentPermissionsState,
+    agent_permissions_check,
+    agent_permissions_state,
+)
+
+# The permission service names its fields as the console's form does.
+_FIELD_IN_FILE = {"allowed": "allowed_tools", "denied": "denied_tools"}
+
+
+@dataclass(frozen=True)
+class Change:
+    """One change to one agent, as the plan lists it and apply makes it."""
+
+    agent: str
+    action: str  # create | permissions | owner | active | grant_secret | ungrant_secret
+    detail: str
+    entry: AgentEntry
+    grant: SecretGrantEntry | None = None
+
+    def line(self) -> str:
+        return f"{self.action:15} {self.agent}: {self.detail}"
+
+
+@dataclass(frozen=True)
+class Plan:
+    changes: tuple[Change, ...]
+    left_alone: tuple[str, ...] = field(default=())  # agents not in the file
+
+    @property
+    def empty(self) -> bool:
+        return not self.changes
+
+
+def _permissions_proposal(
+    entry: AgentEntry, where: str, problems: list[ConfigProblem]
+) -> AgentPermissionsState | None:
+    try:
+        return agent_permissions_check(
+            access_level=entry.access_level,
+            autonomy=entry.autonomy,
+            allowed=entry.allowed_tools,
+            denied=entry.denied_tools,
+            sub_constraints=entry.sub_constraints,
+        )
+    except InvalidArgumentError as exc:
+        found = (exc.details or {}).get("problems") or {"": exc.message}
+        for name, message in found.items():
+            head, dot, rest = str(name).partition(".")
+            name = _FIELD_IN_FILE.get(head, head) + dot + rest
+            problems.append(ConfigProblem(f"{where}.{name}" if name else where, str(message)))
+        return None
+
+
+def _grant_problems(entry: AgentEntry, where: str, problems: list[ConfigProblem]) -> None:
+    live = set(Secret.objects.filter(revoked_at__isnull=True).values_list("name", flat=True))
+    for index, grant in enumerate(entry.secret_grants):
+        at = f"{where}.secret_grants[{index}]"
+        if grant.secret not in live:
+            problems.append(ConfigProblem(
+                f"{at}.secret",
+                f"no secret named {grant.secret!r}; store it first (manage.py synthorg_secret set)",
+            ))  # fmt: skip
+        if grant.tool and grant.tool not in SECRET_SLOTS:
+            takers = ", ".join(sorted(SECRET_SLOTS))
+            problems.append(ConfigProblem(
+                f"{at}.tool", f"{grant.tool!r} takes no secrets; tools that do: {takers}"
+            ))  # fmt: skip
+        if grant.server and not is_valid_name(grant.server):
+            problems.append(ConfigProblem(f"{at}.server", f"{grant.server!r} is not a server name"))
+
+
+def _granted(agent: Agent) -> dict[tuple[str, str, str], SecretGrantEntry]:
+    rows = SecretGrant.objects.filter(agent=agent, secret__revoked_at__isnull=True).values_list(
+        "secret__name", "tool", "server"
+    )
+    return {
+        (name, tool, server): SecretGrantEntry(secret=name, tool=tool, server=server)
+        for name, tool, server in rows
+    }
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(map(str, value)) + "]"
+    return repr(value)
+
+
+def _agent_changes(
+    entry: AgentEntry, agent: Agent | None, proposal: AgentPermissionsState
+) -> list[Change]:
+    changes: list[Change] = []
+    name = entry.name
+    if agent is None:
+        changes.append(Change(name, "create", f"{entry.access_level}, {entry.autonomy}", entry))
+        before = AgentPermissionsState(access_level=entry.access_level, autonomy=entry.autonomy)
+        owner, active, granted = None, True, {}
+    else:
+        before = agent_permissions_state(agent)
+        owner = agent.owner.get_username() if agent.owner else None
+        active, granted = agent.active, _granted(agent)
+    old, new = before.as_dict(), proposal.as_dict()
+    moved = [f for f in old if old[f] != new[f]]
+    if moved:
+        detail = "; ".join(
+            f"{_FIELD_IN_FILE.get(f, f)}: {_describe(old[f])} -> {_describe(new[f])}" for f in moved
+        )
+        changes.append(Change(name, "permissions", detail, entry))
+    if entry.owner != owner:
+        changes.append(Change(name, "owner", f"{owner!r} -> {entry.owner!r}", entry))
+    if entry.active != active:
+        changes.append(Change(name, "active", f"{active} -> {entry.active}", entry))
+    wanted = {g.key(): g for g in entry.secret_grants}
+    for key in sorted(set(wanted) - set(granted)):
+        grant = wanted[key]
+        use = f"server {grant.server}" if grant.server else grant.tool
+        changes.append(Change(name, "grant_secret", f"{grant.secret} for {use}", entry, grant))
+    for key in sorted(set(granted) - set(wanted)):
+        grant = granted[key]
+        use = f"server {grant.server}" if grant.server else grant.tool
+        changes.append(Change(name, "ungrant_secret", f"{grant.secret} for {use}", entry, grant))
+    return changes
+
+
+def agents_plan(agents_file: AgentsFile, *, source: str) -> Plan:
+    """Every change applying ``agents_file`` makes; ConfigError when it cannot be applied."""
+    problems: list[ConfigProblem] = []
+    existing = {a.name: a for a in Agent.objects.select_related("owner")}
+    people = set(get_user_model().objects.values_list("username", flat=True))
+    changes: list[Change] = []
+    for index, entry in enumerate(agents_file.agents):
+        where = f"agents[{index}]"
+        agent = existing.get(entry.name)
+        proposal = _permissions_proposal(entry, where, problems)
+        _grant_problems(entry, where, problems)
+        if entry.owner is not None and entry.owner not in people:
+            problems.append(ConfigProblem(f"{where}.owner", f"no person named {entry.owner!r}"))
+        if agent is not None and entry.workspace and entry.workspace != agent.workspace:
+            problems.append(ConfigProblem(
+                f"{where}.workspace",
+                f"an existing agent's workspace is not moved by apply (it is {agent.workspace}); "
+                "leave it out or give that path",
+            ))  # fmt: skip
+        if proposal is not None:
+            changes.extend(_agent_changes(entry, agent, proposal))
+    if problems:
+        raise ConfigError(source, tuple(problems))
+    listed = {entry.name for entry in agents_file.agents}
+    return Plan(changes=tuple(changes), left_alone=tuple(sorted(set(existing) - listed)))

@@ -1,0 +1,110 @@
+"""The agents file: its shape, checked field by field (pure: no Django imports).
+
+```yaml
+version: 1
+agents:
+  - name: builder
+    access_level: standard
+    autonomy: semi
+    owner: alice
+    workspace: /srv/synthorg/workspaces/builder
+    active: true
+    allowed_tools: []
+    denied_tools: [shell_command]
+    sub_constraints: {}
+    secret_grants:
+      - {secret: GITHUB_TOKEN, tool: http_request}
+```
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import yaml
+from pydantic import Field, ValidationError, model_validator
+
+from common.config.errors import ConfigError, ConfigProblem, problems_from
+from trust_app.policy.strict import StrictModel
+
+AUTONOMY_VALUES = ("full", "semi", "supervised", "locked")
+
+
+class SecretGrantEntry(StrictModel):
+    """One secret an agent may use: by name only, with one tool or one upstream server."""
+
+    secret: str = Field(min_length=1, max_length=100)
+    tool: str = ""
+    server: str = ""
+
+    @model_validator(mode="after")
+    def _one_use(self) -> SecretGrantEntry:
+        if bool(self.tool) == bool(self.server):
+            raise ValueError("name either a tool or a server, not both and not neither")
+        return self
+
+    def key(self) -> tuple[str, str, str]:
+        return (self.secret, self.tool, self.server)
+
+
+class AgentEntry(StrictModel):
+    name: str = Field(min_length=1, max_length=100)
+    access_level: str
+    autonomy: Literal["full", "semi", "supervised", "locked"] = "semi"
+    owner: str | None = None
+    # Used when the agent is created; an existing agent's workspace is never moved.
+    workspace: str | None = None
+    active: bool = True
+    allowed_tools: tuple[str, ...] = ()
+    denied_tools: tuple[str, ...] = ()
+    sub_constraints: dict[str, Any] = Field(default_factory=dict)
+    secret_grants: tuple[SecretGrantEntry, ...] = ()
+
+    @model_validator(mode="after")
+    def _grants_once(self) -> AgentEntry:
+        keys = [g.key() for g in self.secret_grants]
+        if len(keys) != len(set(keys)):
+            raise ValueError("secret_grants: the same grant is listed twice")
+        return self
+
+
+class AgentsFile(StrictModel):
+    version: Literal[1] = 1
+    agents: tuple[AgentEntry, ...] = ()
+
+    @model_validator(mode="after")
+    def _names_once(self) -> AgentsFile:
+        seen: set[str] = set()
+        for agent in self.agents:
+            if agent.name in seen:
+                raise ValueError(f"agents: {agent.name!r} is listed twice; list each agent once")
+            seen.add(agent.name)
+        return self
+
+
+def agents_file_parse(text: str, *, source: str) -> AgentsFile:
+    """The file's content checked; ConfigError naming every problem by field."""
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(source, (ConfigProblem("", f"not valid YAML: {exc}"),)) from exc
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(
+            source, (ConfigProblem("", "the file must be a mapping with `version` and `agents`"),)
+        )
+    try:
+        return AgentsFile.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(source, problems_from(exc)) from exc
+
+
+def agents_file_dump(agents_file: AgentsFile) -> str:
+    """The file as YAML, fields in a fixed order so a diff shows only what changed."""
+    data = agents_file.model_dump(mode="json")
+    for agent in data["agents"]:
+        agent["secret_grants"] = [
+            {k: v for k, v in grant.items() if v} for grant in agent["secret_grants"]
+        ]
+    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, default_flow_style=False)
