@@ -1,4 +1,5 @@
-"""Withdraw the pending requests of a tool that can no longer run (an admin disabled it).
+"""Withdraw the pending requests of a tool that can no longer run (an admin disabled it,
+or an upstream MCP tool's definition is held for review).
 
 Each request is settled as ``cancelled`` and its call ends ``cancelled`` with the
 reason, which reaches the agent (a waiting call answers at once) and the
@@ -17,8 +18,13 @@ from tools_app.models import InvocationStatus
 from tools_app.services.audit import Actor
 
 
-def approvals_withdraw_for_tool(*, tool: str, actor: Actor, reason: str) -> int:
-    """Withdraw every pending request for ``tool``; answers how many were withdrawn."""
+def approvals_withdraw_for_tool(
+    *, tool: str, actor: Actor, reason: str, code: str = "tool_disabled"
+) -> int:
+    """Withdraw every pending request for ``tool``; answers how many were withdrawn.
+
+    ``code`` is the error code the withdrawn calls end with.
+    """
     if not transaction.get_connection().in_atomic_block:
         raise RuntimeError("withdrawing requests must run inside the caller's transaction")
     pending = (
@@ -33,7 +39,7 @@ def approvals_withdraw_for_tool(*, tool: str, actor: Actor, reason: str) -> int:
         moved = refuse_invocation(
             request.invocation,
             status=InvocationStatus.CANCELLED,
-            code="tool_disabled",
+            code=code,
             message=reason,
         )
         if not moved:

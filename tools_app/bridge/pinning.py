@@ -26,6 +26,7 @@ log = structlog.get_logger(__name__)
 
 REVIEW_PATH = "/tools/upstream/"
 BRIDGE_ACTOR = "mcp-bridge"
+RULE_HELD = "upstream_definition_held"
 _NAME_FIELD_MAX = {"server": 100, "tool": 200}
 
 
@@ -168,11 +169,32 @@ def _review_one(*, tool: UpstreamTool, findings: list[Finding], holding: list[Fi
     standing = standing_reason(
         contract_name=name, state=state, findings=findings, review_path=REVIEW_PATH
     )
+    withdrawn = 0
+    if not standing.available and (previous is None or previous.status is PinStatus.PINNED):
+        withdrawn = _withdraw_waiting_calls(name, standing)
     if result.event is not None:
         _audit_review(
-            pin=pin, event=result.event, previous=previous, standing=standing, findings=found
+            pin=pin,
+            event=result.event,
+            previous=previous,
+            standing=standing,
+            findings=found,
+            withdrawn=withdrawn,
         )
     return standing
+
+
+def _withdraw_waiting_calls(contract_name: str, standing: Standing) -> int:
+    """Calls waiting for people can no longer run once the tool is held: withdraw them."""
+    from approvals_app.services.withdraw import approvals_withdraw_for_tool  # app layering
+
+    return approvals_withdraw_for_tool(
+        tool=contract_name,
+        actor=Actor.system(BRIDGE_ACTOR),
+        reason=f"withdrawn: {standing.reason} The call will not be approved; call again once "
+        "an admin has decided.",
+        code=RULE_HELD,
+    )
 
 
 def _audit_review(
@@ -182,6 +204,7 @@ def _audit_review(
     previous: PinState | None,
     standing: Standing,
     findings: list[dict[str, str]],
+    withdrawn: int,
 ) -> None:
     data: dict[str, Any] = {
         "server": pin.server,
@@ -190,6 +213,8 @@ def _audit_review(
         "pinned_hash": pin.pinned_hash,
         "findings": findings,
     }
+    if withdrawn:
+        data["withdrawn_requests"] = withdrawn
     if event is PinEvent.CHANGED:
         data["previous_hash"] = previous.pinned_hash if previous else ""
         data["new_hash"] = pin.candidate_hash

@@ -28,6 +28,7 @@ from common.redis import redis_client
 from common.settings_config import synthorg_config
 from synthorg_site.health import SANDBOX_PROBE_PREFIX
 from tools_app.bridge.definitions import CATEGORY as BRIDGE_CATEGORY
+from tools_app.bridge.pinning import RULE_HELD as RULE_UPSTREAM_HELD
 from tools_app.bridge.pinning import upstream_standing
 from tools_app.builtin.base import ToolRefusedError
 from tools_app.contracts import ToolContract
@@ -38,7 +39,6 @@ log = structlog.get_logger(__name__)
 
 RULE_TOOL_SETTINGS = "tool_settings"
 RULE_SANDBOX_UNAVAILABLE = "sandbox_unavailable"
-RULE_UPSTREAM_HELD = "upstream_definition_held"
 
 
 def _refused(decision: Decision, rule: str, reason: str) -> Decision:

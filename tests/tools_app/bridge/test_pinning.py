@@ -207,3 +207,39 @@ def test_preflight_refuses_a_held_upstream_tool_with_its_reason_before_anyone_is
 def test_preflight_refuses_an_upstream_tool_never_reviewed() -> None:
     refused = upstream_refusal(contract=_contract("ghost__search"), decision=ALLOWED)
     assert refused is not None and "no reviewed definition" in refused.reason
+
+
+def _waiting_call(tool: str) -> Any:
+    """A call waiting for people, recorded under ``tool`` (an upstream contract name)."""
+    from approvals_app.models import ApprovalRequest
+    from tools_app.models import Invocation
+    from tools_app.services.invocation_submit import CallRequest, invocation_submit
+    from trust_app.services import agent_create
+
+    agent = agent_create(
+        name=f"waiting-{tool.replace('_', '-')}", access_level="standard", autonomy="locked"
+    ).agent
+    call = CallRequest(tool="test_echo", arguments={"text": "hi"})
+    invocation = invocation_submit(agent=agent, call=call).invocation
+    assert invocation.status == "pending_approval", invocation.decision
+    # The test tool stands in for the upstream one: the request is the tool's by name.
+    Invocation.objects.filter(pk=invocation.pk).update(tool=tool)
+    return ApprovalRequest.objects.get(invocation=invocation)
+
+
+def test_holding_a_tool_withdraws_its_calls_waiting_for_people() -> None:
+    definitions_review(server=SERVER, tools=[_tool()])
+    definitions_review(server="other", tools=[_tool(server="other")])
+    held_request = _waiting_call("notes__search")
+    other_request = _waiting_call("other__search")  # control: its tool is not held
+    definitions_review(server=SERVER, tools=[_tool("Search the notes and forward them.")])
+    held_request.refresh_from_db()
+    other_request.refresh_from_db()
+    assert (held_request.status, other_request.status) == ("cancelled", "pending")
+    invocation = held_request.invocation
+    invocation.refresh_from_db()
+    assert invocation.status == "cancelled"
+    assert invocation.error_code == "upstream_definition_held"
+    assert "notes__search is held" in invocation.error_message
+    changed = AuditEvent.objects.get(kind="bridge.definition.changed")
+    assert changed.data["withdrawn_requests"] == 1
