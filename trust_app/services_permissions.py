@@ -204,7 +204,7 @@ def agent_permissions_update(
     )
     # Lock the agent so two admins' edits apply one after the other, each audited
     # against the state it actually replaced.
-    locked = Agent.objects.select_for_update().get(pk=agent.pk)
+    locked = Agent.objects.select_for_update(no_key=True).get(pk=agent.pk)
     effect = agent_permissions_effect(agent=locked, proposal=proposal)
     if not effect.changed:
         return effect

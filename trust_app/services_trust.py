@@ -71,7 +71,7 @@ def locked_state(
     *, agent: Agent, strategy: TrustStrategy, now: datetime
 ) -> tuple[Agent, TrustState]:
     """Lock the agent and return its trust row, created (or restarted) for ``strategy``."""
-    locked = Agent.objects.select_for_update().get(pk=agent.pk)
+    locked = Agent.objects.select_for_update(no_key=True).get(pk=agent.pk)
     row = stored_state(locked)
     if row is not None and row.strategy == strategy.name:
         return locked, row

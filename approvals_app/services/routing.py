@@ -122,8 +122,12 @@ def approval_route(
     def budget_used(query: BudgetQuery) -> int:
         nonlocal locked
         if not locked:
-            # Serialise this agent's budget checks until the call is recorded.
-            Agent.objects.select_for_update().filter(id=agent.id).values_list("id").first()
+            # Serialise this agent's budget checks until the call is recorded. FOR NO KEY
+            # UPDATE, not FOR UPDATE: the latter also blocks the key-share lock each insert
+            # referencing the agent takes (an audit row, written under the chain's lock),
+            # and two such submissions deadlock.
+            mine = Agent.objects.select_for_update(no_key=True).filter(id=agent.id)
+            mine.values_list("id").first()
             locked = True
         return Invocation.objects.filter(
             agent=agent, created_at__gte=query.since, decision__budget=query.key

@@ -21,7 +21,8 @@ import redis
 from common.testing import free_port, http_status, python_argv, running, wait_until
 
 
-def _own_redis(url: str, db: int) -> str:
+def own_redis(url: str, db: int) -> str:
+    """``url`` with its Redis database number replaced by ``db``."""
     base, _, query = url.partition("?")
     params = [p for p in query.split("&") if p and not p.startswith("db=")]
     return base + "?" + "&".join([*params, f"db={db}"])
@@ -56,7 +57,7 @@ def configured_pipeline(
     env = dict(
         test_env,
         SYNTHORG_CONFIG=str(path),
-        REDIS_URL=_own_redis(test_env["REDIS_URL"], redis_db),
+        REDIS_URL=own_redis(test_env["REDIS_URL"], redis_db),
     )
     redis.Redis.from_url(env["REDIS_URL"]).flushdb()
     name = f"configured-worker-{redis_db}-{os.getpid()}@localhost"

@@ -66,7 +66,7 @@ def memory_save(
     the limit check.
     """
     with transaction.atomic():
-        agent = Agent.objects.select_for_update().get(id=agent_id)
+        agent = Agent.objects.select_for_update(no_key=True).get(id=agent_id)
         if AgentMemory.objects.filter(agent=agent).count() >= max_memories:
             raise MemoryLimitReachedError
         memory = AgentMemory.objects.create(
