@@ -39,6 +39,7 @@ from trust_app.strategies import (
     strategy_for,
 )
 from trust_app.strategies import TrustState as PureTrustState
+from trust_app.strategies.effective import EffectiveLevel, effective_level
 
 # Defaults for the trust settings (``SYNTHORG_TRUST_*`` in the Django settings).
 DEFAULTS: Final = MappingProxyType(
@@ -271,3 +272,13 @@ def agent_trust_summary(agent: Agent) -> dict[str, Any]:
             ).select_related("agent")
         ],
     }
+
+
+def agent_effective_level(agent: Agent) -> EffectiveLevel:
+    """The level that applies to ``agent`` now: the lower of the admin's and trust's, and why."""
+    strategy = trust_strategy()
+    applies = trust_applies(agent)
+    earned = dict(agent_trust_state(agent, strategy).levels) if applies else {}
+    return effective_level(
+        admin_level=agent.access_level, strategy=strategy.name, applies=applies, earned=earned
+    )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django import template
 
 from approvals_app.selectors import inbox_pending_count
@@ -13,3 +15,11 @@ register = template.Library()
 def pending_approvals_count() -> int:
     """How many requests (approvals and promotions) wait now; the socket keeps it live."""
     return inbox_pending_count()
+
+
+@register.simple_tag
+def approval_card(request: Any) -> Any:
+    """The card view of an approval request: the call as a person reads it, level, record."""
+    from approvals_app.cards.build import card_view
+
+    return card_view(request)

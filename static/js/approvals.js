@@ -12,6 +12,12 @@
       var m = Math.floor(left / 60), s = left % 60;
       el.textContent = (m > 0 ? m + "m " : "") + (s < 10 && m > 0 ? "0" : "") + s + "s left";
     });
+    // How long a request has waited, so a person sees what has been sitting longest.
+    document.querySelectorAll("[data-created-at]").forEach(function (el) {
+      var age = Math.max(0, Math.round((now - Date.parse(el.dataset.createdAt)) / 1000));
+      var h = Math.floor(age / 3600), m = Math.floor((age % 3600) / 60), s = age % 60;
+      el.textContent = "asked " + (h > 0 ? h + "h " + m + "m" : m > 0 ? m + "m " + s + "s" : s + "s") + " ago";
+    });
     document.querySelectorAll(".approval.settled").forEach(function (el) {
       if (!el.dataset.settledAt) { el.dataset.settledAt = String(now); return; }
       if (now - Number(el.dataset.settledAt) > SETTLED_KEEP_MS) { el.remove(); }

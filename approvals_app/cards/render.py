@@ -1,0 +1,236 @@
+"""PURE: per-tool card renderers, from a call's arguments to a display model.
+
+Each renderer puts what a person decides on first (the path, the command line,
+the URL), then the larger parts (a diff, a body, SQL), then the raw JSON.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Callable, Mapping
+from typing import Any, Final
+
+from approvals_app.cards.masking import mask_arguments, mask_header
+from approvals_app.cards.model import Block, Card, CardInput, CardLimits, Fact, Header
+from approvals_app.cards.sql import sql_tokens, statement_kind
+from approvals_app.cards.text import (
+    diff_block,
+    is_long,
+    ordered,
+    pretty_json,
+    preview_block,
+    size_label,
+    text_block,
+)
+
+MCP_CATEGORY: Final = "mcp"
+MCP_SEPARATOR: Final = "__"
+GIT_PREFIX: Final = "git_"
+DEFAULT_CWD: Final = "."
+DEFAULT_METHOD: Final = "GET"
+
+Parts = tuple[list[Fact], list[Block], list[str]]
+Renderer = Callable[[CardInput, dict[str, Any], CardLimits], Parts]
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else pretty_json(value)
+
+
+def _short(value: Any, limits: CardLimits) -> str:
+    text = _text(value)
+    if len(text) <= limits.fact_chars:
+        return text
+    return f"{text[: limits.fact_chars]}… ({size_label(text)})"
+
+
+def _rest(args: dict[str, Any], shown: set[str], limits: CardLimits) -> Parts:
+    """The arguments a renderer did not place: short ones as facts, long ones as blocks."""
+    facts: list[Fact] = []
+    blocks: list[Block] = []
+    for key, value in args.items():
+        if key in shown:
+            continue
+        text = _text(value)
+        if is_long(text, limits) or "\n" in text:
+            blocks.append(
+                text_block(key, text, limits, "text" if isinstance(value, str) else "json")
+            )
+        else:
+            facts.append(Fact(key, text))
+    return facts, blocks, []
+
+
+def _current_note(card: CardInput) -> tuple[str, str | None]:
+    """The current file's text for a diff (None when unknown) and a note saying why."""
+    current = card.current_file
+    if current is None:
+        return "the current file was not read", None
+    if current.status == "missing":
+        return "new file: nothing there yet", ""
+    if current.status == "unreadable":
+        return f"the current file could not be read: {current.reason}", None
+    return "", current.text
+
+
+def render_write_file(card: CardInput, args: dict[str, Any], limits: CardLimits) -> Parts:
+    content = args.get("content")
+    content = content if isinstance(content, str) else _text(content)
+    facts = [
+        Fact("path", _short(args.get("path", "?"), limits)),
+        Fact("size", size_label(content), False),
+    ]
+    note, before = _current_note(card)
+    notes: list[str] = []
+    if card.current_file is not None and card.current_file.status == "read":
+        facts.append(Fact("replaces", size_label(card.current_file.text), False))
+    if before is None:
+        blocks = [text_block("content", content, limits)]
+        notes.append(note)
+    else:
+        blocks = [diff_block("diff against the file as it is now", before, content, limits, note)]
+    more_facts, more_blocks, _ = _rest(args, {"path", "content"}, limits)
+    return facts + more_facts, blocks + more_blocks, notes
+
+
+def render_edit_file(card: CardInput, args: dict[str, Any], limits: CardLimits) -> Parts:
+    old, new = _text(args.get("old_string", "")), _text(args.get("new_string", ""))
+    facts = [Fact("path", _short(args.get("path", "?"), limits))]
+    note, before = _current_note(card)
+    expected = args.get("expected_replacements", 1)
+    if before is not None and old and before.count(old) == expected:
+        after = before.replace(old, new)
+        block = diff_block("diff against the file as it is now", before, after, limits)
+    else:
+        if before is not None and old:
+            found = before.count(old)
+            note = (
+                f"the text to replace occurs {found} times now (expected {expected}): "
+                "the call would fail"
+            )
+        block = diff_block("replacement", old, new, limits, note)
+    more_facts, more_blocks, _ = _rest(args, {"path", "old_string", "new_string"}, limits)
+    return facts + more_facts, [block, *more_blocks], []
+
+
+def command_line(args: Mapping[str, Any]) -> str:
+    """The command as a person would type it: argv shell-quoted, or the command line given."""
+    argv = args.get("argv")
+    if isinstance(argv, list) and argv:
+        return shlex.join(str(part) for part in argv)
+    command = args.get("command")
+    return command if isinstance(command, str) else _text(command)
+
+
+def render_shell(card: CardInput, args: dict[str, Any], limits: CardLimits) -> Parts:
+    line = command_line(args)
+    facts = [Fact("cwd", _short(args.get("cwd", DEFAULT_CWD), limits))]
+    blocks = [text_block("command line", line, limits, "command")]
+    stdin = args.get("stdin")
+    if isinstance(stdin, str):
+        blocks.append(preview_block("stdin", stdin, limits))
+    more_facts, more_blocks, _ = _rest(args, {"argv", "command", "cwd", "stdin"}, limits)
+    return facts + more_facts, blocks + more_blocks, []
+
+
+def render_http(card: CardInput, args: dict[str, Any], limits: CardLimits) -> Parts:
+    facts = [
+        Fact("method", _text(args.get("method", DEFAULT_METHOD))),
+        Fact("URL", _short(args.get("url", "?"), limits)),
+    ]
+    blocks: list[Block] = []
+    headers = args.get("headers")
+    if isinstance(headers, Mapping) and headers:
+        shown = []
+        for name, value in headers.items():
+            text, masked = mask_header(str(name), value)
+            shown.append(Header(str(name), text, masked))
+        blocks.append(Block(label="headers", kind="headers", headers=tuple(shown)))
+    body = args.get("body")
+    if body is not None:
+        blocks.append(preview_block("body", _text(body), limits))
+    more_facts, more_blocks, _ = _rest(args, {"method", "url", "headers", "body"}, limits)
+    return facts + more_facts, blocks + more_blocks, []
+
+
+def render_git(card: CardInput, args: dict[str, Any], limits: CardLimits) -> Parts:
+    repository = args.get("path", args.get("repository", DEFAULT_CWD))
+    facts = [
+        Fact("repository", _short(repository, limits)),
+        Fact("operation", card.tool.removeprefix(GIT_PREFIX), False),
+    ]
+    more_facts, more_blocks, _ = _rest(args, {"path", "repository"}, limits)
+    return facts + more_facts, more_blocks, []
+
+
+def render_sql(card: CardInput, args: dict[str, Any], limits: CardLimits) -> Parts:
+    query = _text(args.get("query", ""))
+    facts = [
+        Fact("connection", _short(args.get("connection", "?"), limits)),
+        Fact("statement", statement_kind(query), False),
+    ]
+    block = Block(
+        label="SQL",
+        kind="sql",
+        tokens=sql_tokens(query),
+        size=size_label(query),
+        folded=is_long(query, limits),
+    )
+    more_facts, more_blocks, _ = _rest(args, {"connection", "query"}, limits)
+    return facts + more_facts, [block, *more_blocks], []
+
+
+def render_mcp(card: CardInput, args: dict[str, Any], limits: CardLimits) -> Parts:
+    server, _, tool = card.tool.partition(MCP_SEPARATOR)
+    facts = [Fact("server", server), Fact("tool", tool or "?")]
+    arguments = pretty_json(args)
+    return facts, [text_block("arguments", arguments, limits, "json")], []
+
+
+def render_generic(card: CardInput, args: dict[str, Any], limits: CardLimits) -> Parts:
+    return [], [text_block("arguments", pretty_json(args), limits, "json")], []
+
+
+RENDERERS: Final[Mapping[str, Renderer]] = {
+    "write_file": render_write_file,
+    "edit_file": render_edit_file,
+    "shell_command": render_shell,
+    "http_request": render_http,
+    "sql_query": render_sql,
+    "db_mutate": render_sql,
+}
+
+
+def renderer_for(tool: str, category: str) -> tuple[str, Renderer]:
+    """The renderer's name and function for a tool (generic JSON when none fits)."""
+    if tool in RENDERERS:
+        return tool, RENDERERS[tool]
+    if category == MCP_CATEGORY or MCP_SEPARATOR in tool:
+        return "mcp", render_mcp
+    if tool.startswith(GIT_PREFIX):
+        return "git", render_git
+    return "generic", render_generic
+
+
+def render_card(card: CardInput, limits: CardLimits | None = None) -> Card:
+    """The display model of one call."""
+    limits = limits or CardLimits()
+    args = ordered(mask_arguments(dict(card.arguments)), card.key_order)
+    name, renderer = renderer_for(card.tool, card.category)
+    try:
+        facts, blocks, notes = renderer(card, args, limits)
+    except (TypeError, ValueError, AttributeError) as exc:
+        # Arguments of an unexpected shape: show them as JSON rather than nothing.
+        name = "generic"
+        facts, blocks, notes = render_generic(card, args, limits)
+        notes.append(f"shown as JSON: the arguments do not have the expected shape ({exc})")
+    raw = pretty_json(args)
+    return Card(
+        tool=card.tool,
+        renderer=name,
+        facts=tuple(facts),
+        blocks=tuple(blocks),
+        raw_json=raw,
+        raw_size=size_label(raw),
+        notes=tuple(note for note in notes if note),
+    )
