@@ -6,7 +6,10 @@ agent could read it back. A reference anywhere else (a URL, a body, a command
 line) is refused at submission, so no tool ever sees a half-used secret.
 
 Slots per tool (`SECRET_SLOTS`):
-- ``http_request``: the values of ``headers`` (``"Authorization": "Bearer ${secret:GH}"``).
+- ``http_request``: the values of ``headers`` (``"Authorization": "Bearer ${secret:GH}"``);
+- ``shell_command`` and ``code_runner``: the values of ``secret_env``
+  (``{"DEPLOY_TOKEN": "${secret:DEPLOY_TOKEN}"}``), which the sandbox puts in the
+  process's environment (see ``tools_app.builtin.secret_env``).
 Upstream MCP servers take their credentials from configuration, not from
 arguments: the bridge asks the broker for them by name (`secrets_app.services`).
 """
@@ -29,7 +32,11 @@ NAME_RULE: Final = (
 # `*` stands for any key of an object.
 ANY_KEY: Final = "*"
 SECRET_SLOTS: Final[Mapping[str, tuple[tuple[str, ...], ...]]] = MappingProxyType(
-    {"http_request": (("headers", ANY_KEY),)}
+    {
+        "http_request": (("headers", ANY_KEY),),
+        "shell_command": (("secret_env", ANY_KEY),),
+        "code_runner": (("secret_env", ANY_KEY),),
+    }
 )
 
 Path = tuple[str | int, ...]

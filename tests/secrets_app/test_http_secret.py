@@ -3,7 +3,8 @@
 The test's own loopback server receives the value (the positive control: the
 secret reached where it was meant to go) and echoes it back plain, base64 and
 hex, in its body and headers. The agent never reads it: not in the REST answer,
-the stored call, the audit rows, the auditors' export or the approval card.
+the stored call, the audit rows, the auditors' export, the worker's log or the
+approval card.
 A reference the agent is not granted is refused with the same words whether or
 not the name exists, and nothing is stored or sent.
 """
@@ -122,7 +123,9 @@ def _auditor() -> Client:
 
 
 def test_a_granted_header_secret_reaches_the_server_and_never_the_agent(
-    make_agent: Callable[..., AgentClient], web: LoopbackHttpServer
+    make_agent: Callable[..., AgentClient],
+    web: LoopbackHttpServer,
+    celery_worker_process: RunningProcess,
 ) -> None:
     client = _fetcher(make_agent, "full")
     name, value = _secret("ECHO_TOKEN")
@@ -160,6 +163,9 @@ def test_a_granted_header_secret_reaches_the_server_and_never_the_agent(
     assert export.status_code == 200
     exported = b"".join(export.streaming_content).decode()  # type: ignore[attr-defined]
     assert str(invocation.id) in exported and not _leaks(value, exported)
+
+    # Nor in the worker's log.
+    assert not _leaks(value, celery_worker_process.output())
 
     # Every use audited: secret name, agent, tool, invocation.
     used = AuditEvent.objects.get(kind="secret.used", invocation_id=invocation.id)

@@ -31,6 +31,7 @@ from tools_app.builtin.base import (
 from tools_app.builtin.fs_links import refuse_hard_links
 from tools_app.builtin.process_output import PROCESS_OUTPUT_SCHEMA
 from tools_app.builtin.sandbox_network import sandbox_network
+from tools_app.builtin.secret_env import SECRET_ENV_PROPERTY, secret_env
 from tools_app.builtin.terminal import outcome_from_result
 from tools_app.builtin.terminal_settings import DEFAULT_MAX_LINK_SCAN_ENTRIES
 from tools_app.contracts import ToolContract
@@ -73,6 +74,7 @@ CODE_RUNNER_CONTRACT: Final = ToolContract(
             "code": {"type": "string", "minLength": 1, "maxLength": ARGV_WORD_CEILING},
             "stdin": {"type": "string", "maxLength": 1048576},
             "timeout_seconds": {"type": "number", "exclusiveMinimum": 0},
+            "secret_env": SECRET_ENV_PROPERTY,
         },
         "required": ["language", "code"],
         "additionalProperties": False,
@@ -172,6 +174,7 @@ class CodeRunnerTool:
                 _setting(settings, "max_link_scan_entries", DEFAULT_MAX_LINK_SCAN_ENTRIES)
             ),
         )
+        variables = secret_env(arguments)
         with sandbox_network(context) as network:
             spec = SandboxSpec(
                 argv=(*LANGUAGES[language], code),
@@ -182,6 +185,7 @@ class CodeRunnerTool:
                 timeout_seconds=timeout,
                 limits=Limits(output_bytes=output_bytes),
                 owner=context.owner,
+                secret_env=variables,
                 **network,
             )
             try:

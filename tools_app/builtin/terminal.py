@@ -31,6 +31,7 @@ from tools_app.builtin.fs_paths import AgentPath, PathRules, check_agent_path, w
 from tools_app.builtin.git_command import LAUNCHER_ARGV, default_identity, launcher_refusal
 from tools_app.builtin.process_output import PROCESS_OUTPUT_SCHEMA
 from tools_app.builtin.sandbox_network import sandbox_network
+from tools_app.builtin.secret_env import SECRET_ENV_PROPERTY, secret_env
 from tools_app.builtin.shell_parse import (
     ShellSyntaxRefusedError,
     parse_command_line,
@@ -90,6 +91,7 @@ SHELL_COMMAND_CONTRACT: Final = ToolContract(
             "cwd": {"type": "string", "minLength": 1, "maxLength": 4096, "default": "."},
             "stdin": {"type": "string", "maxLength": 1048576},
             "timeout_seconds": {"type": "number", "exclusiveMinimum": 0},
+            "secret_env": SECRET_ENV_PROPERTY,
         },
         "oneOf": [{"required": ["argv"]}, {"required": ["command"]}],
         "additionalProperties": False,
@@ -280,6 +282,7 @@ class ShellCommandTool:
         if not isinstance(stdin, str):
             raise ToolRefusedError(RefusalCode.INVALID_ARGUMENT, "stdin must be a string")
         timeout = _timeout(settings, arguments.get("timeout_seconds"))
+        variables = secret_env(arguments)
         with sandbox_network(context) as network:
             spec = SandboxSpec(
                 argv=run_argv,
@@ -293,6 +296,7 @@ class ShellCommandTool:
                 timeout_seconds=timeout,
                 limits=Limits(output_bytes=settings.max_output_bytes),
                 owner=context.owner,
+                secret_env=variables,
                 **network,
             )
             try:

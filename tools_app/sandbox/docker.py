@@ -208,6 +208,7 @@ class DockerSandbox:
             path=restrict_path(spec.env.get("PATH", CONTAINER_PATH)),
             home=TMP_INSIDE,
             tmpdir=TMP_INSIDE,
+            granted=spec.secret_env,
         )
         timeout = min(spec.timeout_seconds, self.settings.timeout_seconds)
         request = ContainerRequest(

@@ -17,8 +17,9 @@ ALLOWED_NAMES: frozenset[str] = frozenset(
 )
 ALLOWED_PATTERNS: tuple[str, ...] = ("LC_*",)
 
-# Matched case-insensitively against the whole name.
-DENIED_PATTERNS: tuple[str, ...] = (
+# Matched case-insensitively against the whole name. Secret-shaped names first:
+# only a granted named secret (``granted`` below) may use one of them.
+SECRET_SHAPED_PATTERNS: tuple[str, ...] = (
     "*KEY*",
     "*SECRET*",
     "*TOKEN*",
@@ -29,6 +30,8 @@ DENIED_PATTERNS: tuple[str, ...] = (
     "*COOKIE*",
     "*SESSION*",
     "*AUTH*",
+)
+INJECTION_PATTERNS: tuple[str, ...] = (
     # Dynamic loader and interpreter injection.
     "LD_*",
     "DYLD_*",
@@ -38,6 +41,9 @@ DENIED_PATTERNS: tuple[str, ...] = (
     "GPG_*",
     "MALLOC_*",
 )
+DENIED_PATTERNS: tuple[str, ...] = SECRET_SHAPED_PATTERNS + INJECTION_PATTERNS
+# The sandbox sets these itself.
+SANDBOX_OWN_NAMES: frozenset[str] = frozenset({"PATH", "HOME", "TMPDIR", "PWD"})
 DENIED_NAMES: frozenset[str] = frozenset(
     {
         "LD_PRELOAD",
@@ -94,6 +100,19 @@ def is_denied(name: str) -> bool:
 
 
 @functools.lru_cache(maxsize=4096)
+def is_refused_for_a_secret(name: str) -> bool:
+    """True when a granted secret may not be put in ``name``: loader and interpreter
+    injection names, proxy settings and the sandbox's own variables (secret-shaped
+    names are what a secret is for)."""
+    upper = name.upper()
+    if name in DENIED_NAMES or upper in DENIED_NAMES or upper in SANDBOX_OWN_NAMES:
+        return True
+    if not name or "=" in name or "\x00" in name:
+        return True
+    return any(fnmatch.fnmatchcase(upper, pattern) for pattern in INJECTION_PATTERNS)
+
+
+@functools.lru_cache(maxsize=4096)
 def is_allowed(name: str) -> bool:
     """True when ``name`` may be copied from the worker's environment."""
     return name in ALLOWED_NAMES or any(
@@ -109,12 +128,14 @@ def build_sandbox_env(
     home: str,
     tmpdir: str,
     extra_allowed: Iterable[str] = (),
+    granted: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
     """Build the environment for one sandboxed command.
 
     Starts from empty, copies allowlisted names from ``worker_env``, applies the
-    tool's ``additions``, then forces ``PATH``, ``HOME`` and ``TMPDIR`` to the
-    sandbox's own values. Denied names are dropped at every step.
+    tool's ``additions`` and the call's ``granted`` secrets, then forces ``PATH``,
+    ``HOME`` and ``TMPDIR`` to the sandbox's own values. Denied names are dropped at
+    every step (for ``granted``, only injection names: see `is_refused_for_a_secret`).
     """
     allowed_extra = frozenset(extra_allowed)
     env: dict[str, str] = {}
@@ -123,6 +144,12 @@ def build_sandbox_env(
             env[name] = value
     for name, value in additions.items():
         if is_denied(name) or "=" in name or "\x00" in name or "\x00" in value or not name:
+            continue
+        env[name] = value
+    # Named secrets the agent was granted for this call (secrets_app), by name the
+    # call chose: secret-shaped names are the point; injection names never.
+    for name, value in (granted or {}).items():
+        if is_refused_for_a_secret(name) or "\x00" in value:
             continue
         env[name] = value
     # The sandbox decides these; a tool cannot point them elsewhere.

@@ -222,7 +222,12 @@ class NamespaceSandbox:
             spec.env.get("PATH", worker_env.get("PATH")), safe_prefixes=self.safe_prefixes
         )
         env = build_sandbox_env(
-            worker_env, spec.env, path=path, home=HOME_INSIDE, tmpdir=TMP_INSIDE
+            worker_env,
+            spec.env,
+            path=path,
+            home=HOME_INSIDE,
+            tmpdir=TMP_INSIDE,
+            granted=spec.secret_env,
         )
         env["PWD"] = cwd_inside
         if spec.network is NetworkPolicy.PROXY:

@@ -112,6 +112,9 @@ class SandboxSpec:
     owner: Owner | None = None
     egress_dir: Path | None = None
     """The call's egress directory (proxy socket and forwarder) when ``network`` is PROXY."""
+    secret_env: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    """Named secrets granted for this call, by variable name (set by the worker from
+    the call's ``secret_env``; secret-shaped names pass, injection names never)."""
 
     def __post_init__(self) -> None:
         if isinstance(self.argv, str):
@@ -124,6 +127,7 @@ class SandboxSpec:
         if not self.timeout_seconds > 0:
             raise SandboxSpecInvalidError("timeout_seconds must be greater than zero")
         object.__setattr__(self, "env", MappingProxyType(dict(self.env)))
+        object.__setattr__(self, "secret_env", MappingProxyType(dict(self.secret_env)))
         if (self.network is NetworkPolicy.PROXY) != (self.egress_dir is not None):
             raise SandboxSpecInvalidError(
                 "network 'proxy' needs the call's egress directory, and only it takes one"

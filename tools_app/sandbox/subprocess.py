@@ -112,6 +112,7 @@ class SubprocessSandbox:
                 path=path,
                 home=str(scratch.path),
                 tmpdir=str(scratch.path),
+                granted=spec.secret_env,
             )
             env["PWD"] = str(cwd)
             with self._etc_view.lease() as etc:

@@ -89,3 +89,24 @@ def test_malformed_names_and_nul_values_are_dropped():
 
 def test_denied_names_are_listed_for_audit():
     assert denied_names_in(["PATH", "GITHUB_TOKEN", "LD_PRELOAD"]) == ["GITHUB_TOKEN", "LD_PRELOAD"]
+
+
+@pytest.mark.parametrize(
+    "name", ["LD_PRELOAD", "PYTHONPATH", "BASH_ENV", "GIT_SSH_COMMAND", "HTTPS_PROXY", "PATH"]
+)
+def test_a_granted_secret_never_takes_an_injection_or_sandbox_name(name):
+    env = build_sandbox_env(
+        {}, {}, path="/usr/bin", home="/h", tmpdir="/t", granted={name: "/evil.so"}
+    )
+    assert env.get(name) != "/evil.so"
+
+
+def test_a_granted_secret_takes_a_secret_shaped_name_that_additions_cannot():
+    # Attack: a tool's ordinary additions cannot carry a secret-shaped name ...
+    plain = build_sandbox_env({}, {"DEPLOY_TOKEN": "v"}, path="/p", home="/h", tmpdir="/t")
+    assert "DEPLOY_TOKEN" not in plain
+    # ... positive control: a secret granted for the call can.
+    granted = build_sandbox_env(
+        {}, {}, path="/p", home="/h", tmpdir="/t", granted={"DEPLOY_TOKEN": "v"}
+    )
+    assert granted["DEPLOY_TOKEN"] == "v"
