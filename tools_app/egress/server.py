@@ -109,6 +109,8 @@ class EgressProxy:
         self._loop = loop
         try:
             loop.run_until_complete(self._serve())
+            # A resolution still running in the executor is waited for, not leaked.
+            loop.run_until_complete(loop.shutdown_default_executor())
         finally:
             loop.close()
 
@@ -224,6 +226,14 @@ class EgressProxy:
                 conn,
                 EgressOutcome.CLOSED,
                 f"a side reset the connection ({exc})",
+                counters,
+                started,
+            )
+        except Exception as exc:  # fail closed: whatever broke ends the connection, recorded
+            self._record(
+                conn,
+                EgressOutcome.FAILED,
+                f"the proxy could not serve the connection ({exc.__class__.__name__})",
                 counters,
                 started,
             )

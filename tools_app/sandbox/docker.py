@@ -156,6 +156,8 @@ class DockerSandbox:
         assert self._client is not None
         s = self.settings
         network = request.network if request.network is NetworkPolicy.BRIDGE else s.network
+        if request.network is NetworkPolicy.PROXY:
+            network = NetworkPolicy.NONE  # the bound-in proxy socket is the only way out
         return self._client.containers.create(
             s.image,
             command=KEEPALIVE_COMMAND,

@@ -166,9 +166,14 @@ class NamespaceSandbox:
             "--unshare-uts",
             "--unshare-cgroup-try",
         ]
-        if spec.network is not NetworkPolicy.BRIDGE:
-            # Loopback only; with PROXY the bound-in socket is the one way out.
-            args.append("--unshare-net")
+        if spec.network is NetworkPolicy.BRIDGE:
+            raise SandboxUnavailableError(
+                self.name,
+                "the namespace sandbox never shares the host's network; a command reaches "
+                "the network only through the call's egress proxy (network 'proxy')",
+            )
+        # Loopback only; with PROXY the bound-in socket is the one way out.
+        args.append("--unshare-net")
         egress_args: list[str] = []
         argv = spec.argv
         if spec.network is NetworkPolicy.PROXY and spec.egress_dir is not None:

@@ -11,6 +11,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from tools_app.egress.probe import probe_egress
 from tools_app.sandbox.engine import sdk_errors
 from tools_app.sandbox.errors import SandboxError
 from tools_app.sandbox.protocol import Limits, ProbeReport, SandboxSpec, WorkspaceMount
@@ -67,6 +68,7 @@ def probe_docker(backend: DockerSandbox) -> ProbeReport:
             result = backend.run(spec)
             if result.exit_code == 0:
                 details["nested_user_namespaces"] = _nested_verdict(backend.run(nested).stdout)
+                details["egress_proxy"] = probe_egress(backend)[1]
         except (SandboxError, errors.DockerException) as exc:
             reason = exc.reason if isinstance(exc, SandboxError) else str(exc)
             return ProbeReport(backend.name, False, reason, details)
@@ -77,7 +79,10 @@ def probe_docker(backend: DockerSandbox) -> ProbeReport:
             backend.name, False, f"`true` exited {result.exit_code}: {result.stderr[:300]}", details
         )
     return ProbeReport(
-        backend.name, True, "ran `true` as an exec in a locked-down container", details
+        backend.name,
+        True,
+        f"ran `true` as an exec in a locked-down container; {details['egress_proxy']}",
+        details,
     )
 
 

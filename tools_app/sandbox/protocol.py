@@ -24,7 +24,8 @@ class NetworkPolicy(enum.StrEnum):
     NONE = "none"
     """No network at all (loopback only where the backend gives one)."""
     BRIDGE = "bridge"
-    """Outbound network through the engine's bridge (docker) or the host's stack."""
+    """Outbound network through the engine's bridge (docker, by config) or the host's stack
+    (the subprocess backend's own runner); the namespace backend refuses it."""
     PROXY = "proxy"
     """Loopback only; the call's egress proxy (``tools_app.egress``), reached through a
     unix socket bound in from ``SandboxSpec.egress_dir``, is the only way out."""

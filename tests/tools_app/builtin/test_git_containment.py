@@ -43,6 +43,7 @@ from tools_app.builtin.git import (
     git_status,
 )
 from tools_app.builtin.git_launcher import read_spec
+from tools_app.egress import LocalEgressGateway, NetworkGrant
 from tools_app.net.dnswire import TYPE_A
 from tools_app.sandbox.protocol import MountMode, NetworkPolicy, SandboxSpec, WorkspaceMount
 
@@ -443,16 +444,20 @@ def test_push_reaches_the_checked_url_not_a_remote_named_after_it(
     git(repo, "config", f"remote.{url}.pushurl", elsewhere)
     git(repo, "commit", "-q", "--allow-empty", "-m", "second push")
     grant(workspace)
-    # Control: git without the launcher follows it.
-    plain = sandbox.inner.run(
-        SandboxSpec(
-            argv=("git", "-c", "safe.directory=*", "push", url, "main"),
-            workspace=WorkspaceMount(workspace, MountMode.READ_WRITE),
-            cwd="proj",
-            timeout_seconds=30,
-            network=NetworkPolicy.BRIDGE,
+    # Control: git without the launcher follows it (through a proxy open to both ports).
+    ports = (f"127.0.0.1:{server.port}", f"127.0.0.1:{served.port}")
+    both = NetworkGrant(mode="allowlist_only", allowed_hosts=ports)
+    with LocalEgressGateway(agent_name="builder").session(both) as egress:
+        plain = sandbox.inner.run(
+            SandboxSpec(
+                argv=("git", "-c", "safe.directory=*", "push", url, "main"),
+                workspace=WorkspaceMount(workspace, MountMode.READ_WRITE),
+                cwd="proj",
+                timeout_seconds=30,
+                network=NetworkPolicy.PROXY,
+                egress_dir=egress.directory,
+            )
         )
-    )
     assert served.requests, plain.stderr
     served.requests.clear()
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.tools_app.egress.servers import ByteServer
 from tests.tools_app.net.servers import LoopbackDnsServer, LoopbackHttpServer, Reply, StaticResolver
 from tests.tools_app.sandbox.test_namespace import namespace_backend
@@ -211,3 +213,28 @@ def test_a_dns_lookup_inside_reaches_no_resolver(workspace: Path) -> None:
     assert "NO ANSWER" in result.stdout
     assert inside == 0
     assert records == []
+
+
+def test_the_probe_says_the_proxy_runs() -> None:
+    report = namespace_backend().probe()
+    assert report.ok, report.reason
+    assert str(report.details["egress_proxy"]).startswith("egress proxy runs"), report.details
+    assert "egress proxy runs" in report.reason  # what /healthz shows for the backend
+
+
+def test_the_subprocess_runner_refuses_the_proxy_rather_than_share_the_host_network(
+    workspace: Path,
+) -> None:
+    from tools_app.sandbox.errors import SandboxUnavailableError
+    from tools_app.sandbox.subprocess import SubprocessSandbox
+
+    spec = SandboxSpec(
+        argv=("true",),
+        workspace=WorkspaceMount(workspace),
+        network=NetworkPolicy.PROXY,
+        egress_dir=workspace,
+    )
+    with pytest.raises(SandboxUnavailableError, match="namespace and docker"):
+        SubprocessSandbox().run(spec)
+    control = SandboxSpec(argv=("true",), workspace=WorkspaceMount(workspace))
+    assert SubprocessSandbox().run(control).exit_code == 0

@@ -83,17 +83,17 @@ class TestNamespaceSandbox(AttackSuite):
         hostname = self.run(backend, workspace, "cat", "/proc/sys/kernel/hostname")
         assert hostname.stdout.strip() == "synthorg-sandbox"
 
-    def test_bridge_network_policy_keeps_the_host_stack(self, backend, workspace):
-        argv = backend.bwrap_argv(
-            SandboxSpec(
-                argv=("true",),
-                workspace=WorkspaceMount(workspace),
-                network=NetworkPolicy.BRIDGE,
-            ),
-            workspace,
-            "/workspace",
-        )
-        assert "--unshare-net" not in argv
+    def test_the_host_network_is_never_shared(self, backend, workspace):
+        with pytest.raises(SandboxUnavailableError, match="egress proxy"):
+            backend.bwrap_argv(
+                SandboxSpec(
+                    argv=("true",),
+                    workspace=WorkspaceMount(workspace),
+                    network=NetworkPolicy.BRIDGE,
+                ),
+                workspace,
+                "/workspace",
+            )
         default = backend.bwrap_argv(
             SandboxSpec(argv=("true",), workspace=WorkspaceMount(workspace)),
             workspace,
@@ -102,6 +102,29 @@ class TestNamespaceSandbox(AttackSuite):
         for flag in ("--unshare-net", "--die-with-parent", "--new-session", "--unshare-user"):
             assert flag in default
         assert default[default.index(str(workspace)) - 1] == "--ro-bind"
+        assert "/run/synthorg-egress" not in default
+        proxied = backend.bwrap_argv(
+            SandboxSpec(
+                argv=("true",),
+                workspace=WorkspaceMount(workspace),
+                network=NetworkPolicy.PROXY,
+                egress_dir=workspace,
+            ),
+            workspace,
+            "/workspace",
+        )
+        assert "--unshare-net" in proxied
+        assert proxied[proxied.index("/run/synthorg-egress") - 2] == "--ro-bind"
+        assert proxied[-8:] == [
+            "/usr/bin/python3",
+            "-I",
+            "-S",
+            "/run/synthorg-egress/forward.py",
+            "/run/synthorg-egress/proxy.sock",
+            "3128",
+            "--",
+            "true",
+        ]
 
 
 def test_probe_really_creates_namespaces():
