@@ -23,6 +23,7 @@ from approvals_app.live import (
     pending_count_html,
     resync_html,
     shared_row_fits,
+    upstream_held_html,
 )
 
 # Close code sent before the handshake completes: the browser sees a refused upgrade (403).
@@ -68,3 +69,8 @@ class ApprovalInboxConsumer(AsyncWebsocketConsumer):
             self.user, self.view, event["id"], event["change"], event.get("kind", "approval")
         )
         await self.send(text_data=html)
+
+    async def upstream_held(self, event: dict[str, Any]) -> None:
+        """An upstream tool was held or released: the inbox's notice is read again."""
+        if self.view == INBOX_VIEW:
+            await self.send(text_data=await database_sync_to_async(upstream_held_html)(self.user))

@@ -80,3 +80,8 @@ def promotion_change_on_commit(promotion_id: Any, change: str) -> None:
     transaction.on_commit(
         functools.partial(publish_approval_change, promotion_id, change, InboxKind.PROMOTION)
     )
+
+
+def upstream_held_on_commit() -> None:
+    """Tell every inbox, after commit, that the set of held upstream MCP tools changed."""
+    transaction.on_commit(functools.partial(group_send, OPERATORS_GROUP, {"type": "upstream.held"}))

@@ -117,7 +117,14 @@ def resync_html(user: Any, view: str) -> str:
     parts = [pending_count_html()]
     if view == INBOX_VIEW:
         parts.append(render_to_string(f"{TEMPLATE}#inbox", {**inbox_context(user), "oob": True}))
+        parts.append(upstream_held_html(user))
     return "".join(parts)
+
+
+def upstream_held_html(user: Any) -> str:
+    """The notice of upstream tools held for an admin (empty when none), as an OOB swap."""
+    context = {**_viewer(user), "held_upstream": held_upstream_tools(), "oob": True}
+    return render_to_string(f"{TEMPLATE}#upstream-held", context)
 
 
 def _promotion_change_html(user: Any, promotion_id: str, change: str) -> str:

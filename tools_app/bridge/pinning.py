@@ -172,6 +172,8 @@ def _review_one(*, tool: UpstreamTool, findings: list[Finding], holding: list[Fi
     withdrawn = 0
     if not standing.available and (previous is None or previous.status is PinStatus.PINNED):
         withdrawn = _withdraw_waiting_calls(name, standing)
+    if result.event not in (None, PinEvent.PINNED):  # the set of held tools changed
+        _inbox_notice_on_commit()
     if result.event is not None:
         _audit_review(
             pin=pin,
@@ -182,6 +184,12 @@ def _review_one(*, tool: UpstreamTool, findings: list[Finding], holding: list[Fi
             withdrawn=withdrawn,
         )
     return standing
+
+
+def _inbox_notice_on_commit() -> None:
+    from approvals_app.events import upstream_held_on_commit  # app layering
+
+    upstream_held_on_commit()
 
 
 def _withdraw_waiting_calls(contract_name: str, standing: Standing) -> int:
@@ -316,6 +324,7 @@ def upstream_pin_reject(
 
 
 def _decided(pin: UpstreamToolPin, person: Any, reason: str) -> None:
+    _inbox_notice_on_commit()
     pin.decided_by = person
     pin.decided_by_name = person.get_username()
     pin.decided_at = timezone.now()
