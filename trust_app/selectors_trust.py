@@ -276,9 +276,26 @@ def agent_trust_summary(agent: Agent) -> dict[str, Any]:
 
 def agent_effective_level(agent: Agent) -> EffectiveLevel:
     """The level that applies to ``agent`` now: the lower of the admin's and trust's, and why."""
+    return agent_effective_level_at(agent, agent.access_level)
+
+
+def _applies_at(level: str, strategy: TrustStrategy) -> bool:
+    return level != AccessLevel.CUSTOM and strategy.tracks() != ()
+
+
+def agent_effective_level_at(agent: Agent, admin_level: str) -> EffectiveLevel:
+    """The level that would apply to ``agent`` were the admin's level ``admin_level``."""
     strategy = trust_strategy()
-    applies = trust_applies(agent)
+    applies = _applies_at(admin_level, strategy)
     earned = dict(agent_trust_state(agent, strategy).levels) if applies else {}
     return effective_level(
-        admin_level=agent.access_level, strategy=strategy.name, applies=applies, earned=earned
+        admin_level=admin_level, strategy=strategy.name, applies=applies, earned=earned
     )
+
+
+def agent_earned_levels_at(agent: Agent, admin_level: str) -> dict[str, str]:
+    """Per category, the level trust holds ``agent`` at, were the admin's level ``admin_level``."""
+    strategy = trust_strategy()
+    if not _applies_at(admin_level, strategy):
+        return {}
+    return earned_by_category(agent_trust_state(agent, strategy).levels)

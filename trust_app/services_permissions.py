@@ -24,6 +24,8 @@ from tools_app.services.audit import Actor, audit_record
 from trust_app.models import Agent, AgentPermissions, Autonomy
 from trust_app.policy import AgentPolicy, SubConstraintOverrides, build_agent_policy, name_key
 from trust_app.selectors import agent_permissions, agent_policy
+from trust_app.selectors_trust import agent_earned_levels_at, agent_effective_level_at
+from trust_app.strategies.effective import EffectiveLevel
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,19 @@ class PermissionsEffect:
     reachable: list[str]  # tools the agent could not use before and can after
     unreachable: list[str]  # tools it could use before and cannot after
     permitted_after: list[str]
+    # The level that would apply after the change, and why (trust may hold the agent lower).
+    level_after: EffectiveLevel | None = None
+
+    @property
+    def why_none(self) -> str:
+        """Why a change of level reaches or loses no tool, when trust is the reason."""
+        level = self.level_after
+        if level is None or not level.lowered:
+            return ""
+        return (
+            f"trust holds this agent at {level.level}, so tools above that level stay out of "
+            f"reach whatever the admin's level ({level.reason})"
+        )
 
     @property
     def changed_fields(self) -> list[str]:
@@ -150,6 +165,7 @@ def agent_permissions_check(
 
 
 def _policy(agent: Agent, state: AgentPermissionsState) -> AgentPolicy:
+    """The policy the proposal would give, trust's hold on the agent included."""
     config = synthorg_config()
     overrides = (
         SubConstraintOverrides.model_validate(
@@ -167,6 +183,7 @@ def _policy(agent: Agent, state: AgentPermissionsState) -> AgentPolicy:
         overrides=overrides,
         workspace=agent.workspace,
         path_resolver=os.path.realpath,
+        earned=agent_earned_levels_at(agent, state.access_level),
     )
 
 
@@ -180,6 +197,7 @@ def agent_permissions_effect(*, agent: Agent, proposal: AgentPermissionsState) -
         reachable=sorted(set(after_tools) - before_tools),
         unreachable=sorted(before_tools - set(after_tools)),
         permitted_after=sorted(after_tools),
+        level_after=agent_effective_level_at(agent, proposal.access_level),
     )
 
 

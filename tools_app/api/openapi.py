@@ -104,9 +104,20 @@ BATCH_ENTRY = {
     "status failed, and the refusal as its error.",
 }
 BATCH = _obj(["invocations"], {"invocations": {"type": "array", "items": BATCH_ENTRY}})
+TRUST_LEVEL = _obj(
+    ["strategy", "level", "admin_level", "earned_level", "lowered", "reason"],
+    {
+        "strategy": STR,
+        "level": STR,
+        "admin_level": STR,
+        "earned_level": _nullable(STR),
+        "lowered": {"type": "boolean"},
+        "reason": STR,
+    },
+)
 ME = _obj(
     ["name", "access_level", "trust", "autonomy"],
-    {"name": STR, "access_level": STR, "trust": OBJECT, "autonomy": STR},
+    {"name": STR, "access_level": STR, "trust": TRUST_LEVEL, "autonomy": STR},
 )
 TOOL_L1 = _obj(
     ["name", "category", "action_type", "safety_class", "summary", "cost_tier"],

@@ -22,7 +22,6 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from common.errors import NotFoundError, PayloadTooLargeError, RateLimitedError, SynthOrgError
-from common.settings_config import synthorg_config
 from tools_app.api import openapi
 from tools_app.api.auth import AgentView
 from tools_app.api.representation import invocation_json
@@ -94,13 +93,23 @@ async def _wait_and_load(invocation: Invocation, wait: int) -> Invocation:
 class MeView(AgentView, APIView):
     @extend_schema(summary="Who this agent is", responses={200: openapi.ME})
     def get(self, request: Request) -> Response:
+        from trust_app.selectors_trust import agent_effective_level
+
         agent = self.agent_of(request)
-        trust = synthorg_config().trust
+        # trust.level is the level that applies: the lower of the admin's and trust's.
+        level = agent_effective_level(agent)
         return Response(
             {
                 "name": agent.name,
                 "access_level": agent.access_level,
-                "trust": {"strategy": trust.strategy, "level": agent.access_level},
+                "trust": {
+                    "strategy": level.strategy,
+                    "level": level.level,
+                    "admin_level": level.admin_level,
+                    "earned_level": level.trust_level,
+                    "lowered": level.lowered,
+                    "reason": level.reason,
+                },
                 "autonomy": agent.autonomy,
             }
         )
