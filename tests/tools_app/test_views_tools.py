@@ -49,6 +49,11 @@ def test_an_auditor_reads_without_switches() -> None:
     html = signed_in("audrey").get("/tools/").content.decode()
     assert 'data-tool="read_file"' in html
     assert "/switch/" not in html
+    assert "/tools/upstream/" not in html  # the review of upstream tools is for admins
+
+
+def test_an_admin_finds_the_upstream_review_from_the_tools_page(admin: Client) -> None:
+    assert 'href="/tools/upstream/"' in admin.get("/tools/").content.decode()
 
 
 def test_an_admin_disables_and_enables_a_tool_with_an_audit_row(admin: Client) -> None:
