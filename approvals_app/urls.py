@@ -2,10 +2,11 @@
 
 from django.urls import path
 
-from approvals_app import views
+from approvals_app import views, views_decisions
 
 urlpatterns = [
     path("approvals/", views.inbox, name="approvals-inbox"),
+    path("decisions/", views_decisions.my_decisions, name="my-decisions"),
     path("approvals/decide/", views.decide, name="approvals-decide"),
     path(
         "approvals/promotions/decide/",

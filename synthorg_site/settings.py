@@ -282,6 +282,12 @@ SYNTHORG_AUDIT_CHECKPOINT_DIR = env.str(
 SYNTHORG_AUDIT_CHECKPOINT_SECONDS = env.float("SYNTHORG_AUDIT_CHECKPOINT_SECONDS", default=300.0)
 # Verification reads events in chunks of this many rows and reports progress per chunk.
 SYNTHORG_AUDIT_VERIFY_CHUNK_ROWS = env.int("SYNTHORG_AUDIT_VERIFY_CHUNK_ROWS", default=5000)
+# A verification asked for in the console may run this long on a worker (seconds).
+SYNTHORG_AUDIT_VERIFY_TIME_LIMIT = env.int("SYNTHORG_AUDIT_VERIFY_TIME_LIMIT", default=3600)
+# Filter choices on the audit page (values seen in the log) are kept this long (seconds).
+SYNTHORG_AUDIT_FILTER_CHOICES_TTL = env.float("SYNTHORG_AUDIT_FILTER_CHOICES_TTL", default=30.0)
+# The result count on the audit page stops counting here ("more than N").
+SYNTHORG_AUDIT_COUNT_LIMIT = env.int("SYNTHORG_AUDIT_COUNT_LIMIT", default=10000)
 # The longest value a named secret may hold, in characters.
 SYNTHORG_SECRET_MAX_VALUE_CHARS = env.int("SYNTHORG_SECRET_MAX_VALUE_CHARS", default=16384)
 SYNTHORG_INVOCATION_LEASE_SECONDS = env.float("SYNTHORG_INVOCATION_LEASE_SECONDS", default=10.0)

@@ -6,6 +6,7 @@ import socket
 import uuid
 
 from celery import shared_task
+from django.conf import settings
 
 from tools_app.models import Invocation
 
@@ -46,3 +47,17 @@ def audit_checkpoint() -> str | None:
 
     stored = audit_checkpoint_write()
     return stored.name if stored is not None else None
+
+
+# On the default queue, not maintenance: a long verification must not hold up the sweeps.
+@shared_task(
+    name="tools_app.verify_audit_chain",
+    acks_late=True,
+    soft_time_limit=settings.SYNTHORG_AUDIT_VERIFY_TIME_LIMIT,
+    time_limit=settings.SYNTHORG_AUDIT_VERIFY_TIME_LIMIT + 30,
+)
+def verify_audit_chain(verification_id: int) -> None:
+    """Verify the audit chain for a person who asked in the console."""
+    from tools_app.services.audit_verification import audit_verification_run
+
+    audit_verification_run(verification_id=verification_id)

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from tools_app import views_audit, views_tools
+from tools_app import views_audit, views_audit_verify, views_tools
 from tools_app.bridge import views as bridge_views
 
 urlpatterns = [
@@ -18,6 +18,12 @@ urlpatterns = [
     path("audit/export.csv", views_audit.audit_export_csv, name="audit-export-csv"),
     path("audit/export.jsonl", views_audit.audit_export_jsonl, name="audit-export-jsonl"),
     path("audit/<int:event_id>/", views_audit.audit_event, name="audit-event"),
+    path("audit/verify/", views_audit_verify.audit_verify, name="audit-verify"),
+    path(
+        "audit/verify/status/",
+        views_audit_verify.audit_chain_status_panel,
+        name="audit-chain-status",
+    ),
     path(
         "audit/invocations/<uuid:invocation_id>/",
         views_audit.audit_invocation,

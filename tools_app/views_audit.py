@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.http.response import HttpResponseBase
 from django.shortcuts import render
 from django.utils import timezone
+from django.utils.http import urlencode
 
 from common.errors import InvalidArgumentError
 from common.roles import Role
 from tools_app.audit_export import csv_lines, jsonl_lines, streamed
 from tools_app.selectors_audit import (
     EXACT_FILTERS,
+    PAGE_SIZE_DEFAULT,
     AuditFilters,
     audit_event_get,
     audit_filters_parse,
@@ -23,6 +26,16 @@ from tools_app.selectors_audit import (
     event_output,
     invocation_timeline,
     page_size_parse,
+)
+from tools_app.selectors_audit_browse import (
+    audit_chain_status,
+    audit_event_neighbours,
+    audit_filter_choices,
+    audit_filters_check_known,
+    audit_has_newer,
+    audit_has_older,
+    audit_match_count,
+    audit_newer_page,
 )
 from trust_app.views_access import is_auditor, page_for
 
@@ -39,30 +52,58 @@ def _filters_or_error(request: HttpRequest) -> tuple[AuditFilters, str]:
 
 @page_for(*AUDIT_ROLES)
 def audit_list(request: HttpRequest) -> HttpResponse:
-    """The audit log, newest first, filtered, a keyset page at a time."""
+    """The audit log, newest first, filtered, a keyset page at a time (older or newer)."""
     filters, problem = _filters_or_error(request)
     try:
         cursor = cursor_parse(request.GET.get("cursor"))
+        newer = cursor_parse(request.GET.get("newer"))
         size = page_size_parse(request.GET.get("limit"))
+        if not problem:
+            audit_filters_check_known(filters)
     except InvalidArgumentError as exc:
-        cursor, size, problem = None, page_size_parse(None), exc.message
-    page = audit_page(filters, cursor=cursor, size=size)
-    query = audit_page_query(filters, None)
+        cursor, newer, size, problem = None, None, page_size_parse(None), exc.message
+    events: list[Any] = []
+    older_query = newer_query = None
+    count = None
+    if not problem:  # a refused filter shows its error, never a misleading empty list
+        if newer is not None:
+            events, _ = audit_newer_page(filters, newer_than=newer, size=size)
+        else:
+            events = audit_page(filters, cursor=cursor, size=size).events
+        if events and audit_has_older(filters, events[-1].id):
+            older_query = audit_page_query(filters, events[-1].id, size)
+        if (
+            (cursor is not None or newer is not None)
+            and events
+            and audit_has_newer(filters, events[0].id)
+        ):
+            newer_query = _newer_query(filters, events[0].id, size)
+        count = audit_match_count(filters)
     context = {
         "filters": filters,
         "problem": problem,
-        "page": page,
-        "first_page": cursor is None,
-        "next_query": (
-            audit_page_query(filters, page.next_cursor, size) if page.next_cursor else None
-        ),
-        "query": query,
+        "events": events,
+        "count": count,
+        "first_page": cursor is None and newer is None,
+        "next_query": older_query,
+        "newer_query": newer_query,
+        "query": audit_page_query(filters, None),
         "filter_names": list(EXACT_FILTERS),
+        "choices": audit_filter_choices(),
+        "chain": audit_chain_status(),
     }
     status = 400 if problem else 200
     if request.htmx:  # type: ignore[attr-defined]
         return render(request, "audit/list.html#results", context, status=status)
     return render(request, "audit/list.html", context, status=status)
+
+
+def _newer_query(filters: AuditFilters, newer_than: int, size: int) -> str:
+    query = filters.as_query()
+    query["newer"] = str(newer_than)
+    if size != PAGE_SIZE_DEFAULT:
+        query["limit"] = str(size)
+    return urlencode(query)
 
 
 @page_for(*AUDIT_ROLES)
@@ -73,10 +114,18 @@ def audit_event(request: HttpRequest, event_id: int) -> HttpResponse:
         raise Http404(f"no audit event #{event_id}")
     output = event_output(event, with_raw=is_auditor(request))
     timeline = invocation_timeline(event.invocation_id) if event.invocation_id else []
+    previous_id, next_id = audit_event_neighbours(event.id)
     return render(
         request,
         "audit/event.html",
-        {"event": event, "output": output, "timeline": timeline},
+        {
+            "event": event,
+            "output": output,
+            "timeline": timeline,
+            "previous_id": previous_id,
+            "next_id": next_id,
+            "chain": audit_chain_status(),
+        },
     )
 
 

@@ -1,4 +1,5 @@
 from tools_app.models.audit import AuditEvent
+from tools_app.models.audit_verification import AuditVerification, VerificationStatus
 from tools_app.models.bridge import UpstreamToolPin
 from tools_app.models.disclosure import ToolDisclosureState
 from tools_app.models.invocation import TERMINAL_STATUSES, Invocation, InvocationStatus
@@ -9,9 +10,11 @@ __all__ = [
     "TERMINAL_STATUSES",
     "AgentMemory",
     "AuditEvent",
+    "AuditVerification",
     "Invocation",
     "InvocationStatus",
     "ToolDefinition",
     "ToolDisclosureState",
     "UpstreamToolPin",
+    "VerificationStatus",
 ]

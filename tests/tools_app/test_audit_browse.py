@@ -1,0 +1,174 @@
+"""The audit pages as a person moves through them: filters offered from what the log
+holds, a refused filter said out loud, counts, newer and older pages, neighbouring
+events, and the chain's status with verification on request."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.core.cache import cache
+from django.db import connection, transaction
+from django.test import Client
+
+from tests.common.permission_suite import PermissionSuite, signed_in
+from tools_app.models import AuditEvent, AuditVerification
+from tools_app.selectors_audit_browse import audit_chain_status
+from tools_app.services.audit import Actor, audit_record
+from tools_app.services.audit_verification import audit_verification_run
+from trust_app.services import agent_create, person_create
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def fresh_choices(settings: Any, tmp_path: Path) -> None:
+    """Filter choices are cached across requests: each test starts from its own log."""
+    cache.clear()
+    settings.SYNTHORG_AUDIT_CHECKPOINT_DIR = str(tmp_path / "checkpoints")
+
+
+@pytest.fixture
+def auditor() -> Client:
+    person_create(username="audrey", role="auditor", password=None)
+    return signed_in("audrey")
+
+
+@pytest.fixture
+def events() -> list[AuditEvent]:
+    agent = agent_create(name="walker", access_level="standard").agent
+    found = []
+    for i in range(12):
+        with transaction.atomic():
+            found.append(
+                audit_record(kind="invocation.decided", actor=Actor.agent(agent), agent=agent,
+                             tool="read_file", category="file_system",
+                             outcome="allow" if i % 3 else "deny", reason=f"call {i}")
+            )  # fmt: skip
+    return found
+
+
+def ids_in(html: str) -> list[int]:
+    return [int(m) for m in re.findall(r'data-event="(\d+)"', html)]
+
+
+def test_filters_offer_the_values_in_the_log(auditor: Client, events: list[AuditEvent]) -> None:
+    html = auditor.get("/audit/").content.decode()
+    outcome_select = re.search(r'<select name="outcome">(.*?)</select>', html, re.S)
+    assert outcome_select is not None
+    offered = re.findall(r'<option value="([^"]*)"', outcome_select.group(1))
+    assert offered[0] == "" and {"allow", "deny"} <= set(offered) and "allowed" not in offered
+    assert offered[1:] == sorted(
+        AuditEvent.objects.exclude(outcome="")
+        .order_by("outcome")
+        .values_list("outcome", flat=True)
+        .distinct()
+    )
+    assert '<datalist id="choices-agent">' in html and '<option value="walker">' in html
+
+
+def test_an_unknown_filter_value_is_an_error_naming_the_known_values(
+    auditor: Client, events: list[AuditEvent]
+) -> None:
+    refused = auditor.get("/audit/", {"outcome": "allowed"})
+    assert refused.status_code == 400
+    html = refused.content.decode()
+    assert "outcome: no event has &#x27;allowed&#x27;" in html
+    held = re.search(r"the log holds: ([^<]*)<", html)
+    assert held is not None and {"allow", "deny"} <= set(held.group(1).split(", "))
+    assert ids_in(html) == []  # no misleading list
+    # Positive control: the value that exists filters, and the count says how many.
+    shown = auditor.get("/audit/", {"outcome": "deny"})
+    assert shown.status_code == 200
+    expected = [e.id for e in reversed(events) if e.outcome == "deny"]
+    assert ids_in(shown.content.decode()) == expected
+    assert f"{len(expected)} matching events" in shown.content.decode()
+    # Names are exact: a different case is refused too, with the right name offered.
+    assert auditor.get("/audit/", {"agent": "Walker"}).status_code == 400
+
+
+def test_a_value_written_a_moment_ago_can_be_filtered_at_once(
+    auditor: Client, events: list[AuditEvent]
+) -> None:
+    assert auditor.get("/audit/").status_code == 200  # the choices are cached now
+    newcomer = agent_create(name="newcomer", access_level="standard").agent
+    assert auditor.get("/audit/", {"agent": newcomer.name}).status_code == 200
+
+
+def test_the_count_stops_at_its_limit(
+    auditor: Client, events: list[AuditEvent], settings: Any
+) -> None:
+    settings.SYNTHORG_AUDIT_COUNT_LIMIT = 5
+    assert "more than 5 matching events" in auditor.get("/audit/").content.decode()
+
+
+def test_older_and_newer_pages_walk_back_to_the_same_events(
+    auditor: Client, events: list[AuditEvent]
+) -> None:
+    first = auditor.get("/audit/", {"agent": "walker", "limit": "5"}).content.decode()
+    assert 'id="newer-page"' not in first  # the newest page has nothing newer
+    older = re.search(r'id="next-page" href="([^"]+)"', first)
+    assert older is not None
+    second = auditor.get(older.group(1).replace("&amp;", "&")).content.decode()
+    assert ids_in(second) == [e.id for e in reversed(events)][5:10]
+    newer = re.search(r'id="newer-page" href="([^"]+)"', second)
+    assert newer is not None
+    back = auditor.get(newer.group(1).replace("&amp;", "&")).content.decode()
+    assert ids_in(back) == ids_in(first)
+
+
+def test_an_event_links_to_its_neighbours(auditor: Client, events: list[AuditEvent]) -> None:
+    middle = events[5]
+    html = auditor.get(f"/audit/{middle.id}/").content.decode()
+    assert f'id="previous-event" rel="prev" href="/audit/{events[4].id}/"' in html
+    assert f'id="next-event" rel="next" href="/audit/{events[6].id}/"' in html
+    newest = auditor.get(f"/audit/{events[-1].id}/").content.decode()
+    assert 'id="next-event"' not in newest
+
+
+def test_verify_on_request_reports_intact_then_names_a_rewritten_row(
+    auditor: Client, events: list[AuditEvent]
+) -> None:
+    assert "Not verified from the console yet" in auditor.get("/audit/").content.decode()
+    queued = auditor.post("/audit/verify/", HTTP_HX_REQUEST="true")
+    assert queued.status_code == 200 and 'id="chain-progress"' in queued.content.decode()
+    run = AuditVerification.objects.get()
+    assert run.requested_by == "audrey" and run.status == "queued"
+    assert AuditEvent.objects.filter(kind="audit.verify_requested", actor_name="audrey").exists()
+    # A second request while one is queued is the same run, not another.
+    auditor.post("/audit/verify/")
+    assert AuditVerification.objects.count() == 1
+    done = audit_verification_run(verification_id=run.id)
+    assert done is not None and done.status == "passed"
+    assert audit_verification_run(verification_id=run.id) is None  # taken once only
+    html = auditor.get(f"/audit/{events[0].id}/").content.decode()
+    assert "<strong>Intact</strong>" in html and "by audrey" in html
+    verified = AuditEvent.objects.get(kind="audit.verified")
+    assert verified.outcome == "passed"
+
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE tools_app_auditevent SET outcome = 'allow' WHERE id = %s", [events[3].id]
+        )
+    auditor.post("/audit/verify/")
+    second = AuditVerification.objects.order_by("-id").first()
+    assert second is not None and second.id != run.id
+    audit_verification_run(verification_id=second.id)
+    html = auditor.get("/audit/").content.decode()
+    assert "<strong>Broken</strong>" in html
+    assert f'href="/audit/{events[3].id}/">event #{events[3].id}</a>' in html
+    assert audit_chain_status().last == AuditVerification.objects.get(id=second.id)
+
+
+class TestVerifyAccess(PermissionSuite):
+    path = "/audit/verify/"
+    method = "post"
+    allowed = frozenset({"admin", "auditor"})
+    ok_status = 302
+
+
+class TestChainStatusAccess(PermissionSuite):
+    path = "/audit/verify/status/"
+    allowed = frozenset({"admin", "auditor"})
