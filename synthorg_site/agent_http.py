@@ -22,6 +22,7 @@ from django.middleware.clickjacking import XFrameOptionsMiddleware
 from django.middleware.common import CommonMiddleware
 from django.middleware.security import SecurityMiddleware
 
+from synthorg_site.tracing import otel_middleware
 from trust_app.tokens import token_kind
 
 AGENT_API_PREFIXES = ("/api/v1/me/", "/api/v1/tools/", "/api/v1/invocations/")
@@ -72,7 +73,8 @@ class AgentApiHandler(ASGIHandler):
     def load_middleware(self, is_async: bool = False) -> None:
         # Built once, when the application is created, before it serves.
         everyone = settings.MIDDLEWARE
-        settings.MIDDLEWARE = AGENT_API_MIDDLEWARE
+        # Traced agent calls keep their trace: the instrumentation's middleware comes along.
+        settings.MIDDLEWARE = [*otel_middleware(list(everyone)), *AGENT_API_MIDDLEWARE]
         try:
             super().load_middleware(is_async)
         finally:

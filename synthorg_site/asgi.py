@@ -7,7 +7,11 @@ import os
 
 from django.core.asgi import get_asgi_application
 
+from synthorg_site.tracing import tracing_start
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "synthorg_site.settings")
+# Before Django builds its middleware: the trace middleware goes in first.
+tracing_start("web")
 django_asgi_app = get_asgi_application()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402 - needs Django set up first

@@ -154,9 +154,21 @@ def _stop_heartbeat(sender: Any = None, **_: Any) -> None:
     worker_stopping()
 
 
+@signals.worker_process_init.connect
+def _start_tracing(**_: Any) -> None:
+    """Each prefork child traces on its own (when OTEL_* ask for it): the batch
+    exporter's thread must be started after the fork."""
+    from synthorg_site.tracing import tracing_start
+
+    tracing_start("worker")
+
+
 @signals.worker_process_shutdown.connect
 def _release_process_metrics(pid: int | None = None, **_: Any) -> None:
-    """A prefork child that exits drops its live metric files (prometheus multiprocess)."""
+    """A prefork child that exits drops its live metric files (prometheus multiprocess)
+    and sends the spans it still holds."""
     from synthorg_site.metrics.process import process_metrics_release
+    from synthorg_site.tracing import tracing_flush
 
     process_metrics_release(pid or os.getpid())
+    tracing_flush()
