@@ -29,6 +29,7 @@ django.setup()
 
 import httpx  # noqa: E402
 
+from bench.measure import cpu_of, row  # noqa: E402
 from common.settings_config import synthorg_config  # noqa: E402
 from common.testing import free_port, http_status, python_argv, running, wait_until  # noqa: E402
 from tools_app.builtin.base import ToolContext  # noqa: E402
@@ -45,50 +46,6 @@ PACED_CALLS = 100
 PACED_PAUSE_SECONDS = 0.1
 THROUGHPUT_SECONDS = 30
 THROUGHPUT_CLIENTS = 24
-
-
-def pct(samples: list[float], q: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
-
-
-def row(figure: str, unit: str, samples: list[float], note: str) -> dict[str, object]:
-    return {
-        "figure": figure,
-        "unit": unit,
-        "p50": statistics.median(samples),
-        "p95": pct(samples, 0.95),
-        "p99": pct(samples, 0.99),
-        "note": note,
-    }
-
-
-def tree_cpu_seconds(root: int) -> float:
-    """CPU seconds used so far by a process and every process under it (from /proc)."""
-    tick = os.sysconf("SC_CLK_TCK")
-    parents: dict[int, int] = {}
-    used: dict[int, float] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            fields = (entry / "stat").read_text().rpartition(")")[2].split()
-        except OSError:
-            continue
-        # after the command: state ppid ... utime(12) stime(13) cutime(14) cstime(15)
-        parents[int(entry.name)] = int(fields[1])
-        used[int(entry.name)] = sum(int(v) for v in fields[11:15]) / tick
-    tree, frontier = {root}, [root]
-    while frontier:
-        parent = frontier.pop()
-        children = [pid for pid, ppid in parents.items() if ppid == parent and pid not in tree]
-        tree.update(children)
-        frontier.extend(children)
-    return sum(used.get(pid, 0.0) for pid in tree)
-
-
-def cpu_of(pids: list[int]) -> float:
-    return sum(tree_cpu_seconds(pid) for pid in pids)
 
 
 def make_agent(prefix: str) -> tuple[str, Path]:
