@@ -47,13 +47,15 @@ class SecretUnavailableError(ForbiddenError):
 
 
 def ungranted_names(
-    *, agent: Agent, names: Iterable[str], tool: str = "", server: str = ""
+    *, agent: Agent | None, names: Iterable[str], tool: str = "", server: str = ""
 ) -> list[str]:
-    """The names among `names` that `agent` may not use for this tool or server."""
+    """The names among `names` that `agent` (None: a server shared by every agent)
+    may not use for this tool or server."""
     wanted = set(names)
+    holder = {"agent": agent} if agent is not None else {"agent__isnull": True}
     granted = set(
         SecretGrant.objects.filter(
-            agent=agent,
+            **holder,
             tool=tool,
             server=server,
             secret__name__in=wanted,
@@ -64,7 +66,12 @@ def ungranted_names(
 
 
 def _values(
-    *, agent: Agent, names: list[str], tool: str, server: str, invocation_id: uuid.UUID | None
+    *,
+    agent: Agent | None,
+    names: list[str],
+    tool: str,
+    server: str,
+    invocation_id: uuid.UUID | None,
 ) -> dict[str, str]:
     if not names:
         return {}
@@ -108,7 +115,7 @@ def _values(
                 invocation_id=invocation_id,
                 tool=tool,
                 outcome="used",
-                reason=f"secret {name} used by {agent.name} with "
+                reason=f"secret {name} used by {agent.name if agent else 'every agent'} with "
                 f"{'server ' + server if server else tool}",
                 data={"secret": name, "version": versions[name].number, "server": server},
             )
@@ -133,13 +140,19 @@ def secrets_for_call(
 
 def secrets_for_server(
     *,
-    agent: Agent,
+    agent: Agent | None,
     server: str,
     credentials: Mapping[str, str],
     invocation_id: uuid.UUID | None = None,
 ) -> dict[str, str]:
-    """`{ENV_OR_HEADER: value}` for an upstream MCP server started for `agent`, from the
-    server's configured `{ENV_OR_HEADER: secret name}`; each use audited."""
+    """`{ENV_OR_HEADER: value}` for the upstream MCP server `server` started for `agent`
+    (None: one process shared by every agent), from the server's configured
+    `{ENV_OR_HEADER: secret name}`; each use audited.
+
+    Each name needs a grant for `server=server` to that agent (or, for a shared
+    server, a grant without an agent). SecretNotGrantedError / SecretUnavailableError
+    otherwise: start the server without it and say so; never fall back to no secret
+    silently."""
     unique = list(dict.fromkeys(credentials.values()))
     values = _values(agent=agent, names=unique, tool="", server=server, invocation_id=invocation_id)
     return {target: values[name] for target, name in credentials.items()}

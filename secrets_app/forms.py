@@ -25,7 +25,11 @@ class SecretRotateForm(forms.Form):
 
 
 class SecretGrantForm(forms.Form):
-    agent = forms.CharField(max_length=100, help_text="the agent's name")
+    agent = forms.CharField(
+        max_length=100,
+        required=False,
+        help_text="the agent's name (none: an upstream server shared by every agent)",
+    )
     tool = forms.ChoiceField(
         choices=[("", "—")] + [(name, name) for name in sorted(SECRET_SLOTS)], required=False
     )

@@ -50,11 +50,17 @@ class SecretVersion(models.Model):
 
 class SecretGrant(UUIDModel):
     """`agent` may use `secret` with `tool` (a tool's name), or, with `server` set,
-    the upstream MCP server of that name may be started with it for the agent."""
+    the upstream MCP server of that name may be started with it for the agent. A
+    server grant without an agent is for a server shared by every agent (one
+    process per worker), started with no agent in particular."""
 
     secret = models.ForeignKey(Secret, on_delete=models.CASCADE, related_name="grants")
     agent = models.ForeignKey(
-        "trust_app.Agent", on_delete=models.CASCADE, related_name="secret_grants"
+        "trust_app.Agent",
+        on_delete=models.CASCADE,
+        related_name="secret_grants",
+        null=True,
+        blank=True,
     )
     tool = models.CharField(max_length=200, blank=True)
     server = models.CharField(max_length=200, blank=True)
@@ -70,8 +76,16 @@ class SecretGrant(UUIDModel):
             models.CheckConstraint(
                 condition=~models.Q(tool="", server=""), name="secret_grant_names_a_use"
             ),
+            models.CheckConstraint(
+                condition=models.Q(agent__isnull=False) | ~models.Q(server=""),
+                name="secret_grant_tool_names_an_agent",
+            ),
         ]
 
     @property
     def use(self) -> str:
         return f"server {self.server}" if self.server else self.tool
+
+    @property
+    def holder(self) -> str:
+        return self.agent.name if self.agent is not None else "every agent"

@@ -115,11 +115,16 @@ def secret_revoke(*, name: str, actor: Actor) -> Secret:
     return secret
 
 
-def _checked_use(tool: str, server: str) -> tuple[str, str]:
+def _checked_use(tool: str, server: str, agent: Agent | None) -> tuple[str, str]:
     tool, server = (tool or "").strip(), (server or "").strip()
     if bool(tool) == bool(server):
         raise InvalidArgumentError(
             "a grant names either a tool or an upstream MCP server, not both and not neither"
+        )
+    if tool and agent is None:
+        raise InvalidArgumentError(
+            "a grant for a tool names the agent; only an upstream server shared by every "
+            "agent is granted without one"
         )
     if tool and tool not in SECRET_SLOTS:
         raise InvalidArgumentError(
@@ -131,11 +136,12 @@ def _checked_use(tool: str, server: str) -> tuple[str, str]:
 
 
 def secret_grant(
-    *, name: str, agent: Agent, actor: Actor, tool: str = "", server: str = ""
+    *, name: str, agent: Agent | None, actor: Actor, tool: str = "", server: str = ""
 ) -> SecretGrant:
     """Let `agent` use `name` with `tool`, or have the upstream server `server` started
-    with it for the agent (idempotent)."""
-    tool, server = _checked_use(tool, server)
+    with it for the agent (or, with no agent, for a server shared by every agent);
+    idempotent."""
+    tool, server = _checked_use(tool, server, agent)
     with transaction.atomic():
         secret = _secret(name, lock=True)
         grant, created = SecretGrant.objects.get_or_create(
@@ -149,30 +155,31 @@ def secret_grant(
                 agent=agent,
                 tool=tool,
                 outcome="granted",
-                reason=f"{agent.name} may use secret {name} with {grant.use}",
+                reason=f"{grant.holder} may use secret {name} with {grant.use}",
                 data={"secret": name, "server": server},
             )
     return grant
 
 
 def secret_ungrant(
-    *, name: str, agent: Agent, actor: Actor, tool: str = "", server: str = ""
+    *, name: str, agent: Agent | None, actor: Actor, tool: str = "", server: str = ""
 ) -> None:
     """Withdraw one grant; a grant that does not exist is a NotFoundError."""
-    tool, server = _checked_use(tool, server)
+    tool, server = _checked_use(tool, server, agent)
+    holder = agent.name if agent is not None else "every agent"
     with transaction.atomic():
         deleted, _ = SecretGrant.objects.filter(
             secret__name=name, agent=agent, tool=tool, server=server
         ).delete()
         if not deleted:
-            raise NotFoundError(f"{agent.name} has no grant of {name!r} for that use")
+            raise NotFoundError(f"{holder} has no grant of {name!r} for that use")
         audit_record(
             kind="secret.ungranted",
             actor=actor,
             agent=agent,
             tool=tool,
             outcome="ungranted",
-            reason=f"{agent.name} may no longer use secret {name} with "
+            reason=f"{holder} may no longer use secret {name} with "
             f"{'server ' + server if server else tool}",
             data={"secret": name, "server": server},
         )

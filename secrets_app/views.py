@@ -120,9 +120,10 @@ def secret_grant_view(request: HttpRequest, name: str) -> HttpResponse:
     where = f"grant:{name}"
     if not form.is_valid():
         return _refused(request, where, "name an agent, and a tool or a server")
-    agent = Agent.objects.filter(name=form.cleaned_data["agent"].strip()).first()
-    if agent is None:
-        return _refused(request, where, f"no agent named {form.cleaned_data['agent']!r}")
+    agent_name = form.cleaned_data["agent"].strip()
+    agent = Agent.objects.filter(name=agent_name).first() if agent_name else None
+    if agent_name and agent is None:
+        return _refused(request, where, f"no agent named {agent_name!r}")
     try:
         grant = secret_grant(
             name=name,
@@ -133,15 +134,16 @@ def secret_grant_view(request: HttpRequest, name: str) -> HttpResponse:
         )
     except SynthOrgError as exc:
         return _refused(request, where, exc.message)
-    messages.success(request, f"{agent.name} may use {name} with {grant.use}")
+    messages.success(request, f"{grant.holder} may use {name} with {grant.use}")
     return redirect("secret-list")
 
 
 @page_for(Role.ADMIN)
 @require_POST
 def secret_ungrant_view(request: HttpRequest, name: str) -> HttpResponse:
-    agent = Agent.objects.filter(name=request.POST.get("agent", "")).first()
-    if agent is None:
+    agent_name = request.POST.get("agent", "")
+    agent = Agent.objects.filter(name=agent_name).first() if agent_name else None
+    if agent_name and agent is None:
         return _refused(request, f"grant:{name}", "no such agent")
     try:
         secret_ungrant(
@@ -153,7 +155,8 @@ def secret_ungrant_view(request: HttpRequest, name: str) -> HttpResponse:
         )
     except SynthOrgError as exc:
         return _refused(request, f"grant:{name}", exc.message)
-    messages.success(request, f"{agent.name} may no longer use {name} there")
+    holder = agent.name if agent is not None else "every agent"
+    messages.success(request, f"{holder} may no longer use {name} there")
     return redirect("secret-list")
 
 

@@ -46,7 +46,11 @@ class Command(BaseCommand):
         for verb in ("grant", "ungrant"):
             grant = sub.add_parser(verb, help=f"{verb} NAME to an agent for a tool or a server")
             grant.add_argument("name")
-            grant.add_argument("--agent", required=True, help="the agent's name")
+            grant.add_argument(
+                "--agent",
+                default=None,
+                help="the agent's name (leave out for an upstream server shared by every agent)",
+            )
             use = grant.add_mutually_exclusive_group(required=True)
             use.add_argument("--tool", default="", help="a tool that takes secrets")
             use.add_argument("--server", default="", help="an upstream MCP server's name")
@@ -92,18 +96,21 @@ class Command(BaseCommand):
         for row in rows:
             state = "active" if row.active else "revoked"
             used = row.last_used_at.isoformat(timespec="seconds") if row.last_used_at else "never"
-            grants = ", ".join(f"{g.agent.name}:{g.use}" for g in row.grants) or "no grants"
+            grants = ", ".join(f"{g.holder}:{g.use}" for g in row.grants) or "no grants"
             self.stdout.write(
                 f"{row.name}\tversion {row.version}\t{state}\tlast used {used}\t{grants}"
             )
 
     def _grant(self, action: str, options: dict[str, Any]) -> None:
-        agent = Agent.objects.filter(name=options["agent"]).first()
-        if agent is None:
-            raise CommandError(f"no agent named {options['agent']!r}")
+        agent = None
+        if options["agent"] is not None:
+            agent = Agent.objects.filter(name=options["agent"]).first()
+            if agent is None:
+                raise CommandError(f"no agent named {options['agent']!r}")
         use = {"tool": options["tool"], "server": options["server"]}
         if action == "grant":
             secret_grant(name=options["name"], agent=agent, actor=_ACTOR, **use)
         else:
             secret_ungrant(name=options["name"], agent=agent, actor=_ACTOR, **use)
-        self.stdout.write(f"{action}ed {options['name']} to {agent.name}")
+        holder = agent.name if agent is not None else "every agent"
+        self.stdout.write(f"{action}ed {options['name']} to {holder}")
