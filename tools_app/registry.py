@@ -86,10 +86,19 @@ TOOL_SETTINGS_KEYS: dict[str, frozenset[str]] = {
             "search_path",
             "read_only",
             "max_link_scan_entries",
+            "allowed_hosts",
+            "denied_hosts",
         }
     ),
     "code_runner": frozenset(
-        {"max_timeout_seconds", "max_code_bytes", "read_only", "max_link_scan_entries"}
+        {
+            "max_timeout_seconds",
+            "max_code_bytes",
+            "read_only",
+            "max_link_scan_entries",
+            "allowed_hosts",
+            "denied_hosts",
+        }
     ),
     **dict.fromkeys(
         ("http_request", "html_to_text", "extract_links"),

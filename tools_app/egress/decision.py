@@ -34,6 +34,9 @@ class NetworkGrant:
     allowed_hosts: tuple[str, ...] = ()
     denied_hosts: tuple[str, ...] = ()
     block_private: bool = True
+    tool_allowed_hosts: tuple[str, ...] = ()
+    """The tool's own allow list from config (``tools.<name>.allowed_hosts``): when set, a
+    destination must be on it as well as on the agent's grant."""
     pinned: CheckedEndpoint | None = None
     """When set, the one destination a call may reach, already checked by its tool (git's
     remote): the proxy connects only there, to the address that was checked."""
@@ -53,7 +56,10 @@ def _strings(value: Any, what: str) -> tuple[str, ...]:
 
 
 def grant_from_sub_constraints(
-    sub_constraints: Mapping[str, Any], *, denied_hosts: Iterable[str] = ()
+    sub_constraints: Mapping[str, Any],
+    *,
+    denied_hosts: Iterable[str] = (),
+    tool_allowed_hosts: Iterable[str] = (),
 ) -> NetworkGrant:
     """The grant for a call from the agent's effective sub-constraints (fail closed)."""
     mode = sub_constraints.get("network")
@@ -70,6 +76,7 @@ def grant_from_sub_constraints(
         allowed_hosts=_strings(sub_constraints.get("allowed_hosts"), "allowed_hosts"),
         denied_hosts=_strings(tuple(denied_hosts), "denied_hosts"),
         block_private=block,
+        tool_allowed_hosts=_strings(tuple(tool_allowed_hosts), "allowed_hosts"),
     )
 
 
@@ -95,10 +102,13 @@ def _is_ip(host: str) -> bool:
 
 def egress_policy(grant: NetworkGrant, *, agent_name: str) -> EgressPolicy:
     """The SSRF guard's policy for ``grant``."""
+    restrict = [grant.allowed_hosts] if grant.mode == "allowlist_only" else []
+    if grant.tool_allowed_hosts:
+        restrict.append(grant.tool_allowed_hosts)
     return EgressPolicy.build(
         deny=grant.denied_hosts,
-        restrict_to=[grant.allowed_hosts] if grant.mode == "allowlist_only" else [],
-        trusted=explicit_address_entries(grant.allowed_hosts),
+        restrict_to=restrict,
+        trusted=explicit_address_entries((*grant.allowed_hosts, *grant.tool_allowed_hosts)),
         block_private=grant.block_private,
         network_disabled_reason=(
             f"network access is not permitted for agent {agent_name}"

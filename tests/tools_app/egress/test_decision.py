@@ -100,3 +100,18 @@ def test_a_pinned_grant_reaches_only_the_checked_remote_at_its_checked_address()
     for host, port in (("git.internal.test", 22), ("other.test", 443), ("10.1.2.4", 443)):
         with pytest.raises(EgressError, match=r"only git\.internal\.test:443"):
             decider.decide(host, port)
+
+
+def test_a_tool_allow_list_narrows_the_agent_grant_and_its_deny_list_wins() -> None:
+    grant = grant_from_sub_constraints(
+        {"network": "open"},
+        tool_allowed_hosts=["api.example.com:443", "10.0.0.5:5432"],
+        denied_hosts=["api.example.com:443"],
+    )
+    resolver = StaticResolver({"pypi.org": ("151.101.0.223",)})
+    decider = EgressDecider(grant, agent_name="a", resolver=resolver)
+    assert decider.decide("10.0.0.5", 5432).pinned_address == "10.0.0.5"  # control
+    with pytest.raises(EgressError, match="not on the allowlist"):
+        decider.decide("pypi.org", 443)  # open for the agent, not on the tool's list
+    with pytest.raises(EgressError, match="deny list"):
+        decider.decide("api.example.com", 443)
