@@ -6,7 +6,6 @@ Include with ``path("", include("trust_app.urls_trust"))`` in the site's urls.
 from __future__ import annotations
 
 import uuid
-from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -14,8 +13,6 @@ from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import path, reverse
-from django.utils.html import format_html, format_html_join
-from django.utils.safestring import SafeString
 from django.views.decorators.http import require_POST
 
 from common.errors import SynthOrgError
@@ -24,36 +21,10 @@ from trust_app.models import Agent, PromotionRequest
 from trust_app.selectors_trust import agent_trust_summary
 from trust_app.services_trust import trust_reset
 from trust_app.services_trust_promotion import promotion_decide
+from trust_app.strategies.score_chart import score_chart
 
-CHART_WIDTH, CHART_HEIGHT = 480, 120
-
-
-def score_chart(points: list[dict[str, Any]]) -> SafeString | str:
-    """The score over time as an inline SVG line (no script needed)."""
-    if len(points) < 2:
-        return ""
-    first, last = points[0]["at"], points[-1]["at"]
-    span = (last - first).total_seconds() or 1.0
-    coords = [
-        (
-            round((p["at"] - first).total_seconds() / span * CHART_WIDTH, 1),
-            round(CHART_HEIGHT - p["score"] * CHART_HEIGHT, 1),
-        )
-        for p in points
-    ]
-    line = " ".join(f"{x},{y}" for x, y in coords)
-    dots = format_html_join("", '<circle cx="{}" cy="{}" r="2"></circle>', coords)
-    return format_html(
-        '<svg class="trust-chart" role="img" aria-label="trust score over time" '
-        'viewBox="0 0 {} {}" width="{}" height="{}"><polyline fill="none" stroke="currentColor" '
-        'points="{}"></polyline>{}</svg>',
-        CHART_WIDTH,
-        CHART_HEIGHT,
-        CHART_WIDTH,
-        CHART_HEIGHT,
-        line,
-        dots,
-    )
+# The page's reset form carries this box; a reset without it is refused (nothing changes).
+RESET_CONFIRM_FIELD = "confirm"
 
 
 def _agent_for(request: HttpRequest, agent_id: uuid.UUID) -> Agent:
@@ -73,7 +44,7 @@ def agent_trust_page(request: HttpRequest, agent_id: uuid.UUID) -> HttpResponse:
     context = {
         "agent": agent,
         "summary": summary,
-        "chart_svg": score_chart(summary["chart"]),
+        "chart": score_chart([(p["at"], p["score"]) for p in summary["chart"]]),
         "can_reset": has_any_role(request.user, {Role.ADMIN}),
     }
     return render(request, "trust/agent_trust.html", context)
@@ -84,6 +55,11 @@ def agent_trust_page(request: HttpRequest, agent_id: uuid.UUID) -> HttpResponse:
 def agent_trust_reset(request: HttpRequest, agent_id: uuid.UUID) -> HttpResponse:
     """Admins start an agent's trust over."""
     agent = _agent_for(request, agent_id)
+    if request.POST.get(RESET_CONFIRM_FIELD) != "yes":
+        if not has_any_role(request.user, {Role.ADMIN}):
+            raise PermissionDenied("only admins reset trust")
+        messages.error(request, "Trust was not reset: tick the box to confirm starting over.")
+        return HttpResponseRedirect(reverse("trust-agent", args=[agent.id]))
     try:
         trust_reset(agent=agent, person=request.user, reason=request.POST.get("reason", ""))
     except SynthOrgError as exc:
