@@ -217,6 +217,11 @@ class HttpRequestTool:
                     "type": "object",
                     "additionalProperties": {"type": "string", "maxLength": 8192},
                     "maxProperties": 64,
+                    "description": (
+                        "Request headers. A value may refer to a named secret granted to "
+                        "you for http_request, e.g. `Bearer ${secret:NAME}`: the value is "
+                        "sent, never shown to you."
+                    ),
                 },
                 "body": {"type": "string", "maxLength": 1048576},
                 "timeout_seconds": _TIMEOUT_PROPERTY,
