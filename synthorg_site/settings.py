@@ -244,6 +244,18 @@ CELERY_BEAT_SCHEDULE_FILE = str(VAR_DIR / "celerybeat-schedule")
 SYNTHORG_HEARTBEAT_INTERVAL = env.float("SYNTHORG_HEARTBEAT_INTERVAL", default=2.0)
 SYNTHORG_HEARTBEAT_MAX_AGE = env.float("SYNTHORG_HEARTBEAT_MAX_AGE", default=10.0)
 SYNTHORG_SANDBOX_PROBE_INTERVAL = env.float("SYNTHORG_SANDBOX_PROBE_INTERVAL", default=300.0)
+# MCP bridge: how long a process trusts its copy of the recorded upstream tools; how
+# often workers list each server again (its health check); how long a warm server
+# waits idle before it is stopped; how many warm servers a worker process keeps; the
+# cap on one upstream result (UTF-8 text plus binary data); the time to start a server
+# and list its tools; how often a running call looks whether it was cancelled.
+SYNTHORG_BRIDGE_CATALOG_TTL_SECONDS = env.float("SYNTHORG_BRIDGE_CATALOG_TTL_SECONDS", default=2.0)
+SYNTHORG_BRIDGE_HEALTH_INTERVAL = env.float("SYNTHORG_BRIDGE_HEALTH_INTERVAL", default=60.0)
+SYNTHORG_BRIDGE_IDLE_SECONDS = env.float("SYNTHORG_BRIDGE_IDLE_SECONDS", default=300.0)
+SYNTHORG_BRIDGE_POOL_SIZE = env.int("SYNTHORG_BRIDGE_POOL_SIZE", default=8)
+SYNTHORG_BRIDGE_MAX_OUTPUT_BYTES = env.int("SYNTHORG_BRIDGE_MAX_OUTPUT_BYTES", default=1_048_576)
+SYNTHORG_BRIDGE_START_SECONDS = env.float("SYNTHORG_BRIDGE_START_SECONDS", default=30.0)
+SYNTHORG_BRIDGE_CANCEL_POLL_SECONDS = env.float("SYNTHORG_BRIDGE_CANCEL_POLL_SECONDS", default=0.5)
 
 # Tool calls (numbers are settings, with safe defaults).
 SYNTHORG_APPROVAL_TTL_SECONDS = env.int("SYNTHORG_APPROVAL_TTL_SECONDS", default=900)

@@ -25,9 +25,9 @@ class ToolsAppConfig(AppConfig):
             return
         from common.config import ConfigError
         from tools_app.contracts import ContractError
-        from tools_app.registry import tool_catalog
+        from tools_app.registry import builtin_catalog
 
         try:
-            tool_catalog()
+            builtin_catalog()
         except (ConfigError, ContractError) as exc:
             raise ImproperlyConfigured(str(exc)) from None

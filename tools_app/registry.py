@@ -20,6 +20,7 @@ from common.settings_config import synthorg_config
 from tools_app.builtin.base import BuiltinTool
 from tools_app.contracts import ToolContract, ToolRegistry, compile_schema
 from trust_app.policy import ToolView, name_key
+from trust_app.policy.action_types import DEFAULT_ACTION_TYPES, ActionTypeRegistry
 
 # Modules whose `TOOLS` tuple holds the built-in tools, in listing order.
 BUILTIN_TOOL_MODULES: tuple[str, ...] = (
@@ -145,6 +146,8 @@ class ToolCatalog:
 
     registry: ToolRegistry
     implementations: dict[str, BuiltinTool]
+    # The action types contracts were checked against (built-in plus custom).
+    action_types: ActionTypeRegistry = DEFAULT_ACTION_TYPES
 
     def implementation(self, name: str) -> BuiltinTool | None:
         return self.implementations.get(name_key(name))
@@ -165,9 +168,17 @@ def _module_tools(module_name: str) -> tuple[BuiltinTool, ...]:
 
 
 @functools.cache
-def tool_catalog() -> ToolCatalog:
-    """Every tool this process can run, validated once."""
+def builtin_catalog() -> ToolCatalog:
+    """The tools this code defines (built-in and extra modules), validated once."""
     return build_catalog(synthorg_config())
+
+
+def tool_catalog() -> ToolCatalog:
+    """Every tool this process can run: the built-ins plus the upstream MCP tools the
+    bridge has recorded (tools_app.bridge.catalog)."""
+    from tools_app.bridge.catalog import with_bridged
+
+    return with_bridged(builtin_catalog())
 
 
 def build_catalog(config: SynthOrgConfig) -> ToolCatalog:
@@ -182,7 +193,9 @@ def build_catalog(config: SynthOrgConfig) -> ToolCatalog:
             contract = registry.register(tool.contract)
             implementations[name_key(contract.name)] = tool
     _check_tool_settings(config, registry)
-    return ToolCatalog(registry=registry, implementations=implementations)
+    return ToolCatalog(
+        registry=registry, implementations=implementations, action_types=config.action_types()
+    )
 
 
 def _check_tool_settings(config: SynthOrgConfig, registry: ToolRegistry) -> None:
@@ -191,6 +204,16 @@ def _check_tool_settings(config: SynthOrgConfig, registry: ToolRegistry) -> None
     problems = []
     for name, section in config.tools.items():
         contract = registry.get(name)
+        if contract is None and _bridged_name(config, name):
+            contract_settings = frozenset[str]()  # an upstream tool: only the common switches
+            for key in sorted(set(section.model_extra or {}) - contract_settings):
+                problems.append(
+                    ConfigProblem(
+                        f"tools.{name}.{key}",
+                        "unknown setting; allowed: " + ", ".join(ToolSettings.model_fields),
+                    )
+                )
+            continue
         if contract is None and name_key(name) not in known:
             names = ", ".join(sorted(c.name for c in registry))
             problems.append(ConfigProblem(f"tools.{name}", f"no such tool; allowed: {names}"))
@@ -206,6 +229,12 @@ def _check_tool_settings(config: SynthOrgConfig, registry: ToolRegistry) -> None
             )
     if problems:
         raise ConfigError(settings.SYNTHORG_CONFIG, tuple(problems))
+
+
+def _bridged_name(config: SynthOrgConfig, name: str) -> bool:
+    """True for ``<server>__<tool>`` of a configured MCP server (discovered at run time)."""
+    server, separator, tool = name.partition("__")
+    return bool(separator and tool) and any(s.name == server for s in config.mcp_servers)
 
 
 _validators: dict[tuple[str, str], Draft202012Validator] = {}

@@ -85,7 +85,13 @@ def worker_started(queues: list[str]) -> None:
                 return
 
     threading.Thread(target=probe_forever, name="synthorg-probes", daemon=True).start()
+    from tools_app.bridge.discovery import start_discovery
+
+    start_discovery()
 
 
 def worker_stopping() -> None:
     _stop.set()
+    from tools_app.bridge.discovery import stop_discovery
+
+    stop_discovery()

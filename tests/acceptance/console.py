@@ -222,10 +222,13 @@ class Launcher:
                 os.kill(pid, signal.SIGKILL)
 
 
-def start_launcher(var_dir: Path, log_path: Path) -> Launcher:
-    """Start `python -m synthorg_site.launcher` exactly as `make run` execs it."""
+def start_launcher(
+    var_dir: Path, log_path: Path, extra_env: Mapping[str, str] | None = None
+) -> Launcher:
+    """Start `python -m synthorg_site.launcher` exactly as `make run` execs it (with
+    ``extra_env`` added, as a user exporting variables before `make run`)."""
     port = free_port()
-    env = make_run_env(var_dir, port=port)
+    env = {**make_run_env(var_dir, port=port), **(extra_env or {})}
     with open(log_path, "w") as log:
         process = subprocess.Popen(
             python_argv("-m", "synthorg_site.launcher"),

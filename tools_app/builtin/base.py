@@ -67,6 +67,8 @@ class ToolContext:
     sandbox: SandboxBackend
     owner: Owner
     task_id: str | None = None
+    # The invocation this call runs for (a tool that waits may look whether it was cancelled).
+    invocation_id: str | None = None
     settings: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     sub_constraints: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     egress: EgressGateway | None = None

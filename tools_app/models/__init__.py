@@ -1,6 +1,7 @@
 from tools_app.models.audit import AuditEvent
 from tools_app.models.audit_verification import AuditVerification, VerificationStatus
 from tools_app.models.bridge import UpstreamToolPin
+from tools_app.models.bridge_records import UpstreamToolRecord
 from tools_app.models.disclosure import ToolDisclosureState
 from tools_app.models.invocation import TERMINAL_STATUSES, Invocation, InvocationStatus
 from tools_app.models.memory import AgentMemory
@@ -16,5 +17,6 @@ __all__ = [
     "ToolDefinition",
     "ToolDisclosureState",
     "UpstreamToolPin",
+    "UpstreamToolRecord",
     "VerificationStatus",
 ]

@@ -153,6 +153,7 @@ def _context(invocation: Invocation, backend: Any) -> ToolContext:
         sandbox=backend,
         owner=Owner(agent_id=str(agent.id), task_id=invocation.task_id or None),
         task_id=invocation.task_id or None,
+        invocation_id=str(invocation.id),
         settings=tool_settings.model_dump(exclude_none=True),
         sub_constraints=policy.for_category(invocation.category).constraints.model_dump(
             mode="json"

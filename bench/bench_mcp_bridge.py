@@ -1,0 +1,158 @@
+"""What the MCP bridge adds to an upstream call, and what starting a stdio server costs.
+
+A Python MCP server written with the official SDK (tests/tools_app/bridge/servers/
+py_tools.py, its read-only `echo`) runs in the namespace sandbox in every case:
+
+- direct: this process holds one session to the server (started exactly as the bridge
+  starts it) and calls `echo`: the warm call with no console in between;
+- bridged: an agent calls `py__echo` over REST (`wait`) through a real daphne and a
+  real Celery worker whose config names the server: authentication, decision, audit,
+  the queue, the worker's warm pool, sanitising, storing;
+- cold start: starting the sandboxed server and its `initialize` handshake.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import statistics
+import sys
+import sysconfig
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "synthorg_site.settings")
+
+import django
+
+django.setup()
+
+import httpx  # noqa: E402
+
+from common.config.mcp import McpServer  # noqa: E402
+from common.testing import free_port, http_status, python_argv, running, wait_until  # noqa: E402
+from tools_app.bridge.connect import open_session  # noqa: E402
+from tools_app.sandbox.config import SandboxingConfig  # noqa: E402
+from trust_app.services import agent_create  # noqa: E402
+
+CALLS = 200
+WARMUP = 10
+COLD_STARTS = 10
+SERVERS = Path(__file__).resolve().parent.parent / "tests" / "tools_app" / "bridge" / "servers"
+SITE = sysconfig.get_paths()["purelib"]
+COMMAND = ["/usr/bin/python3", str(SERVERS / "py_tools.py"), SITE]
+
+
+def pct(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def row(figure: str, samples: list[float], note: str) -> dict[str, object]:
+    return {
+        "figure": figure,
+        "unit": "ms",
+        "p50": statistics.median(samples),
+        "p95": pct(samples, 0.95),
+        "p99": pct(samples, 0.99),
+        "note": note,
+    }
+
+
+def sandboxing() -> SandboxingConfig:
+    return SandboxingConfig.model_validate({"namespace": {"extra_ro_binds": [SITE, str(SERVERS)]}})
+
+
+async def direct() -> tuple[list[float], list[float]]:
+    server = McpServer(name="py", transport="stdio", command=tuple(COMMAND))
+    cold: list[float] = []
+    for _ in range(COLD_STARTS):
+        started = time.perf_counter()
+        async with open_session(server, workspace=None, sandboxing=sandboxing()) as session:
+            cold.append((time.perf_counter() - started) * 1000)
+            await session.send_ping()
+    warm: list[float] = []
+    async with open_session(server, workspace=None, sandboxing=sandboxing()) as session:
+        for i in range(WARMUP + CALLS):
+            started = time.perf_counter()
+            await session.call_tool("echo", {"text": f"call {i}"})
+            if i >= WARMUP:
+                warm.append((time.perf_counter() - started) * 1000)
+    return cold, warm
+
+
+def bridged(tmp: Path) -> list[float]:
+    config = tmp / "synthorg.yaml"
+    config.write_text(
+        json.dumps(
+            {
+                "sandboxing": {"namespace": {"extra_ro_binds": [SITE, str(SERVERS)]}},
+                "mcp_servers": [{"name": "py", "transport": "stdio", "command": COMMAND}],
+            }
+        )
+    )
+    env = dict(
+        os.environ,
+        LOG_LEVEL="WARNING",
+        SYNTHORG_AGENT_RATE_LIMIT_PER_MINUTE="1000000",
+        SYNTHORG_CONFIG=str(config),
+    )
+    from synthorg_site.celery import QUEUES
+
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    daphne = python_argv(
+        "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "synthorg_site.asgi:application"
+    )
+    worker = python_argv(
+        "-m", "celery", "-A", "synthorg_site", "worker", "-Q", ",".join(QUEUES),
+        "-c", "1", "-P", "prefork", "-n", f"bench-bridge-{os.getpid()}@localhost",
+        "-l", "WARNING", "--without-gossip", "--without-mingle",
+    )  # fmt: skip
+    created = agent_create(
+        name=f"bench-bridge-{uuid.uuid4().hex[:8]}", access_level="standard", autonomy="full"
+    )
+    headers = {"Authorization": f"Bearer {created.token}"}
+    samples: list[float] = []
+    with (
+        running(daphne, env=env, log_path=tmp / "daphne.log"),
+        running(worker, env=env, log_path=tmp / "worker.log"),
+        httpx.Client(base_url=base, headers=headers, timeout=60) as http,
+    ):
+        wait_until(lambda: http_status(base + "/healthz") == 200, timeout=90, what="the console")
+
+        def listed() -> bool:
+            tools = http.get("/api/v1/tools/").json()["tools"]
+            return any(t["name"] == "py__echo" for t in tools)
+
+        wait_until(listed, timeout=120, what="py__echo to be discovered", poll=0.5)
+        for i in range(WARMUP + CALLS):
+            body = {"tool": "py__echo", "arguments": {"text": f"call {i}"}, "wait": 30}
+            started = time.perf_counter()
+            answer = http.post("/api/v1/invocations/", json=body).json()
+            elapsed = (time.perf_counter() - started) * 1000
+            assert answer["status"] == "succeeded", answer
+            if i >= WARMUP:
+                samples.append(elapsed)
+    return samples
+
+
+def main() -> None:
+    tmp = Path(tempfile.mkdtemp(prefix="bench-bridge-"))
+    cold, warm = asyncio.run(direct())
+    through = bridged(tmp)
+    cores = os.cpu_count()
+    print(json.dumps(row("mcp bridge: stdio server cold start (namespace)", cold,
+                         f"{COLD_STARTS} starts + initialize, {cores} cores")))  # fmt: skip
+    print(json.dumps(row("mcp bridge: warm call, server called directly", warm,
+                         f"{CALLS} calls of echo on one session")))  # fmt: skip
+    print(json.dumps(row("mcp bridge: read-only call end to end (REST wait)", through,
+                         f"{CALLS} calls of py__echo via daphne + 1 worker")))  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

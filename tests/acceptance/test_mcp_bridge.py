@@ -1,0 +1,378 @@
+"""The MCP bridge on a console started as `make run` starts it, with upstream servers.
+
+Real upstream servers, started by the console's worker inside the namespace sandbox: the
+reference servers from npm (`server-everything`, `server-filesystem`, installed by
+`npm ci` from tests/tools_app/bridge/servers/package-lock.json) and Python servers
+written with the official SDK (one with a tool that crashes its process and one that
+hangs; one that vanishes while a flag file exists). Agents call them over REST and with
+the stock MCP client; people decide through the operators' REST endpoint.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sysconfig
+import tempfile
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from common.testing import wait_until
+from tests.acceptance.conftest import Console, _private_dir
+from tests.acceptance.console import (
+    TRACEBACK,
+    Credentials,
+    agent_client,
+    copy_var,
+    decide,
+    sign_in,
+    start_launcher,
+    stop_launcher,
+)
+from tests.tools_app.mcp.conftest import with_mcp
+
+SERVERS = Path(__file__).resolve().parents[1] / "tools_app" / "bridge" / "servers"
+EVERYTHING = SERVERS / "node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+FILESYSTEM = SERVERS / "node_modules/@modelcontextprotocol/server-filesystem/dist/index.js"
+# The suite's own site-packages: the Python servers import the SDK from there.
+SITE = sysconfig.get_paths()["purelib"]
+SLOW_TIMEOUT_SECONDS = 3
+
+
+@pytest.fixture(scope="session")
+def reference_servers() -> Path:
+    """The npm reference servers, installed from the committed lock file when missing."""
+    for program in ("node", "npm"):
+        assert shutil.which(program), f"{program} is missing: scripts/require.sh test installs it"
+    lock = json.loads((SERVERS / "package-lock.json").read_text())
+    wanted = lock["packages"]["node_modules/@modelcontextprotocol/server-everything"]["version"]
+    installed = SERVERS / "node_modules/@modelcontextprotocol/server-everything/package.json"
+    if not installed.exists() or json.loads(installed.read_text())["version"] != wanted:
+        done = subprocess.run(
+            ["npm", "ci", "--no-audit", "--no-fund"],
+            cwd=SERVERS, capture_output=True, text=True, timeout=600, check=False,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    return SERVERS
+
+
+def _config(flags: Path) -> str:
+    return f"""
+sandboxing:
+  namespace:
+    extra_ro_binds: ["{SITE}", "{SERVERS}", "{flags}"]
+tools:
+  py__slow: {{timeout_seconds: {SLOW_TIMEOUT_SECONDS}}}
+mcp_servers:
+  - name: py
+    transport: stdio
+    command: [/usr/bin/python3, "{SERVERS}/py_tools.py", "{SITE}"]
+    workspace: agent
+    tools: {{deny: [whoami]}}
+  - name: everything
+    transport: stdio
+    command: [node, "{EVERYTHING}"]
+    tools:
+      allow: [echo, get-tiny-image, get-structured-content, get-resource-reference]
+      safety_classes: {{"*": read}}
+      action_types: {{"*": "code:read"}}
+  - name: files
+    transport: stdio
+    command: [node, "{FILESYSTEM}", /workspace]
+    workspace: agent
+    tools: {{allow: [read_text_file, list_directory]}}
+  - name: flaky
+    transport: stdio
+    command: [/usr/bin/python3, "{SERVERS}/py_flaky.py", "{SITE}", "{flags}/down"]
+"""
+
+
+@pytest.fixture(scope="module")
+def bridged(
+    prepared_var: Path, acceptance_root: Path, reference_servers: Path
+) -> Iterator[tuple[Console, Path]]:
+    """A console whose config names the upstream servers; yields it and the flag dir."""
+    _workspaces["root"] = prepared_var / "workspaces"
+    root = _private_dir(acceptance_root, "bridge.")
+    # Outside /tmp: the sandbox's own /tmp is a private tmpfs over the host's.
+    flags = Path(tempfile.mkdtemp(prefix="synthorg-bridge-flags.", dir="/var/tmp"))
+    flags.chmod(0o755)
+    config = root / "synthorg.yaml"
+    config.write_text(_config(flags))
+    copy_var(prepared_var, root / "var")
+    launcher = start_launcher(
+        root / "var",
+        root / "launcher.log",
+        extra_env={"SYNTHORG_CONFIG": str(config), "SYNTHORG_BRIDGE_HEALTH_INTERVAL": "2"},
+    )
+    try:
+        launcher.wait_healthy()
+        console = Console(
+            launcher=launcher, credentials=Credentials.read(root / "var" / "demo-credentials.txt")
+        )
+        wait_until(
+            lambda: {"py__echo", "files__read_text_file", "flaky__ping"} <= _listed(console),
+            timeout=120,
+            what="the upstream tools to be discovered",
+            poll=0.5,
+        )
+        yield console, flags
+        code = stop_launcher(launcher)
+        assert code == 0, launcher.output()[-6000:]
+        assert TRACEBACK not in launcher.own_output(), launcher.output()[-6000:]
+    finally:
+        launcher.kill_everything()
+        shutil.rmtree(flags, ignore_errors=True)
+
+
+def _listed(console: Console, agent: str = "build-bot") -> set[str]:
+    with console.agent(agent) as http:
+        answer = http.get("/api/v1/tools/")
+        assert answer.status_code == 200, answer.text
+        return {t["name"] for t in answer.json()["tools"]}
+
+
+def _call(
+    console: Console, agent: str, tool: str, arguments: dict[str, Any], wait: int = 30
+) -> Any:
+    with agent_client(console.base_url, console.credentials.agents[agent]) as http:
+        answer = http.post(
+            "/api/v1/invocations/", json={"tool": tool, "arguments": arguments, "wait": wait}
+        )
+        assert answer.status_code in (200, 201), answer.text
+        return answer.json()
+
+
+def _get(console: Console, agent: str, invocation_id: str) -> Any:
+    with console.agent(agent) as http:
+        return http.get(f"/api/v1/invocations/{invocation_id}/").json()
+
+
+_workspaces: dict[str, Path] = {}
+
+
+def _workspace(console: Console, agent: str) -> Path:
+    # The demo's agents keep the workspaces of the var/ they were seeded in (the copy's
+    # database names those paths).
+    return _workspaces["root"] / agent
+
+
+def test_discovered_tools_are_listed_to_permitted_agents_only(
+    bridged: tuple[Console, Path],
+) -> None:
+    console, _ = bridged
+    listed = _listed(console)
+    assert {"py__echo", "py__note", "everything__get-tiny-image", "files__list_directory"} <= listed
+    assert "py__whoami" not in listed, "tools.deny leaves a tool out"
+    assert "everything__toggle-simulated-logging" not in listed, "not in tools.allow"
+    assert not {n for n in _listed(console, "research-bot") if "__" in n}, (
+        "the restricted level has no mcp category"
+    )
+    with console.agent("build-bot") as http:
+        body = http.get("/api/v1/tools/py__echo/").json()
+    assert body["category"] == "mcp" and body["action_type"] == "code:read"
+    assert body["safety_class"] == "read", "readOnlyHint gives a read"
+    assert body["input_schema"]["properties"]["text"]["type"] == "string"
+    with console.agent("build-bot") as http:
+        note = http.get("/api/v1/tools/py__note/").json()
+    assert (note["action_type"], note["safety_class"]) == ("code:write", "write"), "safe side"
+
+    async def work(session: Any) -> Any:
+        return await session.list_tools()
+
+    tools = with_mcp(console.base_url, console.credentials.agents["build-bot"], work)
+    by_name = {t.name: t for t in tools.tools}
+    assert "py__echo" in by_name and "py__whoami" not in by_name
+    assert by_name["py__echo"].input_schema["properties"]["text"]["type"] == "string"
+
+
+def test_an_allowed_call_runs_upstream_and_is_audited_with_the_server(
+    bridged: tuple[Console, Path],
+) -> None:
+    console, _ = bridged
+    word = uuid.uuid4().hex[:8]
+    done = _call(console, "build-bot", "py__echo", {"text": word})
+    assert done["status"] == "succeeded", done
+    assert done["result"]["content"] == f"echo: {word}"
+    admin = console.person("admin")
+    try:
+        events = admin.get("/api/v1/audit/events/", params={"tool": "py__echo"}).json()
+    finally:
+        admin.close()
+    bridge_rows = [e for e in events["results"] if e["kind"] == "mcp.call"]
+    assert bridge_rows, events
+    data = bridge_rows[0]["data"]
+    assert data["server"] == "py" and data["upstream_tool"] == "echo"
+    assert len(data["definition_hash"]) == 64
+    assert "py_tools.py" in data["server_identity"]
+
+
+def test_a_stock_mcp_client_calls_an_upstream_tool(bridged: tuple[Console, Path]) -> None:
+    console, _ = bridged
+
+    async def work(session: Any) -> Any:
+        return await session.call_tool("everything__echo", {"message": "through the console"})
+
+    result = with_mcp(console.base_url, console.credentials.agents["build-bot"], work)
+    assert result.is_error is False
+    assert "through the console" in "\n".join(b.text for b in result.content)
+
+
+def test_an_agent_without_the_mcp_category_is_denied(bridged: tuple[Console, Path]) -> None:
+    console, _ = bridged
+    with console.agent("research-bot") as http:
+        answer = http.post(
+            "/api/v1/invocations/", json={"tool": "py__echo", "arguments": {"text": "x"}}
+        )
+    # Refused outright: never run (control: build-bot's identical call above succeeds).
+    assert answer.status_code in (201, 404), answer.text
+    if answer.status_code == 201:
+        assert answer.json()["status"] == "denied"
+
+
+def test_a_write_waits_for_a_person_then_runs_in_the_agents_workspace(
+    bridged: tuple[Console, Path],
+) -> None:
+    console, _ = bridged
+    name = f"note-{uuid.uuid4().hex[:8]}.txt"
+    first = _call(console, "ops-bot", "py__note", {"name": name, "text": "approved"}, wait=0)
+    assert first["status"] == "pending_approval", first
+    assert not (_workspace(console, "ops-bot") / name).exists(), "nothing runs before a person"
+    operator = console.person("operator")
+    try:
+        decide(operator, first["approval"]["id"], "approve")
+    finally:
+        operator.close()
+    wait_until(
+        lambda: _get(console, "ops-bot", first["id"])["status"] == "succeeded",
+        timeout=60, what="the approved call to run", poll=0.3,
+    )  # fmt: skip
+    assert (_workspace(console, "ops-bot") / name).read_text() == "approved"
+
+
+def test_a_cancelled_call_is_cancelled_upstream(bridged: tuple[Console, Path]) -> None:
+    console, _ = bridged
+    marker = uuid.uuid4().hex[:8]
+    # The tool's timeout is 3 s, so the cancel must come first: it is sent once running.
+    started = _call(console, "build-bot", "py__slow", {"seconds": 60, "marker": marker}, wait=0)
+    wait_until(
+        lambda: _get(console, "build-bot", started["id"])["status"] == "running",
+        timeout=30, what="the slow call to run", poll=0.05,
+    )  # fmt: skip
+    with console.agent("build-bot") as http:
+        cancelled = http.post(f"/api/v1/invocations/{started['id']}/cancel/").json()
+    assert cancelled["status"] == "cancelled", cancelled
+    marker_file = _workspace(console, "build-bot") / f"cancelled-{marker}"
+    wait_until(marker_file.exists, timeout=30, what="the server to see notifications/cancelled")
+
+
+def test_a_hanging_call_times_out_and_is_cancelled_upstream(
+    bridged: tuple[Console, Path],
+) -> None:
+    console, _ = bridged
+    marker = uuid.uuid4().hex[:8]
+    done = _call(console, "build-bot", "py__slow", {"seconds": 60, "marker": marker})
+    assert done["status"] == "timed_out", done
+    marker_file = _workspace(console, "build-bot") / f"cancelled-{marker}"
+    wait_until(marker_file.exists, timeout=30, what="the server to see notifications/cancelled")
+    control = _call(console, "build-bot", "py__slow", {"seconds": 0.1, "marker": marker + "x"})
+    assert control["status"] == "succeeded", control
+
+
+def test_a_server_that_crashes_mid_call_fails_it_and_is_restarted(
+    bridged: tuple[Console, Path],
+) -> None:
+    console, _ = bridged
+    crashed = _call(console, "build-bot", "py__crash", {})
+    assert crashed["status"] == "failed", crashed
+    assert "py" in crashed["error"]["message"], crashed
+    again = _call(console, "build-bot", "py__echo", {"text": "back"})
+    assert again["status"] == "succeeded", again
+
+
+def test_a_server_error_reaches_the_agent_as_its_message(bridged: tuple[Console, Path]) -> None:
+    console, _ = bridged
+    failed = _call(console, "build-bot", "py__fail", {"why": "quota of widgets"})
+    assert failed["status"] == "failed", failed
+    assert "upstream says no: quota of widgets" in failed["error"]["message"], failed
+
+
+def test_every_content_type_is_mapped(bridged: tuple[Console, Path]) -> None:
+    console, _ = bridged
+    image = _call(console, "build-bot", "everything__get-tiny-image", {})
+    assert image["status"] == "succeeded", image
+    assert "[image image/png" in image["result"]["content"]
+    blocks = image["result"]["structured"]["content"]
+    assert any(b["type"] == "image" and b["data"] for b in blocks)
+    structured = _call(
+        console, "build-bot", "everything__get-structured-content", {"location": "New York"}
+    )
+    assert structured["status"] == "succeeded", structured
+    assert (
+        isinstance(structured["result"]["structured"], dict) and structured["result"]["structured"]
+    )
+    resource = _call(console, "build-bot", "everything__get-resource-reference", {})
+    assert resource["status"] == "succeeded", resource
+    assert "[resource " in resource["result"]["content"]
+
+
+def test_the_filesystem_server_is_confined_to_the_agents_workspace(
+    bridged: tuple[Console, Path],
+) -> None:
+    console, _ = bridged
+    workspace = _workspace(console, "build-bot")
+    (workspace / "inside.txt").write_text("inside the workspace\n")
+    inside = _call(console, "build-bot", "files__read_text_file", {"path": "/workspace/inside.txt"})
+    assert inside["status"] == "succeeded", inside
+    assert "inside the workspace" in inside["result"]["content"]
+    # The server's own check refuses a path outside its root...
+    outside = _call(console, "build-bot", "files__read_text_file", {"path": "/etc/passwd"})
+    assert outside["status"] == "failed", outside
+    # ...and the sandbox holds where a server checks nothing: the console's database
+    # file is not there (control: the same tool reads a workspace file).
+    for secret in (console.var_dir / "synthorg.sqlite3", SERVERS.parents[3] / "manage.py"):
+        assert secret.exists()
+        leaked = _call(console, "build-bot", "py__read_path", {"path": str(secret)})
+        assert leaked["status"] == "failed", leaked
+        assert "No such file" in leaked["error"]["message"], leaked
+    control = _call(console, "build-bot", "py__read_path", {"path": "/workspace/inside.txt"})
+    assert control["status"] == "succeeded" and "inside" in control["result"]["content"]
+
+
+def test_a_server_that_vanishes_makes_its_tools_unavailable_with_a_reason(
+    bridged: tuple[Console, Path],
+) -> None:
+    console, flags = bridged
+    assert _call(console, "build-bot", "flaky__ping", {})["status"] == "succeeded"
+    (flags / "down").write_text("down")
+    try:
+
+        def refused() -> bool:
+            answer = _call(console, "build-bot", "flaky__ping", {}, wait=0)
+            return answer["status"] == "denied" and "health check" in answer["decision"]["reason"]
+
+        wait_until(refused, timeout=60, what="the vanished server's tool to be refused", poll=1)
+        assert "flaky__ping" in _listed(console), "unavailable, never silently missing"
+    finally:
+        (flags / "down").unlink()
+    wait_until(
+        lambda: _call(console, "build-bot", "flaky__ping", {})["status"] == "succeeded",
+        timeout=60, what="the server to be back", poll=1,
+    )  # fmt: skip
+
+
+def test_people_pages_do_not_break(bridged: tuple[Console, Path]) -> None:
+    console, _ = bridged
+    admin: httpx.Client = sign_in(console.base_url, *console.credentials.people["admin"])
+    try:
+        page = admin.get("/tools/")
+        assert page.status_code == 200
+        assert "py__echo" in page.text
+    finally:
+        admin.close()

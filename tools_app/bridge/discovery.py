@@ -1,0 +1,118 @@
+"""Discovery: workers list each configured server's tools and record them for every node.
+
+Where: in each Celery worker's main process, at start and then every
+``SYNTHORG_BRIDGE_HEALTH_INTERVAL`` seconds (that listing is the server's health check),
+and in worker processes whenever a warm server sends
+``notifications/tools/list_changed``. Workers are where servers may be started (inside
+their sandboxes); web nodes never start one and learn the tools from the records
+(``UpstreamToolRecord``), the place every node shares. A server that cannot be started
+or listed makes its recorded tools unavailable with the reason; a server the config no
+longer names, too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Sequence
+
+import structlog
+from django.conf import settings
+from django.db import close_old_connections
+
+from common.config.mcp import McpServer
+from common.settings_config import synthorg_config
+from tools_app.bridge.catalog import forget_records
+from tools_app.bridge.connect import list_upstream_tools, open_session
+from tools_app.bridge.definitions import UpstreamTool
+from tools_app.bridge.services import (
+    bridge_discovery_record,
+    bridge_server_unavailable,
+    bridge_servers_unconfigured,
+)
+
+log = structlog.get_logger("synthorg.bridge")
+_stop = threading.Event()
+
+
+def record_listing(server: McpServer, tools: Sequence[UpstreamTool]) -> list[str]:
+    """Record one listing of ``server`` (from any thread)."""
+    close_old_connections()
+    try:
+        changed = bridge_discovery_record(server=server, tools=tools)
+    finally:
+        close_old_connections()
+    forget_records()
+    if changed:
+        log.info("bridge_tools_recorded", server=server.name, changed=changed)
+    return changed
+
+
+async def list_server(server: McpServer) -> list[UpstreamTool]:
+    """Start (or connect to) ``server`` once, list its tools, stop it."""
+    async with asyncio.timeout(settings.SYNTHORG_BRIDGE_START_SECONDS):
+        async with open_session(
+            server, workspace=None, sandboxing=synthorg_config().sandboxing
+        ) as session:
+            return await list_upstream_tools(session, server.name)
+
+
+def _reason(exc: BaseException) -> str:
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    if isinstance(exc, TimeoutError):
+        return (
+            f"it did not start and list its tools within "
+            f"{settings.SYNTHORG_BRIDGE_START_SECONDS:g} s"
+        )
+    detail = getattr(exc, "reason", None) or str(exc) or exc.__class__.__name__
+    return f"it could not be started or listed ({detail})"
+
+
+def discover_server(server: McpServer) -> list[str]:
+    """List ``server`` and record the result, or record why its tools are unavailable."""
+    try:
+        tools = asyncio.run(list_server(server))
+    except BaseException as exc:
+        if isinstance(exc, KeyboardInterrupt | SystemExit):
+            raise
+        reason = f"the MCP server {server.name} failed its health check: {_reason(exc)}"
+        log.warning("bridge_server_unavailable", server=server.name, reason=reason)
+        close_old_connections()
+        changed = bridge_server_unavailable(server=server.name, reason=reason)
+        forget_records()
+        return changed
+    return record_listing(server, tools)
+
+
+def discovery_round() -> None:
+    """One pass over the config's servers (a server that fails never stops the others)."""
+    servers = [s for s in synthorg_config().mcp_servers if s.enabled]
+    close_old_connections()
+    bridge_servers_unconfigured(configured=[s.name for s in servers])
+    for server in servers:
+        try:
+            discover_server(server)
+        except Exception:
+            log.exception("bridge_discovery_failed", server=server.name)
+
+
+def start_discovery() -> None:
+    """Discover now and then every health interval, in a daemon thread of this process."""
+    if not synthorg_config().mcp_servers:
+        return
+
+    def loop() -> None:
+        while True:
+            try:
+                discovery_round()
+            except Exception:
+                log.exception("bridge_discovery_round_failed")
+            if _stop.wait(settings.SYNTHORG_BRIDGE_HEALTH_INTERVAL):
+                return
+
+    threading.Thread(target=loop, name="synthorg-mcp-discovery", daemon=True).start()
+
+
+def stop_discovery() -> None:
+    _stop.set()

@@ -1,0 +1,139 @@
+"""How a stdio MCP server starts: its argv wrapped in an isolating sandbox, its environment.
+
+namespace: bubblewrap with the namespace backend's own command line (new user, pid,
+net, ipc, uts and mount namespaces, read-only system directories, a private /tmp, the
+workspace at /workspace), started as the sandbox user (``setpriv``) with rlimits
+(``prlimit``) when the worker runs as root. docker: ``docker run -i`` with no network, a
+read-only root, every capability dropped, no new privileges, pids, memory and CPU
+limits. Never the bare subprocess backend. There is no network until the egress proxy
+gives a server its ``network`` allowlist.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from common.config.mcp import McpServer
+from tools_app.sandbox.config import SandboxingConfig
+from tools_app.sandbox.env import build_sandbox_env
+from tools_app.sandbox.errors import SandboxUnavailableError
+from tools_app.sandbox.identity import resolve_identity
+from tools_app.sandbox.namespace import HOME_INSIDE, TMP_INSIDE, WORKSPACE_INSIDE, NamespaceSandbox
+from tools_app.sandbox.paths import resolve_workspace, restrict_path
+from tools_app.sandbox.protocol import MountMode, SandboxSpec, WorkspaceMount
+from tools_app.sandbox.workspace import check_workspace_access
+
+# Open files and processes of the server (its own children included).
+MAX_OPEN_FILES = 1024
+MAX_PROCESSES = 256
+
+
+@dataclass
+class Launch:
+    """The command the MCP client starts, its environment, and what to remove after."""
+
+    argv: list[str]
+    env: dict[str, str]
+    scratch: list[Path] = field(default_factory=list)
+
+    def cleanup(self) -> None:
+        for path in self.scratch:
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def server_secret_env(server: McpServer) -> dict[str, str]:
+    """The one place a server's ``secrets`` become values (environment variables).
+
+    The secrets broker hands them over when it is wired here; until then a server that
+    names secrets starts without them (the names were checked at load).
+    """
+    return {}
+
+
+def _empty_workspace(uid: int | None) -> Path:
+    made = Path(tempfile.mkdtemp(prefix="synthorg-mcp-"))
+    if uid is not None:
+        os.chown(made, uid, -1)
+    made.chmod(0o700)
+    return made
+
+
+def _namespace(server: McpServer, workspace: Path | None, config: SandboxingConfig) -> Launch:
+    n = config.namespace
+    sandbox = NamespaceSandbox(
+        run_as_user=n.run_as_user,
+        bwrap_path=n.bwrap_path,
+        extra_safe_path_prefixes=n.extra_safe_path_prefixes,
+        extra_ro_binds=n.extra_ro_binds,
+        tmpfs_size_bytes=n.tmpfs_size,
+        use_cgroup=False,
+    )
+    identity = resolve_identity(sandbox.run_as_user, backend="namespace")
+    scratch: list[Path] = []
+    if workspace is None:
+        workspace = _empty_workspace(identity.uid if identity.switch else None)
+        scratch.append(workspace)
+    real = resolve_workspace(workspace)
+    check_workspace_access(real, identity, writable=True)
+    spec = SandboxSpec(
+        argv=tuple(server.command or ()),
+        workspace=WorkspaceMount(real, MountMode.READ_WRITE),
+    )
+    argv = sandbox.bwrap_argv(spec, real, WORKSPACE_INSIDE)
+    path = restrict_path(os.environ.get("PATH"), safe_prefixes=sandbox.safe_prefixes)
+    env = build_sandbox_env(
+        os.environ,
+        {**server.env, **server_secret_env(server)},
+        path=path,
+        home=HOME_INSIDE,
+        tmpdir=TMP_INSIDE,
+    )
+    # The MCP client adds these from the worker's own environment unless they are set.
+    env.update(PWD=WORKSPACE_INSIDE, USER=identity.name, LOGNAME=identity.name)
+    env.setdefault("SHELL", "/bin/sh")
+    env.setdefault("TERM", "dumb")
+    limits = ["prlimit", f"--nofile={MAX_OPEN_FILES}", f"--nproc={MAX_PROCESSES}", "--"]
+    drop: list[str] = []
+    if identity.switch:
+        drop = ["setpriv", f"--reuid={identity.uid}", f"--regid={identity.gid}",
+                "--clear-groups", "--inh-caps=-all", "--"]  # fmt: skip
+    return Launch(argv=[*drop, *limits, *argv], env=env, scratch=scratch)
+
+
+def _docker(server: McpServer, workspace: Path | None, config: SandboxingConfig) -> Launch:
+    d = config.docker
+    docker = shutil.which("docker")
+    if docker is None:
+        raise SandboxUnavailableError("docker", "the docker command line is not installed")
+    scratch: list[Path] = []
+    if workspace is None:
+        workspace = _empty_workspace(None)
+        scratch.append(workspace)
+    env_values = {**server.env, **server_secret_env(server)}
+    argv = [
+        docker, "run", "-i", "--rm", "--network", "none", "--read-only",
+        "--cap-drop", "ALL", "--security-opt", "no-new-privileges",
+        "--pids-limit", str(d.pids_limit), "--memory", str(int(d.memory_limit)),
+        "--cpus", str(d.cpu_limit), "--tmpfs", f"{TMP_INSIDE}:size={int(d.tmpfs_size)}",
+        "--label", "synthorg.managed=true", "--label", f"synthorg.mcp_server={server.name}",
+        "-v", f"{resolve_workspace(workspace)}:{WORKSPACE_INSIDE}:rw", "-w", WORKSPACE_INSIDE,
+        *[a for name in env_values for a in ("-e", name)],
+        d.image, *(server.command or ()),
+    ]  # fmt: skip
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **env_values}
+    if d.docker_host:
+        env["DOCKER_HOST"] = d.docker_host
+    elif os.environ.get("DOCKER_HOST"):
+        env["DOCKER_HOST"] = os.environ["DOCKER_HOST"]
+    return Launch(argv=argv, env=env, scratch=scratch)
+
+
+def stdio_launch(server: McpServer, *, workspace: Path | None, config: SandboxingConfig) -> Launch:
+    """The sandboxed command line of ``server``; a SandboxError when it cannot run here."""
+    if server.backend == "docker":
+        return _docker(server, workspace, config)
+    return _namespace(server, workspace, config)

@@ -1,0 +1,297 @@
+"""The warm servers of one worker process, and one upstream call through them.
+
+A daemon thread runs an event loop holding the sessions: one per server (``state:
+worker``) or one per server and agent (``state: agent``, or a server given the agent's
+workspace). At most ``SYNTHORG_BRIDGE_POOL_SIZE`` are kept: the least recently used idle
+one makes room. A session that fails its ping before a call is dropped and started
+again (a server that died is restarted); one idle for ``SYNTHORG_BRIDGE_IDLE_SECONDS``
+is stopped. ``notifications/tools/list_changed`` lists the server again and records it.
+
+The Celery task waits for the call in slices of ``SYNTHORG_BRIDGE_CANCEL_POLL_SECONDS``,
+looking whether the console's call was cancelled; a cancel or the tool's timeout cancels
+the request, which sends ``notifications/cancelled`` upstream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import structlog
+from django.conf import settings
+from mcp.client.session import ClientSession
+
+from common.config.mcp import McpServer
+from common.settings_config import synthorg_config
+from tools_app.bridge.connect import list_upstream_tools, open_session
+from tools_app.bridge.results import outcome_from_result
+from tools_app.builtin.base import (
+    RefusalCode,
+    ToolContext,
+    ToolFailedError,
+    ToolOutcome,
+    ToolRefusedError,
+)
+from tools_app.sandbox.errors import SandboxError
+
+log = structlog.get_logger("synthorg.bridge")
+
+PoolKey = tuple[str, str | None]
+
+
+@dataclass
+class WarmServer:
+    """One running session and the task that owns it."""
+
+    key: PoolKey
+    server: McpServer
+    ready: asyncio.Event = field(default_factory=asyncio.Event)
+    stop: asyncio.Event = field(default_factory=asyncio.Event)
+    session: ClientSession | None = None
+    error: BaseException | None = None
+    last_used: float = field(default_factory=time.monotonic)
+    busy: int = 0
+    task: asyncio.Task[None] | None = None
+
+    @property
+    def alive(self) -> bool:
+        return self.session is not None and self.task is not None and not self.task.done()
+
+
+class BridgePool:
+    """The warm servers of this process (build it with ``bridge_pool()``)."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.servers: dict[PoolKey, WarmServer] = {}
+        self._lock: asyncio.Lock | None = None
+        self.thread = threading.Thread(target=self._run, name="synthorg-mcp-bridge", daemon=True)
+        self.thread.start()
+        self.submit(self._reap_idle())
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.loop.run_forever()
+
+    def submit(self, coro: Any) -> concurrent.futures.Future[Any]:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop)
+
+    @property
+    def lock(self) -> asyncio.Lock:
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        return self._lock
+
+    async def _own(self, warm: WarmServer, workspace: Path | None) -> None:
+        """The task that holds the session open until told to stop (or it fails)."""
+        try:
+            async with open_session(
+                warm.server,
+                workspace=workspace,
+                sandboxing=synthorg_config().sandboxing,
+                on_list_changed=lambda: self._list_changed(warm),
+            ) as session:
+                warm.session = session
+                warm.ready.set()
+                await warm.stop.wait()
+        except BaseException as exc:
+            warm.error = exc
+        finally:
+            warm.session = None
+            warm.ready.set()
+
+    async def _list_changed(self, warm: WarmServer) -> None:
+        session = warm.session
+        if session is None:
+            return
+        try:
+            tools = await list_upstream_tools(session, warm.server.name)
+        except Exception as exc:
+            log.warning("bridge_relist_failed", server=warm.server.name, error=str(exc))
+            return
+        from tools_app.bridge.discovery import record_listing
+
+        await asyncio.get_running_loop().run_in_executor(None, record_listing, warm.server, tools)
+
+    async def _stop(self, warm: WarmServer) -> None:
+        self.servers.pop(warm.key, None)
+        warm.stop.set()
+        if warm.task is not None:
+            with contextlib.suppress(BaseException):
+                await asyncio.wait_for(
+                    asyncio.shield(warm.task), settings.SYNTHORG_BRIDGE_START_SECONDS
+                )
+
+    async def _make_room(self) -> None:
+        while len(self.servers) >= settings.SYNTHORG_BRIDGE_POOL_SIZE:
+            idle = [w for w in self.servers.values() if w.busy == 0]
+            if not idle:
+                raise ToolFailedError(
+                    f"every one of this worker's {settings.SYNTHORG_BRIDGE_POOL_SIZE} MCP server "
+                    "slots is busy; call again shortly",
+                    code="bridge_busy",
+                )
+            await self._stop(min(idle, key=lambda w: w.last_used))
+
+    async def warm(self, server: McpServer, key: PoolKey, workspace: Path | None) -> WarmServer:
+        """A live session for ``key``: the warm one (pinged), else a new one."""
+        async with self.lock:
+            warm = self.servers.get(key)
+            if warm is not None and warm.alive and warm.session is not None:
+                try:
+                    await asyncio.wait_for(warm.session.send_ping(), server.timeout_seconds)
+                    warm.busy += 1
+                    return warm
+                except Exception as exc:
+                    log.info("bridge_server_restarted", server=server.name, error=str(exc))
+            if warm is not None:
+                await self._stop(warm)
+            await self._make_room()
+            warm = WarmServer(key=key, server=server)
+            warm.task = asyncio.ensure_future(self._own(warm, workspace))
+            self.servers[key] = warm
+            try:
+                await asyncio.wait_for(warm.ready.wait(), settings.SYNTHORG_BRIDGE_START_SECONDS)
+            except TimeoutError:
+                await self._stop(warm)
+                raise ToolFailedError(
+                    f"the MCP server {server.name} did not start within "
+                    f"{settings.SYNTHORG_BRIDGE_START_SECONDS:g} s",
+                    code="upstream_unavailable",
+                ) from None
+            if warm.session is None:
+                self.servers.pop(key, None)
+                raise _start_failure(server, warm.error)
+            warm.busy += 1
+            return warm
+
+    async def call(
+        self, server: McpServer, key: PoolKey, workspace: Path | None, tool: str,
+        arguments: dict[str, Any], sent: threading.Event | None = None,
+    ) -> Any:  # fmt: skip
+        warm = await self.warm(server, key, workspace)
+        if sent is not None:
+            sent.set()  # the tool's timeout runs from here; starting has its own limit
+        try:
+            assert warm.session is not None
+            return await warm.session.call_tool(tool, arguments)
+        finally:
+            warm.busy -= 1
+            warm.last_used = time.monotonic()
+
+    async def _reap_idle(self) -> None:
+        while True:
+            await asyncio.sleep(max(1.0, settings.SYNTHORG_BRIDGE_IDLE_SECONDS / 4))
+            now = time.monotonic()
+            for warm in list(self.servers.values()):
+                idle = now - warm.last_used > settings.SYNTHORG_BRIDGE_IDLE_SECONDS
+                if (warm.busy == 0 and idle) or not warm.alive:
+                    log.info("bridge_server_stopped", server=warm.server.name, idle=idle)
+                    await self._stop(warm)
+
+
+def _start_failure(server: McpServer, error: BaseException | None) -> Exception:
+    if isinstance(error, SandboxError):
+        reason = getattr(error, "reason", str(error))
+        return ToolFailedError(
+            f"the {server.backend} sandbox cannot start the MCP server {server.name}: {reason}",
+            code="sandbox_unavailable",
+        )
+    detail = _describe(error)
+    return ToolFailedError(
+        f"the MCP server {server.name} could not be started or did not answer: {detail}",
+        code="upstream_unavailable",
+    )
+
+
+def _describe(error: BaseException | None) -> str:
+    if error is None:
+        return "no reason given"
+    while isinstance(error, BaseExceptionGroup) and error.exceptions:
+        error = error.exceptions[0]
+    return f"{error.__class__.__name__}: {error}"[:500]
+
+
+_pools: dict[int, BridgePool] = {}
+_pools_lock = threading.Lock()
+
+
+def bridge_pool() -> BridgePool:
+    """This process's pool (a forked child builds its own)."""
+    with _pools_lock:
+        pool = _pools.get(os.getpid())
+        if pool is None:
+            pool = _pools[os.getpid()] = BridgePool()
+        return pool
+
+
+def pool_key(server: McpServer, agent_id: str) -> PoolKey:
+    """Per agent when the server holds state or works in the agent's workspace."""
+    per_agent = server.state == "agent" or server.workspace == "agent"
+    return (server.name, agent_id if per_agent else None)
+
+
+def _cancelled(invocation_id: str | None) -> bool:
+    if invocation_id is None:
+        return False
+    from tools_app.models import Invocation, InvocationStatus
+
+    return Invocation.objects.filter(id=invocation_id, status=InvocationStatus.CANCELLED).exists()
+
+
+def call_upstream(
+    *, server: McpServer, tool: str, arguments: dict[str, Any], timeout: float,
+    context: ToolContext,
+) -> ToolOutcome:  # fmt: skip
+    """Run one upstream call for a Celery task; its timeout and cancellation apply."""
+    pool = bridge_pool()
+    workspace = context.workspace if server.workspace == "agent" else None
+    started = time.monotonic()
+    sent = threading.Event()
+    future = pool.submit(
+        pool.call(server, pool_key(server, context.agent_id), workspace, tool, arguments, sent)
+    )
+    deadline: float | None = None
+    while True:
+        if deadline is None and sent.is_set():
+            deadline = time.monotonic() + timeout
+        left = (deadline - time.monotonic()) if deadline is not None else timeout
+        if left <= 0:
+            future.cancel()  # the request is abandoned: notifications/cancelled goes upstream
+            raise ToolFailedError(
+                f"the MCP server {server.name} did not answer within {timeout:g} s; the call "
+                "was cancelled upstream",
+                code="timeout",
+                timed_out=True,
+            )
+        try:
+            result = future.result(timeout=min(left, settings.SYNTHORG_BRIDGE_CANCEL_POLL_SECONDS))
+            break
+        except concurrent.futures.TimeoutError:
+            if _cancelled(context.invocation_id):
+                future.cancel()
+                raise ToolRefusedError(
+                    RefusalCode.LIMIT_EXCEEDED,
+                    "the call was cancelled; the MCP server was told to stop it",
+                ) from None
+        except (ToolFailedError, ToolRefusedError):
+            raise
+        except concurrent.futures.CancelledError:
+            raise ToolFailedError("the upstream call was cancelled", code="cancelled") from None
+        except Exception as exc:
+            raise ToolFailedError(
+                f"the MCP server {server.name} failed the call: {_describe(exc)}",
+                code="upstream_error",
+            ) from None
+    return outcome_from_result(
+        result,
+        max_bytes=settings.SYNTHORG_BRIDGE_MAX_OUTPUT_BYTES,
+        duration_ms=int((time.monotonic() - started) * 1000),
+    )
