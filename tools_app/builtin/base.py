@@ -67,12 +67,12 @@ class ToolContext:
     sandbox: SandboxBackend
     owner: Owner
     task_id: str | None = None
-    # The invocation this call runs for (a tool that waits may look whether it was cancelled).
-    invocation_id: str | None = None
     settings: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     sub_constraints: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     egress: EgressGateway | None = None
     """The worker's egress proxy; None where no proxy runs (the sandbox gets no network)."""
+    # The invocation this call runs for (a tool that waits may look whether it was cancelled).
+    invocation_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,7 +29,8 @@ def _tool(name: str, description: str = "Finds things.") -> UpstreamTool:
 
 
 def _kinds() -> list[str]:
-    events = AuditEvent.objects.filter(tool__startswith="srch__").order_by("created_at", "pk")
+    events = AuditEvent.objects.filter(tool__startswith="srch__", kind__startswith="mcp.")
+    events = events.order_by("created_at", "pk")
     return list(events.values_list("kind", flat=True))
 
 
@@ -40,10 +41,13 @@ def test_discovery_records_once_and_a_change_is_audited() -> None:
     assert row.available and row.contract is not None
     assert row.contract["category"] == "mcp"
     assert ToolDefinition.objects.get(name="srch__find").source == "mcp:srch"
-    bridge_discovery_record(server=SERVER, tools=[_tool("find", "Finds more things.")])
-    assert _kinds() == ["mcp.tool_registered", "mcp.tool_changed"]
     forget_records()
     assert tool_catalog().contract("srch__find") is not None, "the catalog offers it"
+    # The rug pull: the pinning review holds the changed definition; the record says so.
+    bridge_discovery_record(server=SERVER, tools=[_tool("find", "Finds more things.")])
+    assert _kinds() == ["mcp.tool_registered", "mcp.tool_changed"]
+    held = UpstreamToolRecord.objects.get(name="srch__find")
+    assert not held.available and held.reason
 
 
 def test_denied_globs_and_refused_contracts_never_become_callable() -> None:
