@@ -49,7 +49,10 @@ async def slow(seconds: float, marker: str) -> str:
 @server.tool(annotations=ToolAnnotations(read_only_hint=True))
 def read_path(path: str) -> str:
     """Read any path this process can see (no checks of its own: the sandbox is the wall)."""
-    return Path(path).read_text()
+    try:
+        return Path(path).read_text()
+    except OSError as exc:
+        raise ToolError(f"{exc.strerror}: {path}") from exc
 
 
 @server.tool()
