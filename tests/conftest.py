@@ -22,6 +22,24 @@ from common.testing import (
 
 
 @pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix: None) -> None:
+    """Forget any connection pool made before the test database exists.
+
+    Django keeps PostgreSQL pools per alias on the class, built from the settings of
+    the moment: a pool made while collecting (any query, even one the blocker then
+    refuses, builds it) would keep pointing at the real database after the test
+    database replaces it, and the migrations would run there instead.
+    """
+    from django.db import connections
+
+    for connection in connections.all():
+        connection.close()
+        close_pool = getattr(connection, "close_pool", None)
+        if close_pool is not None:
+            close_pool()
+
+
+@pytest.fixture(scope="session")
 def test_env(django_db_setup: None, django_db_blocker: object) -> dict[str, str]:
     """The environment a child process needs to share this session's database and Redis."""
     env = dict(os.environ)

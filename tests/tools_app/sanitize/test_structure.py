@@ -126,9 +126,10 @@ def test_input_is_not_modified() -> None:
 
 
 def _output_schemas() -> dict[str, dict[str, Any]]:
-    from tools_app.registry import tool_catalog
+    # The built-ins only: read at import, before any database exists.
+    from tools_app.registry import builtin_catalog
 
-    catalog = tool_catalog()
+    catalog = builtin_catalog()
     schemas = {}
     for name in catalog.implementations:
         contract = catalog.contract(name)
