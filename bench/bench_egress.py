@@ -15,6 +15,7 @@ import socket
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -23,6 +24,7 @@ from tools_app.egress import LocalEgressGateway, NetworkGrant
 from tools_app.sandbox.namespace import NamespaceSandbox
 from tools_app.sandbox.protocol import Limits, NetworkPolicy, SandboxSpec, WorkspaceMount
 
+STARTS = 30
 SMALL = 64 * 1024
 LARGE = 50 * 1024 * 1024
 RUNS = 200
@@ -175,5 +177,45 @@ def main() -> None:
         )
 
 
+def start_cost() -> None:
+    """``python3 -c pass`` in the namespace sandbox with the proxy (session and forwarder)
+    vs without network: what granting network adds to every call."""
+    backend = NamespaceSandbox()
+    gateway = LocalEgressGateway(agent_name="bench")
+    grant = NetworkGrant(mode="open")
+    samples: dict[str, list[float]] = {"without network": [], "with the egress proxy": []}
+    with tempfile.TemporaryDirectory(prefix="synthorg-bench-") as tmp:
+        os.chmod(tmp, 0o755)  # the sandbox user enters it
+        plain = SandboxSpec(argv=("python3", "-c", "pass"), workspace=WorkspaceMount(Path(tmp)))
+        for _ in range(STARTS):
+            started = time.perf_counter()
+            backend.run(plain)
+            samples["without network"].append((time.perf_counter() - started) * 1000)
+            started = time.perf_counter()
+            with gateway.session(grant) as egress:
+                backend.run(
+                    SandboxSpec(
+                        argv=plain.argv,
+                        workspace=plain.workspace,
+                        network=NetworkPolicy.PROXY,
+                        egress_dir=egress.directory,
+                    )
+                )
+            samples["with the egress proxy"].append((time.perf_counter() - started) * 1000)
+    for name, values in samples.items():
+        print(
+            json.dumps(
+                {
+                    "figure": f"egress: namespace call `python3 -c pass` {name}",
+                    "unit": "ms",
+                    "p50": pct(values, 0.5),
+                    "p95": pct(values, 0.95),
+                    "note": f"{STARTS} calls each, alternating",
+                }
+            )
+        )
+
+
 if __name__ == "__main__":
     main()
+    start_cost()
