@@ -71,13 +71,20 @@ def median_decision_seconds(now: datetime) -> float | None:
 
 def dashboard_metrics() -> dict[str, Any]:
     """Everything the dashboard charts, as plain JSON-ready data."""
+    from trust_app.models import PromotionRequest, PromotionStatus
+
     now = timezone.now()
     health = health_report()
+    approvals = ApprovalRequest.objects.filter(status=ApprovalStatus.PENDING).count()
+    promotions = PromotionRequest.objects.filter(status=PromotionStatus.PENDING).count()
     return {
         "generated_at": now.isoformat(),
         "calls_per_hour": calls_per_hour(now),
         "denials_by_rule": denials_by_rule(now),
-        "pending_approvals": ApprovalRequest.objects.filter(status=ApprovalStatus.PENDING).count(),
+        "pending_approvals": approvals,
+        "pending_promotions": promotions,
+        # What the navigation's badge counts: calls and promotions waiting for a person.
+        "pending_in_inbox": approvals + promotions,
         "median_decision_seconds": median_decision_seconds(now),
         "health": health,
         "backends": {name: part["ok"] for name, part in health["parts"].items()},

@@ -5,9 +5,10 @@ from __future__ import annotations
 from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from common.errors import NotFoundError
+from common.errors import InvalidArgumentError, NotFoundError
 from common.roles import Role
 from common.settings_config import synthorg_config
 from tools_app.selectors_tools import tool_registry_entries
@@ -44,5 +45,8 @@ def tool_switch(request: HttpRequest, name: str) -> HttpResponse:
         )
     except NotFoundError as exc:
         raise Http404(exc.message) from None
+    except InvalidArgumentError as exc:
+        messages.error(request, f"{name} was not disabled: {exc.message}.")
+        return redirect(f"{reverse('tool-list')}#tool-{name}")
     messages.success(request, f"{row.name} is now {'enabled' if row.enabled else 'disabled'}.")
     return redirect("tool-list")

@@ -6,7 +6,7 @@ from typing import Any
 
 from django.db import transaction
 
-from common.errors import NotFoundError
+from common.errors import InvalidArgumentError, NotFoundError
 from tools_app.models import ToolDefinition
 from tools_app.registry import tool_catalog
 from tools_app.services.audit import Actor, audit_record
@@ -49,9 +49,38 @@ def tool_registry_sync(*, actor: Actor | None = None) -> list[str]:
     return changed
 
 
-@transaction.atomic
+DISABLE_NEEDS_REASON = (
+    "a reason is needed to disable a tool: say why, as the tools page shows it to everyone"
+)
+
+
 def tool_enabled_set(*, name: str, enabled: bool, actor: Actor, reason: str = "") -> ToolDefinition:
-    """Switch a tool on or off for every agent; audited."""
+    """Switch a tool on or off for every agent; audited. Disabling needs a reason."""
+    if not enabled and not reason.strip():
+        _tool_disable_refused(name=name, actor=actor)
+        raise InvalidArgumentError(DISABLE_NEEDS_REASON)
+    return _tool_enabled_apply(name=name, enabled=enabled, actor=actor, reason=reason.strip())
+
+
+@transaction.atomic
+def _tool_disable_refused(*, name: str, actor: Actor) -> None:
+    """Record a disable without a reason as refused (nothing else changes)."""
+    row = ToolDefinition.objects.filter(name=name).first()
+    if row is None:
+        raise NotFoundError(f"no tool {name!r} in the registry")
+    audit_record(
+        kind="tool.disable_refused",
+        actor=actor,
+        tool=row.name,
+        category=row.category,
+        action_type=row.action_type,
+        outcome="refused",
+        reason=DISABLE_NEEDS_REASON,
+    )
+
+
+@transaction.atomic
+def _tool_enabled_apply(*, name: str, enabled: bool, actor: Actor, reason: str) -> ToolDefinition:
     row = ToolDefinition.objects.select_for_update().filter(name=name).first()
     if row is None:
         raise NotFoundError(f"no tool {name!r} in the registry")
