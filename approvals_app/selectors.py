@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -46,10 +47,23 @@ def approvals_pending_count() -> int:
     return ApprovalRequest.objects.filter(status=ApprovalStatus.PENDING).count()
 
 
-def inbox_pending_count() -> int:
-    """What waits in the inbox: pending approval requests and promotion requests.
+@dataclass(frozen=True)
+class InboxPending:
+    """What waits in the inbox, by kind; the badge and the dashboard both read this."""
 
-    One statement, as every live inbox asks it on every change.
+    approvals: int
+    promotions: int
+
+    @property
+    def total(self) -> int:
+        return self.approvals + self.promotions
+
+
+def inbox_pending() -> InboxPending:
+    """Pending approval requests and promotion requests, counted in one statement.
+
+    One statement, as every live inbox asks it on every change, and so that the two
+    numbers are from the same moment.
     """
     from trust_app.models import PromotionRequest, PromotionStatus
 
@@ -57,12 +71,19 @@ def inbox_pending_count() -> int:
     promotions = PromotionRequest._meta.db_table
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT (SELECT COUNT(*) FROM {approvals} WHERE status = %s)"  # noqa: S608
-            f" + (SELECT COUNT(*) FROM {promotions} WHERE status = %s)",
+            f"SELECT (SELECT COUNT(*) FROM {approvals} WHERE status = %s),"  # noqa: S608
+            f" (SELECT COUNT(*) FROM {promotions} WHERE status = %s)",
             [ApprovalStatus.PENDING.value, PromotionStatus.PENDING.value],
         )
         row = cursor.fetchone()
-    return int(row[0]) if row else 0
+    if not row:
+        return InboxPending(approvals=0, promotions=0)
+    return InboxPending(approvals=int(row[0]), promotions=int(row[1]))
+
+
+def inbox_pending_count() -> int:
+    """What waits in the inbox (approvals and promotions): the navigation's badge."""
+    return inbox_pending().total
 
 
 def promotion_request(promotion_id: uuid.UUID | str) -> Any:

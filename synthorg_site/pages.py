@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
-from tools_app.selectors_dashboard import dashboard_metrics
+from tools_app.selectors_dashboard import chart_tables, dashboard_metrics
 from trust_app.views_access import page_for
 
 
@@ -13,7 +13,8 @@ from trust_app.views_access import page_for
 def dashboard(request: HttpRequest) -> HttpResponse:
     """The landing page for every signed-in person with a role; htmx polls its live part."""
     metrics = dashboard_metrics()
-    context = {"metrics": metrics, "health": metrics["health"]}
+    context = {"metrics": metrics, "health": metrics["health"], "tables": chart_tables(metrics)}
     if getattr(request, "htmx", False):
-        return render(request, "dashboard.html#live", context)
+        # The live part, and the charts' tables replaced beside it (out of band).
+        return render(request, "dashboard.html#live", {**context, "oob": True})
     return render(request, "dashboard.html", context)

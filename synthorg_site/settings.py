@@ -339,6 +339,8 @@ SYNTHORG_AGENT_TOKEN_ROTATION_OVERLAP_SECONDS = env.int(
 SYNTHORG_AGENT_TOKEN_ROTATION_OVERLAP_MAX_SECONDS = env.int(
     "SYNTHORG_AGENT_TOKEN_ROTATION_OVERLAP_MAX_SECONDS", default=30 * 86400
 )
+# How long a new token waits, sealed in the admin's session, for the one page that shows it.
+SYNTHORG_TOKEN_SHOWN_ONCE_SECONDS = env.int("SYNTHORG_TOKEN_SHOWN_ONCE_SECONDS", default=300)
 # GET /metrics: a client on loopback may scrape without a token. Turn it off when a
 # proxy on the same host forwards outside requests (they would all look local).
 SYNTHORG_METRICS_ALLOW_LOOPBACK = env.bool("SYNTHORG_METRICS_ALLOW_LOOPBACK", default=True)

@@ -10,7 +10,8 @@ from django.db.models import Count
 from django.db.models.functions import TruncHour
 from django.utils import timezone
 
-from approvals_app.models import ApprovalRequest, ApprovalStatus
+from approvals_app.models import ApprovalRequest
+from approvals_app.selectors import inbox_pending
 from synthorg_site.health import health_report
 from tools_app.models import AuditEvent
 
@@ -71,21 +72,34 @@ def median_decision_seconds(now: datetime) -> float | None:
 
 def dashboard_metrics() -> dict[str, Any]:
     """Everything the dashboard charts, as plain JSON-ready data."""
-    from trust_app.models import PromotionRequest, PromotionStatus
-
     now = timezone.now()
     health = health_report()
-    approvals = ApprovalRequest.objects.filter(status=ApprovalStatus.PENDING).count()
-    promotions = PromotionRequest.objects.filter(status=PromotionStatus.PENDING).count()
+    # The same count as the navigation's badge, so the two never disagree.
+    pending = inbox_pending()
     return {
         "generated_at": now.isoformat(),
         "calls_per_hour": calls_per_hour(now),
         "denials_by_rule": denials_by_rule(now),
-        "pending_approvals": approvals,
-        "pending_promotions": promotions,
-        # What the navigation's badge counts: calls and promotions waiting for a person.
-        "pending_in_inbox": approvals + promotions,
+        "pending_approvals": pending.approvals,
+        "pending_promotions": pending.promotions,
+        "pending_in_inbox": pending.total,
         "median_decision_seconds": median_decision_seconds(now),
         "health": health,
         "backends": {name: part["ok"] for name, part in health["parts"].items()},
+    }
+
+
+def chart_tables(metrics: dict[str, Any]) -> dict[str, Any]:
+    """The charts' data as rows of text tables, for people who do not read the canvas."""
+    calls = metrics["calls_per_hour"]
+    outcomes = list(calls["series"])
+    call_rows = [
+        {"hour": hour, "counts": [calls["series"][o][i] for o in outcomes]}
+        for i, hour in enumerate(calls["labels"])
+    ]
+    denials = metrics["denials_by_rule"]
+    return {
+        "outcomes": outcomes,
+        "calls": call_rows,
+        "denials": list(zip(denials["labels"], denials["counts"], strict=True)),
     }

@@ -11,6 +11,11 @@ urlpatterns = [
     path("agents/<uuid:agent_id>/explain/", views_agents.agent_explain_panel, name="agent-explain"),
     path("agents/<uuid:agent_id>/tokens/", views_tokens.agent_token_create, name="agent-tokens"),
     path(
+        "agents/<uuid:agent_id>/tokens/new/",
+        views_tokens.agent_token_new,
+        name="agent-token-new",
+    ),
+    path(
         "agents/<uuid:agent_id>/tokens/<uuid:token_id>/rotate/",
         views_tokens.agent_token_rotate_view,
         name="agent-token-rotate",

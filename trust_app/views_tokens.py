@@ -9,7 +9,7 @@ from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_GET, require_POST
 
 from common.errors import SynthOrgError
 from common.roles import Role
@@ -22,6 +22,7 @@ from trust_app.services_tokens import (
     agent_token_revoke,
     agent_token_rotate,
 )
+from trust_app.token_shown_once import token_keep_for_showing, token_take_for_showing
 from trust_app.views_access import page_for
 from trust_app.views_agents import _agent_or_404
 
@@ -34,10 +35,29 @@ def _token_or_404(agent: Agent, token_id: uuid.UUID) -> AgentToken:
 
 
 def _shown_once(request: HttpRequest, agent: Agent, issued: IssuedAgentToken) -> HttpResponse:
+    """Keep the new plaintext for one GET and redirect there (POST-redirect-GET)."""
+    token_keep_for_showing(
+        request.session,
+        agent_id=str(agent.id),
+        token_id=str(issued.token.id),
+        plaintext=issued.plaintext,
+    )
+    return redirect("agent-token-new", agent_id=agent.id, permanent=False)
+
+
+@page_for(Role.ADMIN)
+@require_GET
+def agent_token_new(request: HttpRequest, agent_id: uuid.UUID) -> HttpResponse:
+    """Show a just-issued token this once; a reload finds it gone and issues nothing."""
+    agent = _agent_or_404(agent_id)
+    shown = token_take_for_showing(request.session, agent_id=str(agent.id))
+    issued = None
+    if shown is not None:
+        issued = AgentToken.objects.filter(id=shown.token_id, agent=agent).first()
     response = render(
         request,
         "agents/token_created.html",
-        {"agent": agent, "token": issued.plaintext, "issued": issued.token},
+        {"agent": agent, "token": shown.plaintext if shown else None, "issued": issued},
     )
     response["Cache-Control"] = "no-store"
     return response
@@ -46,7 +66,7 @@ def _shown_once(request: HttpRequest, agent: Agent, issued: IssuedAgentToken) ->
 @page_for(Role.ADMIN)
 @require_POST
 def agent_token_create(request: HttpRequest, agent_id: uuid.UUID) -> HttpResponse:
-    """Issue a token and show its plaintext this once; it is stored only as a digest."""
+    """Issue a token, then show its plaintext once on the page redirected to (digest stored)."""
     agent = _agent_or_404(agent_id)
     form = TokenForm(request.POST)
     if not form.is_valid():

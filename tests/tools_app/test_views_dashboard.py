@@ -14,7 +14,7 @@ from approvals_app.models import ApprovalRequest, ApprovalStatus
 from tests.common.permission_suite import EVERYONE, PermissionSuite, signed_in
 from tools_app.models import Invocation
 from tools_app.services.audit import Actor, audit_record
-from trust_app.models import Agent
+from trust_app.models import Agent, PromotionRequest
 from trust_app.services import agent_create, person_create
 
 pytestmark = pytest.mark.django_db
@@ -93,3 +93,48 @@ def test_htmx_polls_only_the_live_part(auditor: Client) -> None:
     assert html.lstrip().startswith('<div id="live"')
     assert "<html" not in html and 'hx-trigger="every 10s"' in html
     assert "pending_approvals" in html
+
+
+def test_the_card_and_the_badge_count_the_same_calls_and_promotions() -> None:
+    agent = agent_create(name="dash-badge", access_level="standard").agent
+    approval(agent, ApprovalStatus.PENDING, None)
+    approval(agent, ApprovalStatus.APPROVED, 5)  # decided: counted by neither
+    PromotionRequest.objects.create(
+        agent=agent, track="file_system", from_level="standard", to_level="elevated",
+        created_at=timezone.now(),
+    )  # fmt: skip
+    person_create(username="otto", role="operator", password=None)
+    html = signed_in("otto").get("/").content.decode()
+    badge = html.split('id="pending-count"')[1].split(">")[1].split("<")[0]
+    card = html.split('id="pending-approvals"')[1].split(">")[1].split("<")[0]
+    assert badge == card == "2"
+    assert "1 call, 1 promotion" in html
+    metrics = metrics_of(html)
+    assert (metrics["pending_approvals"], metrics["pending_promotions"]) == (1, 1)
+    assert metrics["pending_in_inbox"] == 2
+
+
+def test_the_charts_data_is_also_a_table_and_the_live_poll_renews_it(auditor: Client) -> None:
+    agent = agent_create(name="dash-table", access_level="standard").agent
+    decided(agent, "allow", "level")
+    decided(agent, "deny", "network")
+    decided(agent, "deny", "network")
+    html = auditor.get("/").content.decode()
+    calls = html.split('id="calls-table"')[1].split("</table>")[0]
+    assert '<th scope="col">allow</th><th scope="col">deny</th>' in calls
+    assert calls.count("<tr>") == 1 + 24  # the header and one row per hour
+    assert "<td>1</td><td>2</td>" in calls  # the hour they were decided in
+    denials = html.split('id="denials-table"')[1].split("</table>")[0]
+    assert '<th scope="row">network</th><td>2</td>' in denials
+    # The poll replaces the tables beside the live part, with the newest figures.
+    decided(agent, "deny", "denied_list")
+    live = auditor.get("/", HTTP_HX_REQUEST="true").content.decode()
+    assert 'id="denials-data" hx-swap-oob="outerHTML"' in live
+    assert '<th scope="row">denied_list</th><td>1</td>' in live
+    assert 'id="calls-data" hx-swap-oob="outerHTML"' in live
+
+
+def test_no_calls_says_so_instead_of_an_empty_table(auditor: Client) -> None:
+    html = auditor.get("/").content.decode()
+    assert "No calls were decided in the last 24 h." in html
+    assert "No calls were denied in the last 24 h." in html

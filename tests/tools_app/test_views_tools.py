@@ -71,3 +71,44 @@ def test_an_admin_disables_and_enables_a_tool_with_an_audit_row(admin: Client) -
 
 def test_switching_an_unknown_tool_is_404(admin: Client) -> None:
     assert admin.post("/tools/no_such_tool/switch/", {"enabled": "0"}).status_code == 404
+
+
+def row_of(html: str, tool: str) -> str:
+    return html.split(f'data-tool="{tool}"')[1].split("</tr>")[0]
+
+
+def test_a_disabled_tool_says_who_disabled_it_when_and_why(admin: Client) -> None:
+    admin.post("/tools/read_file/switch/", {"enabled": "0", "reason": "first look"})
+    admin.post("/tools/read_file/switch/", {"enabled": "1", "reason": ""})
+    person_create(username="bea", role="admin", password=None)
+    signed_in("bea").post("/tools/read_file/switch/", {"enabled": "0", "reason": "leaks <notes>"})
+    person_create(username="audrey", role="auditor", password=None)
+    row = row_of(signed_in("audrey").get("/tools/").content.decode(), "read_file")
+    # The latest disabling counts, escaped; everyone who reads the page sees it.
+    assert 'class="disabled-by"' in row and "by bea" in row and "leaks &lt;notes&gt;" in row
+    assert "first look" not in row and "by ada" not in row
+    # Enabled again, the row no longer speaks of it.
+    admin.post("/tools/read_file/switch/", {"enabled": "1"})
+    assert "disabled-by" not in row_of(admin.get("/tools/").content.decode(), "read_file")
+
+
+def test_disabling_without_a_reason_is_refused_and_audited(admin: Client) -> None:
+    # Attack on a silent switch: no reason (or only spaces) disables nothing.
+    for reason in ("", "   "):
+        response = admin.post("/tools/read_file/switch/", {"enabled": "0", "reason": reason})
+        assert response.status_code == 302 and response["Location"] == "/tools/#tool-read_file"
+    assert ToolDefinition.objects.get(name="read_file").enabled is True
+    assert not AuditEvent.objects.filter(kind="tool.disabled").exists()
+    refused = AuditEvent.objects.filter(kind="tool.disable_refused", tool="read_file")
+    assert refused.count() == 2 and refused.first().actor_name == "ada"  # type: ignore[union-attr]
+    page = admin.get("/tools/").content.decode()
+    assert "read_file was not disabled: a reason is needed" in page
+    # Positive control: with a reason the same switch works.
+    admin.post("/tools/read_file/switch/", {"enabled": "0", "reason": "audit finding"})
+    assert ToolDefinition.objects.get(name="read_file").enabled is False
+
+
+def test_enabled_tools_get_a_quiet_disclosure_not_a_red_button(admin: Client) -> None:
+    row = row_of(admin.get("/tools/").content.decode(), "read_file")
+    assert '<details class="tool-switch"' in row and "<summary>Disable…</summary>" in row
+    assert 'name="reason" required' in row

@@ -45,6 +45,7 @@ class TestAgentTokenCreateAccess(PermissionSuite):
     path = "/agents/{agent}/tokens/"
     allowed = ADMINS
     method = "post"
+    ok_status = 302  # to the page that shows the new token once
 
 
 class TestAgentTokenRevokeAccess(PermissionSuite):
@@ -194,8 +195,10 @@ def test_a_bad_edit_is_refused_with_the_allowed_values(
 
 def test_token_is_shown_once_and_stored_as_a_digest(admin: Client, agent: Agent) -> None:
     response = admin.post(f"/agents/{agent.id}/tokens/", {"label": "ci"})
-    assert response.status_code == 200 and response["Cache-Control"] == "no-store"
-    html = response.content.decode()
+    assert response.status_code == 302
+    shown = admin.get(response["Location"])
+    assert shown.status_code == 200 and shown["Cache-Control"] == "no-store"
+    html = shown.content.decode()
     plaintext = html.split('id="new-token">')[1].split("</pre>")[0]
     token = AgentToken.objects.get(agent=agent, label="ci")
     assert token.digest == token_digest(plaintext)

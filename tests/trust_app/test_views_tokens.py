@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import io
+import json
 
 import pytest
+from django.contrib.sessions.models import Session
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.test import Client
@@ -15,7 +17,8 @@ from trust_app.auth import agent_token_verdict
 from trust_app.models import Agent, AgentToken
 from trust_app.services import agent_create, person_create
 from trust_app.token_life import Scope
-from trust_app.tokens import token_digest
+from trust_app.token_shown_once import SESSION_KEY
+from trust_app.tokens import AGENT_TOKEN_PREFIX, token_digest
 
 pytestmark = pytest.mark.django_db
 
@@ -24,6 +27,12 @@ class TestAgentTokenRotateAccess(PermissionSuite):
     path = "/agents/{agent}/tokens/{token}/rotate/"
     allowed = ADMINS
     method = "post"
+    ok_status = 302  # to the page that shows the new token once
+
+
+class TestAgentTokenShownOnceAccess(PermissionSuite):
+    path = "/agents/{agent}/tokens/new/"
+    allowed = ADMINS
 
 
 @pytest.fixture
@@ -41,13 +50,21 @@ def shown_token(html: str) -> str:
     return html.split('id="new-token">')[1].split("</pre>")[0]
 
 
+def issued_and_shown(admin: Client, path: str, data: dict | None = None) -> tuple[str, str]:
+    """POST that issues, then the one GET it redirects to: (the shown plaintext, that URL)."""
+    response = admin.post(path, data or {})
+    assert response.status_code == 302, response.content
+    page = admin.get(response["Location"])
+    assert page.status_code == 200 and page["Cache-Control"] == "no-store"
+    return shown_token(page.content.decode()), response["Location"]
+
+
 def test_the_page_issues_a_token_with_scopes_and_expiry(admin: Client, agent: Agent) -> None:
-    response = admin.post(
+    plaintext, _ = issued_and_shown(
+        admin,
         f"/agents/{agent.id}/tokens/",
         {"label": "scraper", "scopes": ["metrics"], "expires_in_days": "3"},
     )
-    assert response.status_code == 200
-    plaintext = shown_token(response.content.decode())
     token = AgentToken.objects.get(digest=token_digest(plaintext))
     assert token.scopes == ["metrics"] and token.expires_at is not None
     assert agent_token_verdict(plaintext, scope=Scope.METRICS).agent == agent
@@ -67,9 +84,8 @@ def test_rotating_from_the_page_shows_the_new_token_and_keeps_the_old_for_the_ov
     admin: Client, agent: Agent
 ) -> None:
     old = AgentToken.objects.get(agent=agent)
-    response = admin.post(f"/agents/{agent.id}/tokens/{old.id}/rotate/")
-    assert response.status_code == 200 and response["Cache-Control"] == "no-store"
-    new = AgentToken.objects.get(digest=token_digest(shown_token(response.content.decode())))
+    plaintext, _ = issued_and_shown(admin, f"/agents/{agent.id}/tokens/{old.id}/rotate/")
+    new = AgentToken.objects.get(digest=token_digest(plaintext))
     old.refresh_from_db()
     assert old.rotated_at is not None and old.active and old.expires_at is not None
     assert new.scopes == old.scopes and new.label == old.label
@@ -78,6 +94,52 @@ def test_rotating_from_the_page_shows_the_new_token_and_keeps_the_old_for_the_ov
     again = admin.post(f"/agents/{agent.id}/tokens/{old.id}/rotate/")
     assert again.status_code == 302
     assert AuditEvent.objects.filter(kind="agent.token_rotated").count() == 1
+
+
+def test_a_reload_shows_the_token_no_more_and_issues_none(admin: Client, agent: Agent) -> None:
+    before = AgentToken.objects.filter(agent=agent).count()
+    issued_events = AuditEvent.objects.filter(kind="agent.token_issued", agent_id=agent.id)
+    audited = issued_events.count()
+    # Positive control: the GET the issuing POST redirects to shows the new token.
+    plaintext, shown_at = issued_and_shown(admin, f"/agents/{agent.id}/tokens/", {"label": "x"})
+    assert shown_at == f"/agents/{agent.id}/tokens/new/"
+    assert AgentToken.objects.filter(agent=agent).count() == before + 1
+    # Attack on a second token: reloading repeats the GET; nothing is shown or issued.
+    again = admin.get(shown_at)
+    html = again.content.decode()
+    assert again.status_code == 200 and again["Cache-Control"] == "no-store"
+    assert 'id="token-gone"' in html and plaintext not in html and 'id="new-token"' not in html
+    assert AgentToken.objects.filter(agent=agent).count() == before + 1
+    assert issued_events.count() == audited + 1
+
+
+def test_the_waiting_token_is_sealed_in_the_session_row(admin: Client, agent: Agent) -> None:
+    response = admin.post(f"/agents/{agent.id}/tokens/", {"label": "sealed"})
+    assert response.status_code == 302
+    token = AgentToken.objects.get(agent=agent, label="sealed")
+    rows = [row.get_decoded() for row in Session.objects.all()]
+    # Attack: whoever reads the session table finds no plaintext (only its sealed form)...
+    kept = [row[SESSION_KEY] for row in rows if SESSION_KEY in row]
+    assert len(kept) == 1 and kept[0]["token"] == str(token.id)
+    stored = json.dumps(rows)
+    # ...positive control: the cookie's holder opens it, once.
+    plaintext = shown_token(admin.get(response["Location"]).content.decode())
+    assert token_digest(plaintext) == token.digest
+    assert plaintext.startswith(AGENT_TOKEN_PREFIX) and plaintext not in stored
+    assert not any(SESSION_KEY in row.get_decoded() for row in Session.objects.all())
+
+
+def test_another_agents_page_does_not_take_the_waiting_token(admin: Client, agent: Agent) -> None:
+    other = agent_create(name="tok-2", access_level="standard").agent
+    response = admin.post(f"/agents/{agent.id}/tokens/", {"label": "mine"})
+    html = admin.get(f"/agents/{other.id}/tokens/new/").content.decode()
+    assert 'id="token-gone"' in html and 'id="new-token"' not in html
+    plaintext = shown_token(admin.get(response["Location"]).content.decode())
+    assert AgentToken.objects.get(digest=token_digest(plaintext)).agent == agent
+
+
+def test_the_shown_once_page_only_answers_get(admin: Client, agent: Agent) -> None:
+    assert admin.post(f"/agents/{agent.id}/tokens/new/").status_code == 405
 
 
 def run(*args: str) -> str:
