@@ -6,9 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import timedelta
 
 from django.conf import settings
 from django.core.cache import cache
+from django.utils import timezone
 
 from common.errors import InvalidArgumentError
 from tools_app.models import AuditEvent, AuditVerification, VerificationStatus
@@ -134,9 +136,12 @@ def audit_chain_status() -> ChainStatus:
         .order_by("-id")
         .first()
     )
+    # A run older than its time limit died with its worker: it is no longer shown as current.
+    recent = timezone.now() - timedelta(seconds=settings.SYNTHORG_AUDIT_VERIFY_TIME_LIMIT)
     current = (
         AuditVerification.objects.filter(
-            status__in=(VerificationStatus.QUEUED, VerificationStatus.RUNNING)
+            status__in=(VerificationStatus.QUEUED, VerificationStatus.RUNNING),
+            requested_at__gte=recent,
         )
         .order_by("-id")
         .first()

@@ -5,6 +5,7 @@ events, and the chain's status with verification on request."""
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ import pytest
 from django.core.cache import cache
 from django.db import connection, transaction
 from django.test import Client
+from django.utils import timezone
 
 from tests.common.permission_suite import PermissionSuite, signed_in
 from tools_app.models import AuditEvent, AuditVerification
@@ -160,6 +162,33 @@ def test_verify_on_request_reports_intact_then_names_a_rewritten_row(
     assert "<strong>Broken</strong>" in html
     assert f'href="/audit/{events[3].id}/">event #{events[3].id}</a>' in html
     assert audit_chain_status().last == AuditVerification.objects.get(id=second.id)
+
+
+def test_a_run_past_its_time_limit_is_no_longer_shown_as_current(
+    auditor: Client, settings: Any
+) -> None:
+    """A worker that died mid-run leaves its verification 'running' for good: past the
+    time limit it is not shown as in progress, and a new request starts a fresh run."""
+    limit = timedelta(seconds=settings.SYNTHORG_AUDIT_VERIFY_TIME_LIMIT)
+    now = timezone.now()
+    stale = AuditVerification.objects.create(
+        requested_by="audrey", requested_at=now - limit - timedelta(seconds=1),
+        status="running", total=10, checked=3,
+    )  # fmt: skip
+    assert audit_chain_status().current is None
+    assert 'id="chain-progress"' not in auditor.get("/audit/verify/status/").content.decode()
+    auditor.post("/audit/verify/")
+    fresh = AuditVerification.objects.exclude(id=stale.id).get()
+    assert fresh.status == "queued"
+    # Positive control: a run within its time limit is current and shown with its progress.
+    AuditVerification.objects.filter(id=fresh.id).update(
+        status="running", requested_at=now - limit + timedelta(seconds=60), total=10, checked=4
+    )
+    assert audit_chain_status().current == fresh
+    status = auditor.get("/audit/verify/status/").content.decode()
+    assert 'id="chain-progress"' in status and "4 of 10 event(s)" in status
+    auditor.post("/audit/verify/")  # the current run answers; no second one starts
+    assert AuditVerification.objects.count() == 2
 
 
 class TestVerifyAccess(PermissionSuite):

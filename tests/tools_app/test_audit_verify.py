@@ -25,7 +25,7 @@ from tools_app.audit_chain import (
 from tools_app.audit_checkpoint import audit_checkpoint_write
 from tools_app.audit_keys import audit_key_ring, key_file
 from tools_app.audit_verify import audit_chain_verify
-from tools_app.models import AuditEvent
+from tools_app.models import AuditEvent, AuditVerification
 from tools_app.services.audit import Actor, audit_record
 from trust_app.services import agent_create
 
@@ -77,10 +77,15 @@ def _chained_row(event_id: int) -> dict[str, Any]:
 def test_an_untouched_keyed_chain_verifies(
     chain: list[AuditEvent], capsys: pytest.CaptureFixture
 ) -> None:
+    events = AuditEvent.objects.count()
     call_command("synthorg_audit", "verify")
     out = capsys.readouterr().out
     assert "audit chain intact" in out
-    assert f"{AuditEvent.objects.count()} event(s)" in out
+    assert f"{events} event(s)" in out
+    # The result is recorded for the audit pages, and in the log.
+    run = AuditVerification.objects.get()
+    assert run.status == "passed" and run.requested_by == "synthorg_audit verify"
+    assert AuditEvent.objects.filter(kind="audit.verified", outcome="passed").count() == 1
     ring = audit_key_ring()
     assert {e.key_id for e in AuditEvent.objects.all()} == {ring.newest.id}
     assert key_file().stat().st_mode & 0o777 == 0o600
@@ -95,6 +100,26 @@ def test_a_row_changed_with_raw_sql_is_named(chain: list[AuditEvent]) -> None:
     problem = _verify_fails()
     assert f"audit event #{victim.id} " in problem
     assert "contents do not match its hash under audit key" in problem
+    # The failed run is recorded for the audit pages, naming the same event.
+    run = AuditVerification.objects.get()
+    assert run.status == "failed" and run.first_bad_event == victim.id
+    assert run.summary == problem
+    assert AuditEvent.objects.filter(kind="audit.verified", outcome="failed").count() == 1
+
+
+def test_without_usable_keys_verify_refuses_with_the_reason(
+    chain: list[AuditEvent], settings: Any, capsys: pytest.CaptureFixture
+) -> None:
+    """Fail closed: in production with no SYNTHORG_AUDIT_KEYS nothing can be judged."""
+    mode, keys = settings.SYNTHORG_ENV, settings.SYNTHORG_AUDIT_KEYS
+    settings.SYNTHORG_ENV, settings.SYNTHORG_AUDIT_KEYS = "production", []
+    problem = _verify_fails()
+    assert problem.startswith("the audit keys cannot be used: set SYNTHORG_AUDIT_KEYS")
+    assert not AuditVerification.objects.exists()
+    # Positive control: with the keys back, the same log verifies.
+    settings.SYNTHORG_ENV, settings.SYNTHORG_AUDIT_KEYS = mode, keys
+    call_command("synthorg_audit", "verify")
+    assert "audit chain intact" in capsys.readouterr().out
 
 
 def test_changed_data_is_caught_too(chain: list[AuditEvent]) -> None:

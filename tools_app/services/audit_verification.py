@@ -53,6 +53,16 @@ def audit_verification_request(*, person: Any) -> AuditVerification:
     return run
 
 
+def audit_verification_run_here(*, requested_by: str) -> AuditVerification:
+    """Verify now in this process (the `synthorg_audit verify` command), recorded like a
+    run asked for in the console, so the audit pages show its result too."""
+    run = AuditVerification.objects.create(requested_by=requested_by, requested_at=timezone.now())
+    done = audit_verification_run(verification_id=run.id)
+    if done is None:  # only this process knows the run made a line above
+        raise RuntimeError(f"audit verification #{run.id} was taken by another process")
+    return done
+
+
 def audit_verification_run(*, verification_id: int) -> AuditVerification | None:
     """Run a queued verification; None when another worker has it already."""
     claimed = AuditVerification.objects.filter(

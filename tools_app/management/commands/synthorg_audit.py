@@ -8,9 +8,11 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from tools_app.audit_chain import AuditKeyError, new_audit_key
 from tools_app.audit_checkpoint import audit_checkpoint_write
-from tools_app.audit_verify import audit_chain_verify
+from tools_app.audit_keys import audit_key_ring
+from tools_app.models import VerificationStatus
 from tools_app.services.audit import Actor
 from tools_app.services.audit_keys import audit_key_rotate
+from tools_app.services.audit_verification import audit_verification_run_here
 
 
 class Command(BaseCommand):
@@ -55,7 +57,14 @@ class Command(BaseCommand):
             raise CommandError(str(exc), returncode=1) from exc
 
     def _verify(self) -> None:
-        report = audit_chain_verify()
-        if report.problem is not None:
-            raise CommandError(report.problem, returncode=1)
-        self.stdout.write(report.summary())
+        # Without usable keys nothing can be judged, and the result could not be written
+        # to the keyed log either: refuse with the reason before recording a run.
+        try:
+            audit_key_ring()
+        except AuditKeyError as exc:
+            raise CommandError(f"the audit keys cannot be used: {exc}", returncode=1) from exc
+        run = audit_verification_run_here(requested_by="synthorg_audit verify")
+        if run.status != VerificationStatus.PASSED:
+            # The summary names the first bad event or the missing range.
+            raise CommandError(run.summary, returncode=1)
+        self.stdout.write(run.summary)
