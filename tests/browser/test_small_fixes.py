@@ -1,5 +1,6 @@
 """In Chromium at 1280 and 390 px: a new token is shown once (a reload shows it no more and
-issues none), and a tool an admin disables says who disabled it and why."""
+issues none), a tool an admin disables says who disabled it and why, and the dashboard's
+inbox figure agrees with the badge."""
 
 from __future__ import annotations
 
@@ -8,12 +9,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.utils import timezone
 from playwright.sync_api import expect
 
+from approvals_app.events import ApprovalChange, InboxKind, publish_approval_change
 from tools_app.models import ToolDefinition
 from tools_app.services.audit import Actor
 from tools_app.services.tool_registry import tool_enabled_set, tool_registry_sync
-from trust_app.models import AgentToken
+from trust_app.models import AgentToken, PromotionRequest
 from trust_app.services import agent_create, person_create
 from trust_app.tokens import token_digest
 
@@ -24,7 +27,7 @@ TOOL = "extract_links"
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("width", (1280, 390))
-def test_a_token_is_shown_once_and_a_disabled_tool_says_who_and_why(
+def test_token_shown_once_disabled_tool_who_and_why_and_inbox_counts_agree(
     daphne_server: str, browser: Any, tmp_path: Path, width: int
 ) -> None:
     base = daphne_server
@@ -76,6 +79,21 @@ def test_a_token_is_shown_once_and_a_disabled_tool_says_who_and_why(
         page.locator(f'tr[data-tool="{TOOL}"]').screenshot(
             path=str(tmp_path / f"tool-disabled-{width}.png")
         )
+
+        # The dashboard's inbox figure and the badge agree, and stay so when a promotion
+        # request arrives over the socket (counted by both).
+        page.goto(f"{base}/")
+        badge, figure = page.locator("#pending-count"), page.locator("#pending-approvals")
+        before = int(badge.inner_text())
+        expect(figure).to_have_text(str(before))
+        promotion = PromotionRequest.objects.create(
+            agent=agent, track="web", from_level="standard", to_level="elevated",
+            created_at=timezone.now(),
+        )  # fmt: skip
+        publish_approval_change(promotion.id, ApprovalChange.NEW, InboxKind.PROMOTION)
+        expect(badge).to_have_text(str(before + 1))
+        expect(figure).to_have_text(str(before + 1))
+        page.screenshot(path=str(tmp_path / f"dashboard-{width}.png"), full_page=True)
     finally:
         context.close()
         tool_enabled_set(name=TOOL, enabled=True, actor=Actor.person(admin), reason="test over")

@@ -91,7 +91,9 @@ def test_the_dashboard_charts_calls_denials_approvals_and_health(auditor: Client
 def test_htmx_polls_only_the_live_part(auditor: Client) -> None:
     html = auditor.get("/", HTTP_HX_REQUEST="true").content.decode()
     assert html.lstrip().startswith('<div id="live"')
-    assert "<html" not in html and 'hx-trigger="every 10s"' in html
+    assert "<html" not in html
+    # Polled, and read again as soon as the socket changes the badge.
+    assert 'hx-trigger="every 10s, inbox-changed from:body delay:300ms"' in html
     assert "pending_approvals" in html
 
 
