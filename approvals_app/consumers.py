@@ -21,7 +21,7 @@ from approvals_app.live import (
     change_html,
     is_admin,
     pending_count_html,
-    resync_html,
+    resync_frames,
     shared_row_fits,
     upstream_held_html,
 )
@@ -49,7 +49,8 @@ class ApprovalInboxConsumer(AsyncWebsocketConsumer):
         # Join before reading the state, so no change between the two is missed.
         await self.channel_layer.group_add(OPERATORS_GROUP, self.channel_name)
         await self.accept()
-        await self.send(text_data=await database_sync_to_async(resync_html)(user, self.view))
+        for frame in await database_sync_to_async(resync_frames)(user, self.view):
+            await self.send(text_data=frame)
 
     async def disconnect(self, code: int) -> None:
         if self.user is not None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.template.loader import render_to_string
 from django.utils import timezone
 
@@ -114,11 +115,51 @@ def is_admin(user: Any) -> bool:
 
 def resync_html(user: Any, view: str) -> str:
     """What a socket sends on (re)connect: the count, and the whole inbox on its page."""
-    parts = [pending_count_html()]
-    if view == INBOX_VIEW:
-        parts.append(render_to_string(f"{TEMPLATE}#inbox", {**inbox_context(user), "oob": True}))
-        parts.append(upstream_held_html(user))
-    return "".join(parts)
+    return "".join(resync_frames(user, view, frame_bytes=None))
+
+
+def resync_frames(user: Any, view: str, *, frame_bytes: int | None = -1) -> list[str]:
+    """The resync as socket frames, each at most ``frame_bytes`` (the setting by default)
+    unless a single request's row is larger on its own.
+
+    The server refuses to send a message past its limit (1 MiB), and a backlog of a few
+    hundred writes with their diffs is larger: the socket would close on every connect
+    and the inbox never come back. An inbox that fits goes in one frame; a larger one
+    goes as its frame with the groups empty, then the pending rows appended in batches.
+    """
+    budget = settings.SYNTHORG_INBOX_FRAME_BYTES if frame_bytes == -1 else frame_bytes
+    count = pending_count_html()
+    if view != INBOX_VIEW:
+        return [count]
+    context = inbox_context(user)
+    held = upstream_held_html(user)
+    whole = count + render_to_string(f"{TEMPLATE}#inbox", {**context, "oob": True}) + held
+    if budget is None or len(whole.encode()) <= budget:
+        return [whole]
+    groups = context["groups"]
+    empty = {**context, "groups": [(tier, []) for tier, _ in groups], "oob": True}
+    frames = [count + render_to_string(f"{TEMPLATE}#inbox", empty) + held]
+    for tier, requests in groups:
+        frames.extend(_row_batches(user, tier, requests, budget))
+    return frames
+
+
+def _row_batches(user: Any, tier: str, requests: list[Any], budget: int) -> list[str]:
+    opening, closing = f'<div hx-swap-oob="beforeend:#risk-{tier}">', "</div>"
+    batches: list[str] = []
+    rows: list[str] = []
+    size = len(opening) + len(closing)
+    for request in requests:
+        row = row_html(request, user)
+        row_size = len(row.encode())
+        if rows and size + row_size > budget:
+            batches.append(opening + "".join(rows) + closing)
+            rows, size = [], len(opening) + len(closing)
+        rows.append(row)
+        size += row_size
+    if rows:
+        batches.append(opening + "".join(rows) + closing)
+    return batches
 
 
 def upstream_held_html(user: Any) -> str:

@@ -259,6 +259,9 @@ SYNTHORG_BRIDGE_CANCEL_POLL_SECONDS = env.float("SYNTHORG_BRIDGE_CANCEL_POLL_SEC
 
 # Tool calls (numbers are settings, with safe defaults).
 SYNTHORG_APPROVAL_TTL_SECONDS = env.int("SYNTHORG_APPROVAL_TTL_SECONDS", default=900)
+# The largest frame the inbox's socket sends on (re)connect; a larger inbox goes in
+# several (daphne refuses to send a message past 1 MiB).
+SYNTHORG_INBOX_FRAME_BYTES = env.int("SYNTHORG_INBOX_FRAME_BYTES", default=256 * 1024)
 
 # Notifications (config section `notifications`): the console's address for links in
 # messages, and how deliveries are sent and retried.

@@ -26,6 +26,7 @@ DEFAULTS: Final = MappingProxyType(
         "DIFF_LINES": 600,  # diff lines shown before the rest is cut
         "PREVIEW_CHARS": 2000,  # of an HTTP body or stdin
         "FACT_CHARS": 300,
+        "SHOWN_CHARS": 32_000,  # of any one block and of the raw JSON: bounds a card's size
         "CURRENT_FILE_MAX_BYTES": 256 * 1024,  # the current file is read for a diff up to this
         "RECORD_CALLS": 20,  # the agent's most recent calls summarised on the card
     }
@@ -47,6 +48,7 @@ def card_limits() -> CardLimits:
         diff_lines=card_setting("DIFF_LINES"),
         preview_chars=card_setting("PREVIEW_CHARS"),
         fact_chars=card_setting("FACT_CHARS"),
+        shown_chars=card_setting("SHOWN_CHARS"),
     )
 
 

@@ -20,6 +20,7 @@ class CardLimits:
     diff_lines: int = 600
     preview_chars: int = 2000
     fact_chars: int = 300
+    shown_chars: int = 32_000  # of any one block and of the raw JSON (the card's bound)
 
 
 @dataclass(frozen=True, slots=True)

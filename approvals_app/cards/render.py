@@ -10,6 +10,7 @@ import shlex
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
+from approvals_app.cards.bound import card_bounded
 from approvals_app.cards.masking import mask_arguments, mask_header
 from approvals_app.cards.model import Block, Card, CardInput, CardLimits, Fact, Header
 from approvals_app.cards.sql import sql_tokens, statement_kind
@@ -225,7 +226,7 @@ def render_card(card: CardInput, limits: CardLimits | None = None) -> Card:
         facts, blocks, notes = render_generic(card, args, limits)
         notes.append(f"shown as JSON: the arguments do not have the expected shape ({exc})")
     raw = pretty_json(args)
-    return Card(
+    whole = Card(
         tool=card.tool,
         renderer=name,
         facts=tuple(facts),
@@ -234,3 +235,4 @@ def render_card(card: CardInput, limits: CardLimits | None = None) -> Card:
         raw_size=size_label(raw),
         notes=tuple(note for note in notes if note),
     )
+    return card_bounded(whole, limits.shown_chars)
