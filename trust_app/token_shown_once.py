@@ -54,6 +54,7 @@ def token_take_for_showing(session: SessionBase, *, agent_id: str) -> ShownOnce 
         return None
     del session[SESSION_KEY]
     try:
+        token_id = str(kept["token"])
         plaintext = (
             _fernet(session)
             .decrypt(str(kept["sealed"]).encode(), ttl=settings.SYNTHORG_TOKEN_SHOWN_ONCE_SECONDS)
@@ -61,4 +62,4 @@ def token_take_for_showing(session: SessionBase, *, agent_id: str) -> ShownOnce 
         )
     except (InvalidToken, KeyError):
         return None
-    return ShownOnce(agent_id=agent_id, token_id=str(kept.get("token", "")), plaintext=plaintext)
+    return ShownOnce(agent_id=agent_id, token_id=token_id, plaintext=plaintext)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+from typing import Any
 
 import pytest
 from django.contrib.sessions.models import Session
@@ -126,6 +127,16 @@ def test_the_waiting_token_is_sealed_in_the_session_row(admin: Client, agent: Ag
     plaintext = shown_token(admin.get(response["Location"]).content.decode())
     assert token_digest(plaintext) == token.digest
     assert plaintext.startswith(AGENT_TOKEN_PREFIX) and plaintext not in stored
+    assert not any(SESSION_KEY in row.get_decoded() for row in Session.objects.all())
+
+
+def test_a_token_left_waiting_too_long_is_not_shown(
+    admin: Client, agent: Agent, settings: Any
+) -> None:
+    settings.SYNTHORG_TOKEN_SHOWN_ONCE_SECONDS = -1  # older than allowed as soon as sealed
+    response = admin.post(f"/agents/{agent.id}/tokens/", {"label": "late"})
+    html = admin.get(response["Location"]).content.decode()
+    assert 'id="token-gone"' in html and 'id="new-token"' not in html
     assert not any(SESSION_KEY in row.get_decoded() for row in Session.objects.all())
 
 
