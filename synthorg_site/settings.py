@@ -140,6 +140,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "synthorg_site.error_pages.middleware.MethodNotAllowedPageMiddleware",
 ]
 
 ROOT_URLCONF = "synthorg_site.urls"

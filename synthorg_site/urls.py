@@ -5,6 +5,13 @@ from django.urls import include, path
 from synthorg_site import api_docs, health, pages
 from synthorg_site.metrics.views import metrics
 
+# Pages refused or failed: the console's layout with a way back (API paths keep the envelope,
+# synthorg_site.http_edge).
+handler400 = "synthorg_site.error_pages.views.page_400"
+handler403 = "synthorg_site.error_pages.views.page_403"
+handler404 = "synthorg_site.error_pages.views.page_404"
+handler500 = "synthorg_site.error_pages.views.page_500"
+
 urlpatterns = [
     path("healthz", health.healthz, name="healthz"),
     path("metrics", metrics, name="metrics"),

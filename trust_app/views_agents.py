@@ -9,7 +9,7 @@ from django.contrib import messages
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_POST
+from django.views.decorators.http import require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
 from common.errors import InvalidArgumentError
@@ -103,10 +103,15 @@ def agent_detail(request: HttpRequest, agent_id: uuid.UUID) -> HttpResponse:
 
 
 @page_for(Role.ADMIN)
-@require_POST
+@require_http_methods(["GET", "POST"])
 def agent_edit(request: HttpRequest, agent_id: uuid.UUID) -> HttpResponse:
-    """Preview (`action=preview`) or save an edit of the agent's permissions."""
+    """Preview (`action=preview`) or save an edit of the agent's permissions.
+
+    A GET (a bookmarked or reloaded form address) goes to the editor on the agent's page.
+    """
     agent = _agent_or_404(agent_id)
+    if request.method == "GET":
+        return redirect(reverse("agent-detail", args=[agent.id]) + "#edit")
     form = AgentPermissionsForm(request.POST)
     if not form.is_valid() or form.state is None:
         context = _detail_context(request, agent, form=form)

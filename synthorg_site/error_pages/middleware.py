@@ -1,0 +1,58 @@
+"""A page answered 405 by Django (an empty body) gets the console's 405 page instead."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from asgiref.sync import iscoroutinefunction, markcoroutinefunction, sync_to_async
+from django.http import HttpRequest
+from django.http.response import HttpResponseBase
+
+from synthorg_site.error_pages.views import error_page
+from synthorg_site.http_edge.envelope import is_api_path
+
+
+def _needs_page(request: HttpRequest, response: HttpResponseBase) -> bool:
+    if response.status_code != 405 or is_api_path(request.path):
+        return False  # /api/ and /mcp/ keep the JSON envelope
+    return not getattr(response, "content", b"")  # a view that explained itself keeps it
+
+
+def _page(request: HttpRequest, response: HttpResponseBase) -> HttpResponseBase:
+    allowed = response.get("Allow", "")
+    page = error_page(
+        request,
+        405,
+        reason=f"{request.method} is not answered here; this address takes "
+        f"{allowed or 'no method'}.",
+        allowed=allowed,
+    )
+    if allowed:
+        page["Allow"] = allowed
+    return page
+
+
+class MethodNotAllowedPageMiddleware:
+    """Innermost, so the person is known when the page is drawn."""
+
+    sync_capable = True
+    async_capable = True
+
+    def __init__(self, get_response: Callable[..., Any]) -> None:
+        self.get_response = get_response
+        if iscoroutinefunction(get_response):
+            markcoroutinefunction(self)
+
+    def __call__(self, request: HttpRequest) -> Any:
+        if iscoroutinefunction(self):
+            return self._acall(request)
+        response = self.get_response(request)
+        return _page(request, response) if _needs_page(request, response) else response
+
+    async def _acall(self, request: HttpRequest) -> HttpResponseBase:
+        get_response: Callable[[HttpRequest], Awaitable[HttpResponseBase]] = self.get_response
+        response = await get_response(request)
+        if not _needs_page(request, response):
+            return response
+        return await sync_to_async(_page)(request, response)

@@ -1,0 +1,126 @@
+"""Every console page, for every role, at 1280 and 390 px: axe-core clean, no horizontal
+scroll, controls a finger can hit, and a screenshot kept for a person to look at.
+
+The pages are listed from the URLconf, so a page added later is visited too: a route
+without parameters is visited as it is; a parameter is filled from the objects below
+(an unknown parameter name fails the test, asking for a sample value).
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from django.urls import URLPattern, URLResolver, get_resolver
+
+from tests.browser.page_checks import HEIGHT, WIDTHS, axe_findings, axe_source, width_findings
+from tests.browser.test_approvals import PASSWORD, Agent
+from tools_app.models import AuditEvent
+from trust_app.services import person_create
+
+pytestmark = [pytest.mark.browser, pytest.mark.integration]
+
+ROLES = ("operator", "admin", "auditor")
+# Not pages: the API and Django's admin have their own checks; the health document is JSON.
+NOT_PAGES = ("api/", "admin/", "healthz", "accounts/logout/")
+# Addresses no route has: the 404 page is a page too.
+MISSING_PATHS = ("/no/such/page/",)
+PARAMETER = re.compile(r"<(?:(?P<converter>[^>:]+):)?(?P<name>[^>]+)>")
+
+
+def console_routes() -> list[str]:
+    """The console's routes as written in the URLconf (``agents/<uuid:agent_id>/`` ...)."""
+
+    def walk(patterns: list[Any], prefix: str) -> Iterator[str]:
+        for entry in patterns:
+            if isinstance(entry, URLResolver):
+                yield from walk(entry.url_patterns, prefix + str(entry.pattern))
+            elif isinstance(entry, URLPattern):
+                yield prefix + str(entry.pattern)
+
+    return sorted({r for r in walk(get_resolver().url_patterns, "") if not r.startswith(NOT_PAGES)})
+
+
+def fill(route: str, samples: dict[str, str]) -> str:
+    def value(match: re.Match[str]) -> str:
+        name = match.group("name")
+        if name in samples:
+            return samples[name]
+        if match.group("converter") == "uuid":
+            return str(uuid.uuid4())  # an action's object: a GET is refused before it is looked up
+        raise AssertionError(f"no sample value for <{name}> in {route}: add one to the samples")
+
+    return "/" + PARAMETER.sub(value, route)
+
+
+@pytest.fixture(scope="module")
+def screenshots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("page-screenshots")
+
+
+@pytest.fixture
+def samples(daphne_server: str) -> Iterator[dict[str, str]]:
+    agent = Agent(daphne_server)
+    called = agent.call("test_echo", {"text": "a call for every page to show"})
+    event = AuditEvent.objects.filter(agent_name=agent.name).order_by("-id").first()
+    assert event is not None
+    yield {
+        "agent_id": str(event.agent_id),
+        "event_id": str(event.id),
+        "invocation_id": called["id"],
+        "name": "test_echo",
+    }
+    agent.http.close()
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("width", list(WIDTHS))
+@pytest.mark.parametrize("role", ROLES)
+def test_every_page_is_accessible_and_fits_the_screen(
+    role: str,
+    width: str,
+    daphne_server: str,
+    browser: Any,
+    samples: dict[str, str],
+    screenshots: Path,
+) -> None:
+    source = axe_source()
+    username = f"{role}-{uuid.uuid4().hex[:6]}"
+    person_create(username=username, role=role, password=PASSWORD)
+    context = browser.new_context(viewport={"width": WIDTHS[width], "height": HEIGHT})
+    page = context.new_page()
+    # Signed out first: the sign-in page itself is one of the pages.
+    page.goto(daphne_server + "/accounts/login/")
+    problems = {"/accounts/login/ (signed out)": axe_findings(page, source) + width_findings(page)}
+    page.fill("#id_username", username)
+    page.fill("#id_password", PASSWORD)
+    page.click("button[type=submit]")
+    page.wait_for_url(daphne_server + "/")
+    visited: list[str] = []
+    for path in [fill(route, samples) for route in console_routes()] + list(MISSING_PATHS):
+        answer = page.request.get(daphne_server + path, max_redirects=0)
+        if "text/html" not in answer.headers.get("content-type", ""):
+            continue  # an export: a download, not a page
+        if 300 <= answer.status < 400:
+            continue  # a redirect to a page that is itself visited
+        page.goto(daphne_server + path)
+        page.wait_for_load_state("load")
+        visited.append(f"{path} {answer.status}")
+        name = path.strip("/").replace("/", "_") or "dashboard"
+        shot = screenshots / f"{role}-{width}-{name}.png"
+        page.screenshot(path=str(shot), full_page=True)
+        found = axe_findings(page, source) + width_findings(page)
+        if answer.status >= 400 and not page.locator(".way-back a[href='/']").count():
+            found.append(f"the {answer.status} page offers no way back")
+        if found:
+            problems[f"{path} ({answer.status})"] = found
+    context.close()
+    assert len(visited) >= 5, visited  # the sweep did reach the console's pages
+    failures = {where: found for where, found in problems.items() if found}
+    assert not failures, "\n".join(
+        f"{where}:\n  " + "\n  ".join(found) for where, found in failures.items()
+    )
