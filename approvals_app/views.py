@@ -50,6 +50,7 @@ class Outcome:
     tool: str
     ok: bool
     message: str
+    field: str = ""  # the form field the refusal is about, shown beside it
 
 
 def _ids(request: HttpRequest) -> list[str]:
@@ -93,7 +94,9 @@ def decide(request: HttpRequest) -> HttpResponse:
             verb = "approved" if decision == "approve" else "denied"
             outcomes.append(Outcome(request_id, tool, True, f"you {verb} it"))
         except SynthOrgError as exc:
-            outcomes.append(Outcome(request_id, tool, False, exc.message))
+            outcomes.append(
+                Outcome(request_id, tool, False, exc.message, str(exc.details.get("field", "")))
+            )
         current = approval_request(request_id)
         if current is not None:
             rows.append(row_html(current, user, oob="true"))
@@ -128,7 +131,9 @@ def promotion_decide_inbox(request: HttpRequest) -> HttpResponse:
             verb = "approved" if decision == "approve" else "denied"
             outcomes.append(Outcome(promotion_id, what, True, f"you {verb} it"))
         except SynthOrgError as exc:
-            outcomes.append(Outcome(promotion_id, what, False, exc.message))
+            outcomes.append(
+                Outcome(promotion_id, what, False, exc.message, str(exc.details.get("field", "")))
+            )
         current = promotion_request(promotion_id)
         if current is not None:
             rows.append(promotion_row_html(current, user, oob="true"))

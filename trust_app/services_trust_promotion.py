@@ -44,7 +44,7 @@ def promotion_decide(
     if status is None:
         raise InvalidArgumentError("decision: must be 'approve' or 'deny'")
     if not isinstance(reason, str) or not reason.strip():
-        raise InvalidArgumentError("reason: say why")
+        raise InvalidArgumentError("reason: say why", details={"field": "reason"})
     now = now or timezone.now()
     locked = PromotionRequest.objects.select_for_update().select_related("agent").get(pk=request.pk)
     if locked.status != PromotionStatus.PENDING:

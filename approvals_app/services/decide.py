@@ -198,7 +198,9 @@ def approval_decide(
         raise InvalidArgumentError("decision must be 'approve' or 'deny'")
     reason = (reason or "").strip()[:REASON_MAX]
     if decision == "deny" and not reason:
-        raise InvalidArgumentError("a denial needs a reason: the agent is told it")
+        raise InvalidArgumentError(
+            "a denial needs a reason: the agent is told it", details={"field": "reason"}
+        )
     request_id = request.id if isinstance(request, ApprovalRequest) else request
     outcome = _decide_locked(
         request_id=request_id,

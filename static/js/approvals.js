@@ -6,7 +6,11 @@
 
   function tick() {
     var now = Date.now();
+    var stale = document.body.dataset.sync === "stale";
     document.querySelectorAll("[data-expires-at]").forEach(function (el) {
+      // Offline, the page cannot know whether a request is still open: it claims nothing.
+      el.classList.toggle("stale", stale);
+      if (stale) { el.textContent = "paused: reconnecting"; return; }
       var left = Math.round((Date.parse(el.dataset.expiresAt) - now) / 1000);
       if (left <= 0) { el.textContent = "expiring"; el.classList.add("due"); return; }
       var m = Math.floor(left / 60), s = left % 60;
@@ -56,15 +60,79 @@
     if (window.htmx) { htmx.config.wsReconnectDelay = delay; }
   });
   // Tests and people can see whether the live connection is up.
+  // After a drop the page is stale: the banner says so, countdowns pause and deciding is
+  // off until the first message of the new connection (the server's resync) is applied.
+  var awaitingResync = false;
+  function pauseButtons() {
+    var stale = document.body.dataset.sync === "stale";
+    document.querySelectorAll(".inbox button").forEach(function (b) {
+      if (stale && !b.disabled) { b.disabled = true; b.dataset.pausedOffline = "1"; }
+      if (!stale && b.dataset.pausedOffline) { b.disabled = false; delete b.dataset.pausedOffline; }
+    });
+  }
+  function setSync(state) {
+    document.body.dataset.sync = state;
+    var banner = document.getElementById("connection-state");
+    if (banner) { banner.hidden = state !== "stale"; }
+    pauseButtons();
+    tick();
+  }
+  window.inboxIsStale = function () { return document.body.dataset.sync === "stale"; };
+  document.addEventListener("DOMContentLoaded", function () { document.body.dataset.sync = "synced"; });
+  document.addEventListener("htmx:afterSettle", pauseButtons);
+  document.addEventListener("htmx:oobAfterSwap", pauseButtons);
+  document.addEventListener("htmx:wsAfterMessage", function () {
+    if (awaitingResync) { awaitingResync = false; setSync("synced"); }
+  });
   document.addEventListener("htmx:wsOpen", function (e) {
     wrapper = e.detail.socketWrapper; retries = 0;
     document.body.dataset.live = "open";
+    awaitingResync = document.body.dataset.sync === "stale";
   });
   document.addEventListener("htmx:wsClose", function (e) {
     wrapper = e.detail.socketWrapper || wrapper;
     document.body.dataset.live = "closed";
+    awaitingResync = false;
+    if (!leaving) { setSync("stale"); }
     var code = e.detail.event ? e.detail.event.code : 0;
     if (EXTENSION_RETRIES.indexOf(code) < 0) { reconnectSoon(); }
+  });
+  // A refused decision is told on the request it was about, and a missing reason beside the
+  // reason field the person used (the card's own, or the toolbar's for the selected).
+  function placeRefusal(li, elt) {
+    var id = li.dataset.request;
+    var card = id && (document.getElementById("req-" + id) || document.getElementById("promo-" + id));
+    var fromCard = elt && elt.closest && elt.closest(".approval");
+    var host = fromCard ? card : document.querySelector(".inbox .toolbar");
+    if (!host && card) { host = card; }
+    if (!host) { return; }
+    var text = li.textContent.trim();
+    var field = li.dataset.field === "reason" &&
+      host.querySelector(fromCard ? "input[name^=reason-]" : "input[name=reason]");
+    var box = document.createElement("p");
+    box.className = "action-error";
+    box.setAttribute("role", "alert");
+    box.textContent = text;
+    if (field) {
+      box.id = "error-" + (field.name || "reason");
+      if (document.getElementById(box.id)) { return; }  // one message per field
+      field.setAttribute("aria-invalid", "true");
+      field.setAttribute("aria-describedby", box.id);
+      field.insertAdjacentElement("afterend", box);
+      field.focus();
+      return;
+    }
+    if (!fromCard && card) { host = card; }
+    host.appendChild(box);
+  }
+  document.addEventListener("htmx:afterSwap", function (e) {
+    if (!e.detail.target || e.detail.target.id !== "decide-feedback") { return; }
+    var elt = e.detail.requestConfig ? e.detail.requestConfig.elt : e.detail.elt;
+    document.querySelectorAll(".inbox .action-error").forEach(function (el) { el.remove(); });
+    document.querySelectorAll(".inbox [aria-invalid]").forEach(function (el) {
+      el.removeAttribute("aria-invalid"); el.removeAttribute("aria-describedby");
+    });
+    e.detail.target.querySelectorAll("li.refused").forEach(function (li) { placeRefusal(li, elt); });
   });
   setInterval(tick, 1000);
   document.addEventListener("DOMContentLoaded", tick);

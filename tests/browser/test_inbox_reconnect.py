@@ -14,6 +14,7 @@ from playwright.sync_api import expect
 from approvals_app.models import ApprovalRequest, ApprovalStatus
 from approvals_app.services import approval_decide
 from common.testing import free_port, http_status, python_argv, running, wait_until
+from tests.browser.page_checks import HEIGHT, WIDTHS
 from tests.browser.test_approvals import PASSWORD, Agent, in_thread
 from trust_app.services import person_create
 
@@ -45,10 +46,10 @@ def daphne_on(port: int, env: dict[str, str], log: Path) -> Iterator[str]:
         yield url
 
 
-def operator_inbox(browser: Any, base: str) -> Any:
+def operator_inbox(browser: Any, base: str, width: int = WIDTHS["wide"]) -> Any:
     username = f"operator-{uuid.uuid4().hex[:6]}"
     person_create(username=username, role="operator", password=PASSWORD)
-    context = browser.new_context()
+    context = browser.new_context(viewport={"width": width, "height": HEIGHT})
     context.add_init_script(WATCH_SOCKETS)
     page = context.new_page()
     page.goto(base + "/accounts/login/?next=/approvals/")
@@ -66,7 +67,9 @@ def pending_count() -> str:
 
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("width", list(WIDTHS))
 def test_after_the_server_restarts_the_inbox_shows_what_changed_meanwhile(
+    width: str,
     daphne_server: str,
     test_env: dict[str, str],
     tmp_path: Path,
@@ -78,12 +81,26 @@ def test_after_the_server_restarts_the_inbox_shows_what_changed_meanwhile(
         username=f"admin-{uuid.uuid4().hex[:6]}", role="admin", password=PASSWORD
     )
     with daphne_on(port, test_env, tmp_path / "daphne-1.log") as base:
-        page = operator_inbox(browser, base)
+        page = operator_inbox(browser, base, WIDTHS[width])
         decided_meanwhile = agent.call("test_echo", {"text": "decided while away"})
         row_decided = page.locator(f"#req-{decided_meanwhile['approval']['id']}")
         expect(row_decided).to_be_visible(timeout=5000)
+        # Positive control: while connected, no banner, deciding on, the countdown counts.
+        banner = page.locator("#connection-state")
+        expect(banner).to_be_hidden()
+        expect(row_decided.locator("button.approve")).to_be_enabled()
+        expect(row_decided.locator(".countdown")).to_contain_text("left")
     # The page's server is gone: the socket dropped, the page stays.
     expect(page.locator("body[data-live=closed]")).to_have_count(1, timeout=10_000)
+    # The page says so, claims no time left, and will not decide on what it cannot see.
+    expect(banner).to_be_visible()
+    expect(banner).to_contain_text("Connection lost: reconnecting")
+    expect(row_decided.locator("button.approve")).to_be_disabled()
+    expect(row_decided.locator("button.deny")).to_be_disabled()
+    expect(page.locator(".toolbar button.approve")).to_be_disabled()
+    expect(row_decided.locator(".countdown")).to_have_text("paused: reconnecting")
+    page.keyboard.press("j")
+    page.keyboard.press("a")  # the keyboard cannot decide either
     created_meanwhile = agent.call("test_echo", {"text": "asked while away"})
     in_thread(
         lambda: approval_decide(
@@ -102,6 +119,10 @@ def test_after_the_server_restarts_the_inbox_shows_what_changed_meanwhile(
         expect(row_created).to_be_visible(timeout=30_000)
         expect(row_decided).to_have_count(0)
         expect(page.locator("body[data-live=open]")).to_have_count(1)
+        expect(page.locator("body[data-sync=synced]")).to_have_count(1)
+        expect(banner).to_be_hidden()
+        expect(row_created.locator("button.approve")).to_be_enabled()
+        expect(row_created.locator(".countdown")).to_contain_text("left")
         expect(page.locator("#pending-count")).to_have_text(pending_count())
         assert pending_count() == "1"
         # And it is live again: a new call appears without a reload.
