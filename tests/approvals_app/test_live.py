@@ -16,6 +16,7 @@ from websockets.typing import Origin
 from approvals_app.live import shared_row, shared_row_fits
 from approvals_app.models import ApprovalRequest
 from approvals_app.selectors import approval_request
+from common.testing import run_fresh
 from tests.approvals_app.test_consumers import session_cookie, ws_url
 
 
@@ -93,7 +94,7 @@ def test_the_owner_gets_its_own_row_and_other_operators_the_shared_one(
             for socket in sockets:
                 await socket.close()
 
-    owner_frame, other_frame = asyncio.run(scenario())
+    owner_frame, other_frame = run_fresh(scenario)
     assert "another operator decides its calls" in owner_frame
     assert 'class="approve"' not in owner_frame
     assert 'class="approve"' in other_frame and "barred" not in other_frame
