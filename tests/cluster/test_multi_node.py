@@ -221,7 +221,11 @@ def _broker(nodes: Cluster) -> Celery:
     from synthorg_site.celery import app
     from synthorg_site.runtime import celery_broker_url
 
-    sender = Celery("cluster-test", broker=celery_broker_url(nodes.broker_url))
+    # Not the current app: tasks the rest of the session sends from this process must
+    # still go to the session's own broker, not the cluster's.
+    sender = Celery(
+        "cluster-test", broker=celery_broker_url(nodes.broker_url), set_as_current=False
+    )
     sender.conf.task_queues = app.conf.task_queues
     return sender
 
