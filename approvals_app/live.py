@@ -8,6 +8,7 @@ a trust strategy made that need a person.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from django.conf import settings
@@ -133,24 +134,33 @@ def resync_frames(user: Any, view: str, *, frame_bytes: int | None = -1) -> list
         return [count]
     context = inbox_context(user)
     held = upstream_held_html(user)
-    whole = count + render_to_string(f"{TEMPLATE}#inbox", {**context, "oob": True}) + held
-    if budget is None or len(whole.encode()) <= budget:
-        return [whole]
     groups = context["groups"]
     empty = {**context, "groups": [(tier, []) for tier, _ in groups], "oob": True}
-    frames = [count + render_to_string(f"{TEMPLATE}#inbox", empty) + held]
-    for tier, requests in groups:
-        frames.extend(_row_batches(user, tier, requests, budget))
+    frame = count + render_to_string(f"{TEMPLATE}#inbox", empty) + held
+    # Each row is rendered once, all with one viewer; the sizes decide between one
+    # frame and several.
+    viewer = _viewer(user)
+    rows = [
+        (tier, [render_to_string(f"{TEMPLATE}#row", {**viewer, "request": r}) for r in requests])
+        for tier, requests in groups
+    ]
+    total = len(frame.encode()) + sum(len(row.encode()) for _, rendered in rows for row in rendered)
+    if budget is None or total <= budget:
+        whole = render_to_string(f"{TEMPLATE}#inbox", {**context, "oob": True})
+        return [count + whole + held]
+    frames = [frame]
+    for tier, rendered in rows:
+        frames.extend(_row_batches(tier, rendered, budget))
     return frames
 
 
-def _row_batches(user: Any, tier: str, requests: list[Any], budget: int) -> list[str]:
+def _row_batches(tier: str, rendered: Sequence[str], budget: int) -> list[str]:
+    """``rendered`` rows appended to their group's list, in frames of at most ``budget``."""
     opening, closing = f'<div hx-swap-oob="beforeend:#risk-{tier}">', "</div>"
     batches: list[str] = []
     rows: list[str] = []
     size = len(opening) + len(closing)
-    for request in requests:
-        row = row_html(request, user)
+    for row in rendered:
         row_size = len(row.encode())
         if rows and size + row_size > budget:
             batches.append(opening + "".join(rows) + closing)
