@@ -5,8 +5,8 @@ under the locked autonomy preset submits 500 write_file calls over REST (each wa
 for a person, so nothing runs and no worker is needed). Then Chromium opens the
 inbox as a signed-in operator, LOADS times over, and reports:
 - the server's answer (navigation responseEnd), DOM ready (domContentLoadedEventEnd)
-  and the page live (the websocket's first frame, the resync, applied), p50/p95, each
-  from the start of the navigation;
+  and the page live (the websocket's resync applied: every pending row back after its
+  frames), p50/p95, each from the start of the navigation;
 - the page's size: HTML bytes, DOM nodes, JS heap in use (Chrome's Performance domain);
 - with the 500 on screen, a new request's push to its row in the DOM, p50/p95 over
   PUSHES calls (the same measure as bench_approvals, under load).
@@ -43,12 +43,12 @@ PUSHES = 20
 PASSWORD = "bench-inbox-pw-1"
 CHROMIUM = os.environ.get("SYNTHORG_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-sync"]
-# A write of a few lines, so each card carries a path, a size and a diff as people see it.
 # The resync has been applied: frames came and every pending row is back in the page.
 RESYNCED = (
     "(n) => window.__lastFrame !== undefined"
     " && document.querySelectorAll(\"[id^='req-']\").length >= n"
 )
+# A write of a few lines, so each card carries a path, a size and a diff as people see it.
 BODY = "".join(f"line {n}: the quarterly numbers, as agreed\n" for n in range(12))
 
 
