@@ -12,17 +12,51 @@ PURE parts: ``decision``, ``http_head``, ``socks5``, ``records``, ``limits``,
 standard library and h11; no Django imports anywhere in this package.
 """
 
-from tools_app.egress.decision import (
-    EgressDecider,
-    EgressGrantError,
-    NetworkGrant,
-    grant_from_sub_constraints,
-)
-from tools_app.egress.gateway import EgressGateway, LocalEgressGateway
-from tools_app.egress.limits import ProxyLimits
-from tools_app.egress.records import ConnectionRecord, EgressOutcome, EgressProtocol
-from tools_app.egress.server import EgressProxy
-from tools_app.egress.session import EgressPort, egress_session
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tools_app.egress.decision import (
+        EgressDecider,
+        EgressGrantError,
+        NetworkGrant,
+        grant_from_sub_constraints,
+    )
+    from tools_app.egress.gateway import EgressGateway, LocalEgressGateway
+    from tools_app.egress.limits import ProxyLimits
+    from tools_app.egress.records import ConnectionRecord, EgressOutcome, EgressProtocol
+    from tools_app.egress.server import EgressProxy
+    from tools_app.egress.session import EgressPort, egress_session
+
+# Loaded on first use: the sandboxes import ``inside`` (a constant) from code that a
+# bare system python runs, where the proxy's dependencies are not installed.
+_EXPORTS = {
+    "EgressDecider": "decision",
+    "EgressGrantError": "decision",
+    "NetworkGrant": "decision",
+    "grant_from_sub_constraints": "decision",
+    "EgressGateway": "gateway",
+    "LocalEgressGateway": "gateway",
+    "ProxyLimits": "limits",
+    "ConnectionRecord": "records",
+    "EgressOutcome": "records",
+    "EgressProtocol": "records",
+    "EgressProxy": "server",
+    "EgressPort": "session",
+    "egress_session": "session",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "ConnectionRecord",

@@ -17,7 +17,6 @@ from pathlib import Path
 
 from tools_app.egress.inside import MOUNT_POINT as EGRESS_INSIDE
 from tools_app.egress.inside import forwarded_argv, proxy_env
-from tools_app.egress.probe import probe_egress
 from tools_app.sandbox.cgroups import CgroupSupport, detect_cgroup_support
 from tools_app.sandbox.env import build_sandbox_env
 from tools_app.sandbox.errors import SandboxError, SandboxUnavailableError
@@ -268,6 +267,10 @@ class NamespaceSandbox:
         }
         if ok:
             details["nested_user_namespaces"] = probe_nested_userns(self)
+            # Imported here: the module also serves code a bare system python runs,
+            # where the proxy's dependencies are not installed.
+            from tools_app.egress.probe import probe_egress
+
             _, egress = probe_egress(self)
             details["egress_proxy"] = egress
             reason = f"{reason}; {egress}"
