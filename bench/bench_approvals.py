@@ -22,9 +22,7 @@ import sys
 import tempfile
 import time
 import uuid
-from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "synthorg_site.settings")
@@ -35,36 +33,27 @@ django.setup()
 
 import httpx  # noqa: E402
 import websockets  # noqa: E402
-from django.test import Client  # noqa: E402
 from websockets.typing import Origin  # noqa: E402
 
+from bench.inbox import (  # noqa: E402
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    ROW_OBSERVER,
+    created_epoch,
+    operator_session,
+)
 from common.testing import free_port, http_status, python_argv, running, wait_until  # noqa: E402
-from trust_app.services import agent_create, person_create  # noqa: E402
+from trust_app.services import agent_create  # noqa: E402
 
 FRAME_CALLS = 200
 RENDER_CALLS = 50
 WARMUP = 10
-PASSWORD = "bench-approvals-pw-1"
-CHROMIUM = os.environ.get("SYNTHORG_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-sync"]
 NEW_ROW = re.compile(r'id="req-([0-9a-f\-]{36})"')
 
 
 def pct(samples: list[float], q: float) -> float:
     ordered = sorted(samples)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
-
-
-def created_epoch(invocation: dict[str, Any]) -> float:
-    return datetime.fromisoformat(invocation["created_at"].replace("Z", "+00:00")).timestamp()
-
-
-def operator_session() -> str:
-    username = f"bench-op-{uuid.uuid4().hex[:6]}"
-    person_create(username=username, role="operator", password=PASSWORD)
-    client = Client()
-    assert client.login(username=username, password=PASSWORD)
-    return client.cookies["sessionid"].value
 
 
 async def frame_latency(base: str, token: str, session: str) -> list[float]:
@@ -116,18 +105,7 @@ def render_latency(base: str, token: str, session: str) -> list[float]:
         page = context.new_page()
         page.goto(base + "/approvals/")
         page.wait_for_selector("body[data-live=open]", timeout=15_000)
-        page.evaluate(
-            """() => {
-              window.__seen = {};
-              new MutationObserver((records) => {
-                const now = Date.now();
-                for (const r of records) for (const n of r.addedNodes) {
-                  if (n.nodeType === 1 && n.id && n.id.startsWith("req-") && !window.__seen[n.id])
-                    window.__seen[n.id] = now;
-                }
-              }).observe(document.body, {childList: true, subtree: true});
-            }"""
-        )
+        page.evaluate(ROW_OBSERVER)
         headers = {"Authorization": f"Bearer {token}"}
         with httpx.Client(base_url=base, headers=headers, timeout=30) as http:
             for i in range(WARMUP + RENDER_CALLS):
@@ -153,7 +131,7 @@ def main() -> None:
     token = agent_create(
         name=f"bench-approvals-{uuid.uuid4().hex[:6]}", access_level="standard", autonomy="locked"
     ).token
-    session = operator_session()
+    session = operator_session("bench-op")
     with running(daphne, env=env, log_path=tmp / "daphne.log"):
         wait_until(lambda: http_status(base + "/healthz") in (200, 503), timeout=60, what="daphne")
         frames = asyncio.run(frame_latency(base, token, session))

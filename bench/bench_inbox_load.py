@@ -19,7 +19,6 @@ import os
 import sys
 import tempfile
 import uuid
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -31,18 +30,21 @@ import django
 django.setup()
 
 import httpx  # noqa: E402
-from django.test import Client  # noqa: E402
 
+from bench.inbox import (  # noqa: E402
+    CHROMIUM,
+    CHROMIUM_ARGS,
+    ROW_OBSERVER,
+    created_epoch,
+    operator_session,
+)
 from bench.measure import pct  # noqa: E402
 from common.testing import free_port, http_status, python_argv, running, wait_until  # noqa: E402
-from trust_app.services import agent_create, person_create  # noqa: E402
+from trust_app.services import agent_create  # noqa: E402
 
 PENDING = int(os.environ.get("SYNTHORG_BENCH_INBOX_PENDING", "500"))
 LOADS = 7
 PUSHES = 20
-PASSWORD = "bench-inbox-pw-1"
-CHROMIUM = os.environ.get("SYNTHORG_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-sync"]
 # The resync has been applied: frames came and every pending row is back in the page.
 RESYNCED = (
     "(n) => window.__lastFrame !== undefined"
@@ -50,18 +52,6 @@ RESYNCED = (
 )
 # A write of a few lines, so each card carries a path, a size and a diff as people see it.
 BODY = "".join(f"line {n}: the quarterly numbers, as agreed\n" for n in range(12))
-
-
-def operator_session() -> str:
-    username = f"bench-inbox-op-{uuid.uuid4().hex[:6]}"
-    person_create(username=username, role="operator", password=PASSWORD)
-    client = Client()
-    assert client.login(username=username, password=PASSWORD)
-    return client.cookies["sessionid"].value
-
-
-def created_epoch(invocation: dict[str, Any]) -> float:
-    return datetime.fromisoformat(invocation["created_at"].replace("Z", "+00:00")).timestamp()
 
 
 def submit(http: httpx.Client, index: int) -> dict[str, Any]:
@@ -119,21 +109,7 @@ def measure(base: str, token: str, session: str) -> dict[str, Any]:
         page.goto(base + "/approvals/")
         page.wait_for_selector("body[data-live=open]", timeout=60_000)
         page.wait_for_function(RESYNCED, arg=PENDING, timeout=120_000)
-        page.evaluate(
-            """() => {
-              window.__seen = {};
-              new MutationObserver((records) => {
-                const now = Date.now();
-                for (const r of records) for (const n of r.addedNodes) {
-                  if (n.nodeType !== 1) continue;
-                  const rows = [n, ...n.querySelectorAll("[id^='req-']")];
-                  for (const row of rows)
-                    if (row.id && row.id.startsWith("req-") && !window.__seen[row.id])
-                      window.__seen[row.id] = now;
-                }
-              }).observe(document.body, {childList: true, subtree: true});
-            }"""
-        )
+        page.evaluate(ROW_OBSERVER)
         with httpx.Client(
             base_url=base, headers={"Authorization": f"Bearer {token}"}, timeout=30
         ) as http:
@@ -158,7 +134,7 @@ def main() -> None:
     token = agent_create(
         name=f"bench-inbox-{uuid.uuid4().hex[:6]}", access_level="standard", autonomy="locked"
     ).token
-    session = operator_session()
+    session = operator_session("bench-inbox-op")
     with running(daphne, env=env, log_path=tmp / "daphne.log"):
         wait_until(lambda: http_status(base + "/healthz") in (200, 503), timeout=60, what="daphne")
         with httpx.Client(
