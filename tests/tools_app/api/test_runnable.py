@@ -128,6 +128,9 @@ def test_a_call_for_people_is_refused_while_its_sandbox_is_reported_down(
     key = SANDBOX_PROBE_PREFIX + "subprocess"  # test_echo is file_system: subprocess
     redis = redis_client()
     before = redis.get(key)
+    # The worker's own probe is put back with the time it had left: a shorter life
+    # would leave later tests without it until the worker probes again.
+    left_ms = redis.pttl(key)
     down = {"ok": False, "required": True, "reason": "probe says the runner cannot start"}
     redis.set(key, json.dumps(down), ex=60)
     try:
@@ -144,7 +147,7 @@ def test_a_call_for_people_is_refused_while_its_sandbox_is_reported_down(
         if before is None:
             redis.delete(key)
         else:
-            redis.set(key, before, ex=60)
+            redis.set(key, before, px=left_ms if left_ms > 0 else None)
     # Positive control: with the backend not reported down, the same call is asked about.
     asked = submitted(asks, "test_echo", {"text": "x"})
     assert asked["status"] == "pending_approval", asked
