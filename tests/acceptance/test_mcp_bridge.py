@@ -259,12 +259,13 @@ def test_a_write_waits_for_a_person_then_runs_in_the_agents_workspace(
 def test_a_cancelled_call_is_cancelled_upstream(bridged: tuple[Console, Path]) -> None:
     console, _ = bridged
     marker = uuid.uuid4().hex[:8]
-    # The tool's timeout is 3 s, so the cancel must come first: it is sent once running.
+    # The tool's timeout is 3 s from the moment the server has the call, so the cancel is
+    # sent as soon as the server says it started (its marker file), not at "running" alone,
+    # which a cold server start can precede by seconds.
     started = _call(console, "build-bot", "py__slow", {"seconds": 60, "marker": marker}, wait=0)
-    wait_until(
-        lambda: _get(console, "build-bot", started["id"])["status"] == "running",
-        timeout=30, what="the slow call to run", poll=0.05,
-    )  # fmt: skip
+    started_file = _workspace(console, "build-bot") / f"started-{marker}"
+    wait_until(started_file.exists, timeout=30, what="the server to start the slow call", poll=0.02)
+    assert _get(console, "build-bot", started["id"])["status"] == "running"
     with console.agent("build-bot") as http:
         cancelled = http.post(f"/api/v1/invocations/{started['id']}/cancel/").json()
     assert cancelled["status"] == "cancelled", cancelled

@@ -37,7 +37,8 @@ def note(name: str, text: str) -> str:
 
 @server.tool(annotations=ToolAnnotations(read_only_hint=True))
 async def slow(seconds: float, marker: str) -> str:
-    """Sleep, then answer; a cancelled call leaves a marker file in the workspace."""
+    """Sleep, then answer; the call leaves a marker file when it starts and one when cancelled."""
+    (WORKSPACE / f"started-{marker}").write_text("1")
     try:
         await asyncio.sleep(seconds)
     except asyncio.CancelledError:
