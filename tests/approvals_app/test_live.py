@@ -123,7 +123,7 @@ def test_a_change_is_published_with_its_row_even_from_a_thread_running_an_event_
         finally:
             await layer.group_discard(OPERATORS_GROUP, channel)
 
-    message = asyncio.run(scenario())
+    message = run_fresh(scenario)
     assert (message["type"], message["id"], message["kind"]) == (
         "approval.changed",
         str(request.id),
