@@ -61,6 +61,11 @@ app.conf.update(
             "schedule": 1.0,
             "options": {"queue": "maintenance"},
         },
+        "sweep-abandoned-verifications": {
+            "task": "tools_app.sweep_abandoned_verifications",
+            "schedule": 300.0,
+            "options": {"queue": "maintenance"},
+        },
         "sweep-refusal-summaries": {
             "task": "tools_app.sweep_refusal_summaries",
             "schedule": 60.0,

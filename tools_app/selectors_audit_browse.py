@@ -126,6 +126,7 @@ def audit_event_neighbours(event_id: int) -> tuple[int | None, int | None]:
 class ChainStatus:
     last: AuditVerification | None  # the newest finished verification
     current: AuditVerification | None  # one queued or running now
+    abandoned: AuditVerification | None = None  # the newest run that stopped without a result
 
 
 def audit_chain_status() -> ChainStatus:
@@ -146,4 +147,10 @@ def audit_chain_status() -> ChainStatus:
         .order_by("-id")
         .first()
     )
-    return ChainStatus(last, current)
+    abandoned = (
+        AuditVerification.objects.filter(status=VerificationStatus.ABANDONED)
+        .filter(id__gt=last.id if last is not None else 0)
+        .order_by("-id")
+        .first()
+    )
+    return ChainStatus(last, current, abandoned)

@@ -32,6 +32,14 @@ def sweep_abandoned_invocations() -> int:
     return invocations_abandoned_settle()
 
 
+@shared_task(name="tools_app.sweep_abandoned_verifications", quiet=True)
+def sweep_abandoned_verifications() -> int:
+    """Mark abandoned the audit verifications whose process stopped without a result."""
+    from tools_app.services.audit_verification import audit_verifications_abandon
+
+    return audit_verifications_abandon()
+
+
 @shared_task(name="tools_app.sweep_refusal_summaries", quiet=True)
 def sweep_refusal_summaries() -> int:
     """Write the counts of refused requests beyond the per-minute audit budget."""

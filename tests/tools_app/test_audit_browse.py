@@ -19,7 +19,11 @@ from tests.common.permission_suite import PermissionSuite, signed_in
 from tools_app.models import AuditEvent, AuditVerification
 from tools_app.selectors_audit_browse import audit_chain_status
 from tools_app.services.audit import Actor, audit_record
-from tools_app.services.audit_verification import audit_verification_run
+from tools_app.services.audit_verification import (
+    audit_verification_run,
+    audit_verifications_abandon,
+)
+from tools_app.tasks import sweep_abandoned_verifications
 from trust_app.services import agent_create, person_create
 
 pytestmark = pytest.mark.django_db
@@ -189,6 +193,41 @@ def test_a_run_past_its_time_limit_is_no_longer_shown_as_current(
     assert 'id="chain-progress"' in status and "4 of 10 event(s)" in status
     auditor.post("/audit/verify/")  # the current run answers; no second one starts
     assert AuditVerification.objects.count() == 2
+
+
+def test_a_run_whose_process_stopped_is_marked_abandoned_not_broken(
+    auditor: Client, settings: Any
+) -> None:
+    """A run left 'running' past its time limit (its process stopped) is marked abandoned
+    by beat's sweep, with an audit event and a line on the page; the chain's last result
+    stays what the last finished run found."""
+    limit = timedelta(seconds=settings.SYNTHORG_AUDIT_VERIFY_TIME_LIMIT)
+    now = timezone.now()
+    passed = AuditVerification.objects.create(
+        requested_by="audrey", requested_at=now - 2 * limit, status="running"
+    )
+    AuditVerification.objects.filter(id=passed.id).update(status="passed", finished_at=now - limit)
+    stale = AuditVerification.objects.create(
+        requested_by="audrey", requested_at=now - limit - timedelta(seconds=1),
+        status="running", total=10, checked=3,
+    )  # fmt: skip
+    # Positive control: a run within its time limit is left alone by the same sweep.
+    live = AuditVerification.objects.create(
+        requested_by="bob", requested_at=now - limit + timedelta(seconds=60), status="running"
+    )
+    assert sweep_abandoned_verifications() == 1
+    stale.refresh_from_db()
+    live.refresh_from_db()
+    assert (stale.status, live.status) == ("abandoned", "running")
+    assert stale.finished_at is not None and "checking 3 of 10 event(s)" in stale.summary
+    event = AuditEvent.objects.get(kind="audit.verify_abandoned")
+    assert event.outcome == "abandoned" and event.data["verification"] == stale.id
+    status = audit_chain_status()
+    assert status.last is not None and status.last.id == passed.id
+    assert status.abandoned is not None and status.abandoned.id == stale.id
+    html = auditor.get("/audit/").content.decode()
+    assert "<strong>Intact</strong>" in html and 'id="chain-abandoned"' in html
+    assert audit_verifications_abandon() == 0  # marked once
 
 
 class TestVerifyAccess(PermissionSuite):

@@ -10,6 +10,9 @@ class VerificationStatus(models.TextChoices):
     RUNNING = "running"
     PASSED = "passed"
     FAILED = "failed"
+    # Its process stopped before it had a result (past SYNTHORG_AUDIT_VERIFY_TIME_LIMIT):
+    # not a finding about the chain either way.
+    ABANDONED = "abandoned"
 
 
 class AuditVerification(models.Model):
@@ -35,7 +38,11 @@ class AuditVerification(models.Model):
 
     @property
     def done(self) -> bool:
-        return self.status in (VerificationStatus.PASSED, VerificationStatus.FAILED)
+        return self.status in (
+            VerificationStatus.PASSED,
+            VerificationStatus.FAILED,
+            VerificationStatus.ABANDONED,
+        )
 
     @property
     def percent(self) -> int:

@@ -2,7 +2,10 @@
 
 audit_verification_request records who asked and queues the run; the worker moves it
 queued→running by compare-and-set (a redelivered task finds it taken and stops),
-reports progress per chunk, and records the result as an `audit.verified` event.
+reports progress per chunk, and records the result as an `audit.verified` event. A run
+whose process stopped before it had a result (a worker killed, the command's process
+ended) is marked abandoned once past its time limit, with an `audit.verify_abandoned`
+event, by beat's sweep or by the next request.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ def audit_verification_request(*, person: Any) -> AuditVerification:
     from tools_app.tasks import verify_audit_chain
 
     with transaction.atomic():
+        audit_verifications_abandon()
         recent = timezone.now() - timedelta(seconds=settings.SYNTHORG_AUDIT_VERIFY_TIME_LIMIT)
         current = (
             AuditVerification.objects.select_for_update()
@@ -51,6 +55,37 @@ def audit_verification_request(*, person: Any) -> AuditVerification:
         )
         transaction.on_commit(lambda: verify_audit_chain.delay(run.id))
     return run
+
+
+def audit_verifications_abandon() -> int:
+    """Mark abandoned the runs still queued or running past their time limit (their
+    process stopped without a result; the task's own hard limit is past too); how many."""
+    limit = settings.SYNTHORG_AUDIT_VERIFY_TIME_LIMIT
+    now = timezone.now()
+    marked = 0
+    with transaction.atomic():
+        stale = AuditVerification.objects.select_for_update(skip_locked=True).filter(
+            status__in=(VerificationStatus.QUEUED, VerificationStatus.RUNNING),
+            requested_at__lt=now - timedelta(seconds=limit),
+        )
+        for run in stale:
+            summary = (
+                f"verification #{run.id} ended without a result: it was still {run.status} "
+                f"{limit} s after it was asked for (its process stopped), after checking "
+                f"{run.checked} of {run.total} event(s)"
+            )
+            AuditVerification.objects.filter(id=run.id).update(
+                status=VerificationStatus.ABANDONED, finished_at=now, summary=summary
+            )
+            audit_record(
+                kind="audit.verify_abandoned",
+                actor=Actor.system("audit verification"),
+                outcome=VerificationStatus.ABANDONED.value,
+                reason=summary,
+                data={"verification": run.id, "checked": run.checked},
+            )
+            marked += 1
+    return marked
 
 
 def audit_verification_run_here(*, requested_by: str) -> AuditVerification:
