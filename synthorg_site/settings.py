@@ -257,6 +257,11 @@ SYNTHORG_BRIDGE_POOL_SIZE = env.int("SYNTHORG_BRIDGE_POOL_SIZE", default=8)
 SYNTHORG_BRIDGE_MAX_OUTPUT_BYTES = env.int("SYNTHORG_BRIDGE_MAX_OUTPUT_BYTES", default=1_048_576)
 SYNTHORG_BRIDGE_START_SECONDS = env.float("SYNTHORG_BRIDGE_START_SECONDS", default=30.0)
 SYNTHORG_BRIDGE_CANCEL_POLL_SECONDS = env.float("SYNTHORG_BRIDGE_CANCEL_POLL_SECONDS", default=0.5)
+# After a call, how long the bridge waits for a networked server's open connections to
+# end, so their audit rows carry that call's invocation (else they are written later).
+SYNTHORG_BRIDGE_EGRESS_SETTLE_SECONDS = env.float(
+    "SYNTHORG_BRIDGE_EGRESS_SETTLE_SECONDS", default=0.5
+)
 
 # Tool calls (numbers are settings, with safe defaults).
 SYNTHORG_APPROVAL_TTL_SECONDS = env.int("SYNTHORG_APPROVAL_TTL_SECONDS", default=900)

@@ -9,7 +9,7 @@ redirect elsewhere fails).
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -84,11 +84,19 @@ async def open_session(
     sandboxing: SandboxingConfig,
     on_list_changed: OnListChanged | None = None,
     errlog: Any = None,
+    egress_dir: Path | None = None,
+    secret_env: Mapping[str, str] | None = None,
 ) -> AsyncIterator[ClientSession]:
-    """An initialised session; the server (or connection) goes when the block ends."""
+    """An initialised session; the server (or connection) goes when the block ends.
+
+    stdio: ``egress_dir`` gives the server its egress proxy (else no network),
+    ``secret_env`` its secrets' values (see ``launch``)."""
     async with contextlib.AsyncExitStack() as stack:
         if server.transport == "stdio":
-            launch = stdio_launch(server, workspace=workspace, config=sandboxing)
+            launch = stdio_launch(
+                server, workspace=workspace, config=sandboxing,
+                egress_dir=egress_dir, secret_env=secret_env,
+            )  # fmt: skip
             stack.callback(launch.cleanup)
             params = StdioServerParameters(
                 command=launch.argv[0], args=launch.argv[1:], env=launch.env, cwd="/"

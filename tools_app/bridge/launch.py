@@ -5,8 +5,15 @@ net, ipc, uts and mount namespaces, read-only system directories, a private /tmp
 workspace at /workspace), started as the sandbox user (``setpriv``) with rlimits
 (``prlimit``) when the worker runs as root. docker: ``docker run -i`` with no network, a
 read-only root, every capability dropped, no new privileges, pids, memory and CPU
-limits. Never the bare subprocess backend. There is no network until the egress proxy
-gives a server its ``network`` allowlist.
+limits. Never the bare subprocess backend.
+
+Network: none, unless the entry's ``network`` allowlist names hosts; then the warm
+server's egress directory (``tools_app.bridge.egress``) is bound at
+``inside.MOUNT_POINT``, the server runs under the forwarder on its own loopback and the
+proxy variables point there: the proxy is its only way out (docker keeps ``--network
+none``). Secrets: the values the broker gave for the server's ``secrets`` become
+environment variables; docker's argv names them (``-e NAME``) and the values travel in
+the client's environment only, never in an argv.
 """
 
 from __future__ import annotations
@@ -14,17 +21,20 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from common.config.mcp import McpServer
+from tools_app.egress.inside import MOUNT_POINT as EGRESS_INSIDE
+from tools_app.egress.inside import forwarded_argv, proxy_env
 from tools_app.sandbox.config import SandboxingConfig
-from tools_app.sandbox.env import build_sandbox_env
+from tools_app.sandbox.env import build_sandbox_env, is_refused_for_a_secret
 from tools_app.sandbox.errors import SandboxUnavailableError
 from tools_app.sandbox.identity import resolve_identity
 from tools_app.sandbox.namespace import HOME_INSIDE, TMP_INSIDE, WORKSPACE_INSIDE, NamespaceSandbox
 from tools_app.sandbox.paths import resolve_workspace, restrict_path
-from tools_app.sandbox.protocol import MountMode, SandboxSpec, WorkspaceMount
+from tools_app.sandbox.protocol import MountMode, NetworkPolicy, SandboxSpec, WorkspaceMount
 from tools_app.sandbox.workspace import check_workspace_access
 
 # Open files and processes of the server (its own children included).
@@ -46,11 +56,9 @@ class Launch:
 
 
 def server_secret_env(server: McpServer) -> dict[str, str]:
-    """The one place a server's ``secrets`` become values (environment variables).
-
-    The secrets broker hands them over when it is wired here; until then a server that
-    names secrets starts without them (the names were checked at load).
-    """
+    """Secret values for an http server's headers (none yet). A stdio server's values
+    come from the broker per call (``tools_app.bridge.credentials``) and reach
+    ``stdio_launch`` as ``secret_env``."""
     return {}
 
 
@@ -62,7 +70,10 @@ def _empty_workspace(uid: int | None) -> Path:
     return made
 
 
-def _namespace(server: McpServer, workspace: Path | None, config: SandboxingConfig) -> Launch:
+def _namespace(
+    server: McpServer, workspace: Path | None, config: SandboxingConfig, *,
+    egress_dir: Path | None, secret_env: Mapping[str, str],
+) -> Launch:  # fmt: skip
     n = config.namespace
     sandbox = NamespaceSandbox(
         run_as_user=n.run_as_user,
@@ -82,16 +93,16 @@ def _namespace(server: McpServer, workspace: Path | None, config: SandboxingConf
     spec = SandboxSpec(
         argv=tuple(server.command or ()),
         workspace=WorkspaceMount(real, MountMode.READ_WRITE),
+        network=NetworkPolicy.PROXY if egress_dir is not None else NetworkPolicy.NONE,
+        egress_dir=egress_dir,
     )
     argv = sandbox.bwrap_argv(spec, real, WORKSPACE_INSIDE)
     path = restrict_path(os.environ.get("PATH"), safe_prefixes=sandbox.safe_prefixes)
     env = build_sandbox_env(
-        os.environ,
-        {**server.env, **server_secret_env(server)},
-        path=path,
-        home=HOME_INSIDE,
-        tmpdir=TMP_INSIDE,
+        os.environ, server.env, path=path, home=HOME_INSIDE, tmpdir=TMP_INSIDE, granted=secret_env
     )
+    if egress_dir is not None:
+        env.update(proxy_env())
     # The MCP client adds these from the worker's own environment unless they are set.
     env.update(PWD=WORKSPACE_INSIDE, USER=identity.name, LOGNAME=identity.name)
     env.setdefault("SHELL", "/bin/sh")
@@ -104,7 +115,10 @@ def _namespace(server: McpServer, workspace: Path | None, config: SandboxingConf
     return Launch(argv=[*drop, *limits, *argv], env=env, scratch=scratch)
 
 
-def _docker(server: McpServer, workspace: Path | None, config: SandboxingConfig) -> Launch:
+def _docker(
+    server: McpServer, workspace: Path | None, config: SandboxingConfig, *,
+    egress_dir: Path | None, secret_env: Mapping[str, str],
+) -> Launch:  # fmt: skip
     d = config.docker
     docker = shutil.which("docker")
     if docker is None:
@@ -113,7 +127,17 @@ def _docker(server: McpServer, workspace: Path | None, config: SandboxingConfig)
     if workspace is None:
         workspace = _empty_workspace(None)
         scratch.append(workspace)
-    env_values = {**server.env, **server_secret_env(server)}
+    granted = {k: v for k, v in secret_env.items() if not is_refused_for_a_secret(k)}
+    env_values = {**server.env, **granted}
+    command: tuple[str, ...] = tuple(server.command or ())
+    egress_args: list[str] = []
+    if egress_dir is not None:
+        # Still no interface but loopback: the forwarder relays to the bound-in socket.
+        # The proxy variables go in the argv: in the client's environment the docker
+        # command line itself would use them.
+        command = forwarded_argv(command)
+        egress_args = ["-v", f"{egress_dir}:{EGRESS_INSIDE}:ro"]
+        egress_args += [a for name, value in proxy_env().items() for a in ("-e", f"{name}={value}")]
     argv = [
         docker, "run", "-i", "--rm", "--network", "none", "--read-only",
         "--cap-drop", "ALL", "--security-opt", "no-new-privileges",
@@ -121,8 +145,9 @@ def _docker(server: McpServer, workspace: Path | None, config: SandboxingConfig)
         "--cpus", str(d.cpu_limit), "--tmpfs", f"{TMP_INSIDE}:size={int(d.tmpfs_size)}",
         "--label", "synthorg.managed=true", "--label", f"synthorg.mcp_server={server.name}",
         "-v", f"{resolve_workspace(workspace)}:{WORKSPACE_INSIDE}:rw", "-w", WORKSPACE_INSIDE,
+        *egress_args,
         *[a for name in env_values for a in ("-e", name)],
-        d.image, *(server.command or ()),
+        d.image, *command,
     ]  # fmt: skip
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), **env_values}
     if d.docker_host:
@@ -132,8 +157,14 @@ def _docker(server: McpServer, workspace: Path | None, config: SandboxingConfig)
     return Launch(argv=argv, env=env, scratch=scratch)
 
 
-def stdio_launch(server: McpServer, *, workspace: Path | None, config: SandboxingConfig) -> Launch:
-    """The sandboxed command line of ``server``; a SandboxError when it cannot run here."""
-    if server.backend == "docker":
-        return _docker(server, workspace, config)
-    return _namespace(server, workspace, config)
+def stdio_launch(
+    server: McpServer, *, workspace: Path | None, config: SandboxingConfig,
+    egress_dir: Path | None = None, secret_env: Mapping[str, str] | None = None,
+) -> Launch:  # fmt: skip
+    """The sandboxed command line of ``server``; a SandboxError when it cannot run here.
+
+    ``egress_dir``: the server's egress directory (its proxy is the only way out), or
+    None for no network. ``secret_env``: the broker's values for its ``secrets``.
+    """
+    build = _docker if server.backend == "docker" else _namespace
+    return build(server, workspace, config, egress_dir=egress_dir, secret_env=secret_env or {})

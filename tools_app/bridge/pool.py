@@ -7,6 +7,12 @@ one makes room. A session that fails its ping before a call is dropped and start
 again (a server that died is restarted); one idle for ``SYNTHORG_BRIDGE_IDLE_SECONDS``
 is stopped. ``notifications/tools/list_changed`` lists the server again and records it.
 
+A server whose entry names ``network`` gets its egress proxy (``bridge.egress``) before it
+starts and loses it after it stops; the call's task drains the proxy's records after each
+call (``egress_records``), and what is left is audited when the server stops. A server
+naming ``secrets`` is started with the values its call brought (``bridge.credentials``);
+a warm server whose values differ (a rotated secret) is stopped and started again.
+
 The Celery task waits for the call in slices of ``SYNTHORG_BRIDGE_CANCEL_POLL_SECONDS``,
 looking whether the console's call was cancelled; a cancel or the tool's timeout cancels
 the request, which sends ``notifications/cancelled`` upstream.
@@ -17,20 +23,25 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import hashlib
+import json
 import os
 import threading
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import structlog
 from django.conf import settings
+from django.db import close_old_connections, connection
 from mcp.client.session import ClientSession
 
 from common.config.mcp import McpServer
 from common.settings_config import synthorg_config
 from tools_app.bridge.connect import list_upstream_tools, open_session
+from tools_app.bridge.egress import ServerEgress, write_server_records
 from tools_app.bridge.results import outcome_from_result
 from tools_app.builtin.base import (
     RefusalCode,
@@ -39,6 +50,7 @@ from tools_app.builtin.base import (
     ToolOutcome,
     ToolRefusedError,
 )
+from tools_app.egress.records import ConnectionRecord
 from tools_app.sandbox.errors import SandboxError
 
 log = structlog.get_logger("synthorg.bridge")
@@ -59,6 +71,8 @@ class WarmServer:
     last_used: float = field(default_factory=time.monotonic)
     busy: int = 0
     task: asyncio.Task[None] | None = None
+    egress: ServerEgress | None = None
+    secrets_digest: str = ""
 
     @property
     def alive(self) -> bool:
@@ -89,14 +103,21 @@ class BridgePool:
             self._lock = asyncio.Lock()
         return self._lock
 
-    async def _own(self, warm: WarmServer, workspace: Path | None) -> None:
+    async def _own(
+        self, warm: WarmServer, workspace: Path | None, secret_env: Mapping[str, str]
+    ) -> None:
         """The task that holds the session open until told to stop (or it fails)."""
+        loop = asyncio.get_running_loop()
         try:
+            if warm.server.network:
+                warm.egress = await loop.run_in_executor(None, ServerEgress, warm.server)
             async with open_session(
                 warm.server,
                 workspace=workspace,
                 sandboxing=synthorg_config().sandboxing,
                 on_list_changed=lambda: self._list_changed(warm),
+                egress_dir=warm.egress.directory if warm.egress is not None else None,
+                secret_env=secret_env,
             ) as session:
                 warm.session = session
                 warm.ready.set()
@@ -105,6 +126,8 @@ class BridgePool:
             warm.error = exc
         finally:
             warm.session = None
+            if warm.egress is not None:
+                await loop.run_in_executor(None, _close_egress, warm)
             warm.ready.set()
 
     async def _list_changed(self, warm: WarmServer) -> None:
@@ -140,11 +163,18 @@ class BridgePool:
                 )
             await self._stop(min(idle, key=lambda w: w.last_used))
 
-    async def warm(self, server: McpServer, key: PoolKey, workspace: Path | None) -> WarmServer:
+    async def warm(
+        self, server: McpServer, key: PoolKey, workspace: Path | None,
+        secret_env: Mapping[str, str] | None = None,
+    ) -> WarmServer:  # fmt: skip
         """A live session for ``key``: the warm one (pinged), else a new one."""
+        secret_env = dict(secret_env or {})
+        digest = _digest(secret_env)
         async with self.lock:
             warm = self.servers.get(key)
-            if warm is not None and warm.alive and warm.session is not None:
+            if warm is not None and warm.secrets_digest != digest:
+                log.info("bridge_server_secrets_changed", server=server.name)
+            elif warm is not None and warm.alive and warm.session is not None:
                 try:
                     await asyncio.wait_for(warm.session.send_ping(), server.timeout_seconds)
                     warm.busy += 1
@@ -154,8 +184,8 @@ class BridgePool:
             if warm is not None:
                 await self._stop(warm)
             await self._make_room()
-            warm = WarmServer(key=key, server=server)
-            warm.task = asyncio.ensure_future(self._own(warm, workspace))
+            warm = WarmServer(key=key, server=server, secrets_digest=digest)
+            warm.task = asyncio.ensure_future(self._own(warm, workspace, secret_env))
             self.servers[key] = warm
             try:
                 await asyncio.wait_for(warm.ready.wait(), settings.SYNTHORG_BRIDGE_START_SECONDS)
@@ -175,8 +205,9 @@ class BridgePool:
     async def call(
         self, server: McpServer, key: PoolKey, workspace: Path | None, tool: str,
         arguments: dict[str, Any], sent: threading.Event | None = None,
+        secret_env: Mapping[str, str] | None = None,
     ) -> Any:  # fmt: skip
-        warm = await self.warm(server, key, workspace)
+        warm = await self.warm(server, key, workspace, secret_env)
         if sent is not None:
             sent.set()  # the tool's timeout runs from here; starting has its own limit
         try:
@@ -185,6 +216,13 @@ class BridgePool:
         finally:
             warm.busy -= 1
             warm.last_used = time.monotonic()
+
+    def egress_records(self, key: PoolKey) -> tuple[list[ConnectionRecord], int]:
+        """Drain the records of ``key``'s proxy (any thread); nothing when it has none."""
+        warm = self.servers.get(key)
+        if warm is None or warm.egress is None:
+            return [], 0
+        return warm.egress.drain()
 
     async def _reap_idle(self) -> None:
         while True:
@@ -195,6 +233,31 @@ class BridgePool:
                 if (warm.busy == 0 and idle) or not warm.alive:
                     log.info("bridge_server_stopped", server=warm.server.name, idle=idle)
                     await self._stop(warm)
+
+
+def _digest(secret_env: Mapping[str, str]) -> str:
+    """Which values a server was started with, without keeping them."""
+    canonical = json.dumps(sorted(secret_env.items())).encode()
+    return hashlib.sha256(canonical).hexdigest() if secret_env else ""
+
+
+def _close_egress(warm: WarmServer) -> None:
+    """Stop ``warm``'s proxy and audit what no call drained (the pool's executor)."""
+    assert warm.egress is not None
+    egress, warm.egress = warm.egress, None
+    records, unrecorded = egress.close()
+    if not records and not unrecorded:
+        return
+    close_old_connections()
+    try:
+        write_server_records(
+            server=warm.server.name, agent_id=warm.key[1], invocation_id=None, tool="",
+            records=records, unrecorded=unrecorded,
+        )  # fmt: skip
+    except Exception:
+        log.exception("bridge_egress_audit_failed", server=warm.server.name)
+    finally:
+        connection.close()  # an executor thread: no connection left open behind it
 
 
 def _start_failure(server: McpServer, error: BaseException | None) -> Exception:
@@ -248,16 +311,15 @@ def _cancelled(invocation_id: str | None) -> bool:
 
 def call_upstream(
     *, server: McpServer, tool: str, arguments: dict[str, Any], timeout: float,
-    context: ToolContext,
+    context: ToolContext, secret_env: Mapping[str, str] | None = None,
 ) -> ToolOutcome:  # fmt: skip
     """Run one upstream call for a Celery task; its timeout and cancellation apply."""
     pool = bridge_pool()
     workspace = context.workspace if server.workspace == "agent" else None
     started = time.monotonic()
     sent = threading.Event()
-    future = pool.submit(
-        pool.call(server, pool_key(server, context.agent_id), workspace, tool, arguments, sent)
-    )
+    key = pool_key(server, context.agent_id)
+    future = pool.submit(pool.call(server, key, workspace, tool, arguments, sent, secret_env))
     deadline: float | None = None
     while True:
         if deadline is None and sent.is_set():

@@ -96,8 +96,10 @@ class BridgedTool:
             )
 
     def run(self, context: ToolContext, arguments: Mapping[str, Any]) -> ToolOutcome:
-        """Call the upstream tool through this worker's warm pool; audit the bridge's part."""
-        from tools_app.bridge.pool import call_upstream
+        """Call the upstream tool through this worker's warm pool; audit the bridge's part
+        (the call, and the server's connections through its egress proxy)."""
+        from tools_app.bridge.credentials import SecretRedactor, server_secret_values
+        from tools_app.bridge.pool import call_upstream, pool_key
         from tools_app.bridge.services import bridge_call_record
 
         self.preflight(context.settings, arguments)
@@ -106,21 +108,33 @@ class BridgedTool:
         timeout = float(context.settings.get("timeout_seconds") or server.timeout_seconds)
         started = time.monotonic()
         outcome_code, reason = "ok", ""
+        redact = SecretRedactor({})
+        key = pool_key(server, context.agent_id)
         try:
-            outcome = call_upstream(
-                server=server,
-                tool=self.record.upstream_name,
-                arguments=dict(arguments),
-                timeout=timeout,
-                context=context,
+            secret_env = server_secret_values(
+                server, agent_id=key[1], invocation_id=context.invocation_id,
+                tool=self.contract.name,
+            )  # fmt: skip
+            redact = SecretRedactor(secret_env)
+            outcome = redact.outcome(
+                call_upstream(
+                    server=server,
+                    tool=self.record.upstream_name,
+                    arguments=dict(arguments),
+                    timeout=timeout,
+                    context=context,
+                    secret_env=secret_env,
+                )
             )
             if outcome.is_error:
                 outcome_code, reason = outcome.error_code or "upstream_error", outcome.content
             return outcome
         except ToolFailedError as exc:
+            exc.message = redact.text(exc.message)
             outcome_code, reason = exc.code, exc.message
             raise
         except ToolRefusedError as exc:
+            exc.reason = redact.text(exc.reason)
             outcome_code, reason = exc.code.value, exc.reason
             raise
         finally:
@@ -129,6 +143,22 @@ class BridgedTool:
                 agent_id=context.agent_id,
                 invocation_id=context.invocation_id,
                 outcome=outcome_code,
-                reason=reason[:2000],
+                reason=redact.text(reason)[:2000],
                 duration_ms=int((time.monotonic() - started) * 1000),
             )
+            if server.network:
+                _audit_connections(key, server.name, context, self.contract.name)
+
+
+def _audit_connections(
+    key: tuple[str, str | None], server: str, context: ToolContext, tool: str
+) -> None:
+    """The server's connections that ended by now, with this call's invocation."""
+    from tools_app.bridge.egress import write_server_records
+    from tools_app.bridge.pool import bridge_pool
+
+    records, unrecorded = bridge_pool().egress_records(key)
+    write_server_records(
+        server=server, agent_id=context.agent_id, invocation_id=context.invocation_id,
+        tool=tool, records=records, unrecorded=unrecorded,
+    )  # fmt: skip

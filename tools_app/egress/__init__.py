@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from tools_app.egress.limits import ProxyLimits
     from tools_app.egress.records import ConnectionRecord, EgressOutcome, EgressProtocol
     from tools_app.egress.server import EgressProxy
-    from tools_app.egress.session import EgressPort, egress_session
+    from tools_app.egress.session import EgressPort, egress_serving, egress_session
 
 # Loaded on first use: the sandboxes import ``inside`` (a constant) from code that a
 # bare system python runs, where the proxy's dependencies are not installed.
@@ -45,6 +45,7 @@ _EXPORTS = {
     "EgressProtocol": "records",
     "EgressProxy": "server",
     "EgressPort": "session",
+    "egress_serving": "session",
     "egress_session": "session",
 }
 
@@ -70,6 +71,7 @@ __all__ = [
     "LocalEgressGateway",
     "NetworkGrant",
     "ProxyLimits",
+    "egress_serving",
     "egress_session",
     "grant_from_sub_constraints",
 ]

@@ -50,7 +50,7 @@ class _Connection:
 
 
 class EgressProxy:
-    """Serves one call's sandbox; ``records`` holds one entry per connection once stopped."""
+    """Serves one sandbox; ``records`` holds one entry per ended connection until drained."""
 
     def __init__(
         self,
@@ -73,6 +73,9 @@ class EgressProxy:
         self._ready = threading.Event()
         self._stop: asyncio.Event | None = None
         self._tasks: set[asyncio.Task[None]] = set()
+        self._idle = threading.Event()
+        """Set while no connection is open (a drain may wait for the last to end)."""
+        self._idle.set()
         self._startup_error: BaseException | None = None
 
     # --- lifecycle (called from the worker's thread) -------------------------
@@ -86,14 +89,28 @@ class EgressProxy:
             raise self._startup_error
 
     def stop(self) -> list[ConnectionRecord]:
-        """Cut open connections, stop serving, and return every record."""
-        if self._loop is not None and self._stop is not None and self._thread is not None:
-            self._loop.call_soon_threadsafe(self._stop.set)
-            self._thread.join()
+        """Cut open connections, stop serving, and return the records not drained."""
+        thread = self._thread
+        if self._loop is not None and self._stop is not None and thread is not None:
+            if thread.is_alive():
+                self._loop.call_soon_threadsafe(self._stop.set)
+            thread.join()
         with contextlib.suppress(FileNotFoundError):
             os.unlink(self.socket_path)
         with self._lock:
             return list(self.records)
+
+    def drain(self, settle_seconds: float = 0.0) -> tuple[list[ConnectionRecord], int]:
+        """Take the records of the connections that ended so far, and the count refused
+        without a record, while the proxy keeps serving (a long-lived proxy audits as it
+        goes). Waits up to ``settle_seconds`` for open connections to end first (a client
+        closing as its call returns); one still open is recorded when it ends."""
+        if settle_seconds > 0:
+            self._idle.wait(settle_seconds)
+        with self._lock:
+            records, self.records = self.records, []
+            unrecorded, self.unrecorded = self.unrecorded, 0
+        return records, unrecorded
 
     def __enter__(self) -> EgressProxy:
         self.start()
@@ -137,10 +154,13 @@ class EgressProxy:
         task = asyncio.current_task()
         assert task is not None
         self._tasks.add(task)
+        self._idle.clear()
         try:
             await self._handle(reader, writer)
         finally:
             self._tasks.discard(task)
+            if not self._tasks:
+                self._idle.set()
             writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()

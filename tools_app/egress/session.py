@@ -4,7 +4,8 @@
 the sandbox it is bound into finds it), copies the forwarder in, starts an
 ``EgressProxy`` for the call's decider, and on exit stops it and hands every
 connection record to ``on_records`` (which writes the audit rows) in the
-caller's thread.
+caller's thread. ``egress_serving`` is the same for a holder that outlives one call
+(a warm MCP server): it drains the records as it goes.
 """
 
 from __future__ import annotations
@@ -42,15 +43,15 @@ class EgressPort:
 
 
 @contextlib.contextmanager
-def egress_session(
+def egress_serving(
     decider: EgressDecider,
     *,
     limits: ProxyLimits | None = None,
-    on_records: RecordsSink | None = None,
     root: Path | None = None,
     max_records: int = 1000,
-) -> Iterator[EgressPort]:
-    """Serve one call's sandbox for the duration of the ``with`` block."""
+) -> Iterator[tuple[EgressPort, EgressProxy]]:
+    """The directory and the running proxy, for a holder that takes the records itself
+    (``EgressProxy.drain`` while it serves, ``stop`` at the end); removed on exit."""
     directory = Path(tempfile.mkdtemp(prefix="synthorg-egress-", dir=root))
     try:
         os.chmod(directory, 0o755)  # noqa: S103 - the sandbox user binds and enters it
@@ -63,10 +64,30 @@ def egress_session(
         )
         proxy.start()
         try:
+            yield port, proxy
+        finally:
+            proxy.stop()
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def egress_session(
+    decider: EgressDecider,
+    *,
+    limits: ProxyLimits | None = None,
+    on_records: RecordsSink | None = None,
+    root: Path | None = None,
+    max_records: int = 1000,
+) -> Iterator[EgressPort]:
+    """Serve one call's sandbox for the duration of the ``with`` block."""
+    with egress_serving(decider, limits=limits, root=root, max_records=max_records) as (
+        port,
+        proxy,
+    ):
+        try:
             yield port
         finally:
             records = proxy.stop()
             if on_records is not None:
                 on_records(records, proxy.unrecorded)
-    finally:
-        shutil.rmtree(directory, ignore_errors=True)

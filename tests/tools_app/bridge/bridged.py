@@ -1,0 +1,88 @@
+"""Run bridged tools in this process the way a worker does: the config names the servers,
+discovery records their tools (the real server, in the real sandbox), and each call
+goes through ``BridgedTool.run`` and this process's warm pool; the pipeline's settle
+step gives what the agent is shown."""
+
+from __future__ import annotations
+
+import functools
+import json
+import sysconfig
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, cast
+
+from common.settings_config import config_reload, synthorg_config
+from common.testing import in_fresh_thread
+from tools_app.bridge.catalog import forget_records
+from tools_app.bridge.discovery import discover_server
+from tools_app.bridge.pool import bridge_pool
+from tools_app.builtin.base import ToolContext, ToolOutcome
+from tools_app.registry import tool_catalog
+from tools_app.sandbox.protocol import Owner, SandboxBackend
+from tools_app.services.invocation_execute import Settled, _settle_outcome
+from trust_app.models import Agent
+
+SERVERS = Path(__file__).with_name("servers")
+# The suite's own site-packages: the Python servers import the SDK from there.
+SITE = sysconfig.get_paths()["purelib"]
+NET_SERVER = [
+    "/usr/bin/python3",
+    str(SERVERS / "py_net.py"),
+    SITE,
+]
+
+
+def server_name(prefix: str) -> str:
+    """A fresh server name (the pool and the records are keyed by it)."""
+    return f"{prefix}{uuid.uuid4().hex[:8]}"
+
+
+@contextmanager
+def bridged_servers(settings: Any, tmp_path: Path, servers: list[dict[str, Any]]) -> Iterator[None]:
+    """The config names ``servers``; their tools are discovered; warm ones stop after."""
+    config = {
+        "sandboxing": {"namespace": {"extra_ro_binds": [SITE, str(SERVERS)]}},
+        "mcp_servers": servers,
+    }
+    path = tmp_path / "synthorg.yaml"
+    path.write_text(json.dumps(config))
+    settings.SYNTHORG_CONFIG = str(path)
+    config_reload()
+    try:
+        for server in synthorg_config().mcp_servers:
+            changed = in_fresh_thread(functools.partial(discover_server, server))
+            assert changed, f"{server.name}: no tools recorded"
+        yield
+    finally:
+        stop_servers([s["name"] for s in servers])
+        forget_records()
+
+
+def stop_servers(names: list[str]) -> None:
+    """Stop the warm servers named (their proxies' last records are audited)."""
+    pool = bridge_pool()
+    for warm in [w for w in list(pool.servers.values()) if w.server.name in names]:
+        pool.submit(pool._stop(warm)).result(timeout=60)
+
+
+def call(
+    tool: str, arguments: dict[str, Any], *, agent: Agent, workspace: Path
+) -> tuple[ToolOutcome, Settled, str]:
+    """Run ``tool`` for ``agent``: the outcome, the agent's view, the invocation id."""
+    implementation = tool_catalog().implementation(tool)
+    assert implementation is not None, f"{tool} was not discovered"
+    invocation_id = str(uuid.uuid4())
+    context = ToolContext(
+        agent_id=str(agent.id),
+        agent_name=agent.name,
+        workspace=workspace,
+        sandbox=cast(SandboxBackend, None),  # a bridged tool starts its own sandbox
+        owner=Owner(agent_id=str(agent.id)),
+        invocation_id=invocation_id,
+    )
+    outcome = implementation.run(context, arguments)
+    settled = _settle_outcome(contract=implementation.contract, outcome=outcome)
+    return outcome, settled, invocation_id

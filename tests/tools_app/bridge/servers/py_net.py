@@ -1,0 +1,61 @@
+"""An MCP server (official SDK, stdio) for the bridge's network and secrets tests.
+
+Tools: ``fetch`` (an HTTP GET with urllib, which honours the proxy variables),
+``connect`` (a raw TCP connect that ignores them: the bypass attempt) and ``env`` (one
+environment variable, plain and base64: a server careless with its credentials).
+"""
+
+import base64
+import hashlib
+import os
+import socket
+import sys
+import urllib.error
+import urllib.request
+
+# The system interpreter runs this inside the sandbox; the SDK comes from the directory
+# the test names (the suite's own site-packages, bound read-only).
+sys.path.insert(0, sys.argv[1])
+
+from mcp.server import MCPServer
+from mcp_types import ToolAnnotations
+
+server = MCPServer("bridge-test-net")
+READ = ToolAnnotations(read_only_hint=True)
+
+
+@server.tool(annotations=READ)
+def fetch(url: str) -> str:
+    """GET the URL; say what came back or why not."""
+    try:
+        with urllib.request.urlopen(url, timeout=20) as answer:
+            return f"GOT {answer.status} {answer.read().decode()}"
+    except urllib.error.HTTPError as exc:
+        return f"REFUSED {exc.code} {exc.reason}"
+    except (urllib.error.URLError, OSError) as exc:
+        return f"FAILED {exc}"
+
+
+@server.tool(annotations=READ)
+def connect(host: str, port: int) -> str:
+    """Open a TCP connection directly, ignoring the proxy variables."""
+    try:
+        socket.create_connection((host, port), timeout=5).close()
+        return "DIRECT REACHED"
+    except OSError as exc:
+        return f"DIRECT BLOCKED {exc.__class__.__name__}"
+
+
+@server.tool(annotations=READ)
+def env(name: str) -> str:
+    """One environment variable, plain and base64-encoded, and its SHA-256 (which the
+    test compares, knowing the value, to see that it arrived)."""
+    value = os.environ.get(name)
+    if value is None:
+        return f"{name} is not set"
+    digest = hashlib.sha256(value.encode()).hexdigest()
+    return f"{name}={value} base64={base64.b64encode(value.encode()).decode()} sha256={digest}"
+
+
+if __name__ == "__main__":
+    server.run()

@@ -1,0 +1,133 @@
+"""A stdio server's ``secrets``: granted values reach its environment, never the agent.
+
+Real servers (official SDK) in the real namespace sandbox. The server's ``env`` tool
+echoes the variable plain and base64-encoded beside its SHA-256: the digest proves the
+value arrived (positive control), the echoes must reach the agent and the audit trail
+redacted. A server naming a secret that is not granted (or does not exist) is refused
+with the same words either way, and is never started without it.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import secrets
+import shutil
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from secrets_app.services import secret_grant, secret_set
+from tests.tools_app.bridge.bridged import NET_SERVER, bridged_servers, call, server_name
+from tests.tools_app.sandbox.conftest import make_workspace
+from tools_app.bridge.pool import bridge_pool
+from tools_app.builtin.base import ToolRefusedError
+from tools_app.models import AuditEvent
+from tools_app.services.audit import Actor
+from trust_app.models import Agent
+
+pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
+ADMIN = Actor.system("test admin")
+
+
+def _agent(prefix: str) -> Agent:
+    name = f"{prefix}-{uuid.uuid4().hex[:8]}"
+    return Agent.objects.create(name=name, access_level="standard", workspace=f"/tmp/{name}")
+
+
+@pytest.fixture
+def workspace() -> Iterator[Path]:
+    path = make_workspace(writable=True)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def _spellings(value: str) -> list[str]:
+    raw = value.encode()
+    return [value, base64.b64encode(raw).decode().rstrip("="), raw.hex()]
+
+
+def _leaks(value: str, text: str) -> list[str]:
+    return [s for s in _spellings(value) if s in text]
+
+
+def _echo(server: str, agent: Agent, workspace: Path) -> tuple[str, str, str]:
+    """The server's echo of SERVICE_TOKEN: raw outcome, the agent's view, invocation id."""
+    outcome, settled, invocation = call(
+        f"{server}__env", {"name": "SERVICE_TOKEN"}, agent=agent, workspace=workspace
+    )
+    assert not outcome.is_error, outcome
+    return outcome.content, settled.content, invocation
+
+
+def _digest(value: str) -> str:
+    return "sha256=" + hashlib.sha256(value.encode()).hexdigest()
+
+
+def test_a_granted_secret_reaches_the_shared_server_and_never_the_agent(
+    settings: Any, tmp_path: Path, workspace: Path
+) -> None:
+    agent = _agent("sec-agent")
+    secret = f"SVC_{uuid.uuid4().hex[:8]}"
+    value = "svc-" + secrets.token_urlsafe(24)
+    name, plain = server_name("sec"), server_name("plain")
+    secret_set(name=secret, value=value, actor=ADMIN)
+    secret_grant(name=secret, agent=None, server=name, actor=ADMIN)
+    entry: dict[str, Any] = {"transport": "stdio", "command": NET_SERVER}
+    servers = [
+        {**entry, "name": name, "secrets": {"SERVICE_TOKEN": secret}},
+        {**entry, "name": plain},
+    ]
+    with bridged_servers(settings, tmp_path, servers):
+        raw, shown, invocation = _echo(name, agent, workspace)
+        assert _digest(value) in raw, "the value reached the server's environment"
+        assert "SERVICE_TOKEN=" in raw and not _leaks(value, raw), raw
+        assert not _leaks(value, shown), shown
+        # Control: a server without `secrets` has no such variable.
+        assert _echo(plain, agent, workspace)[0] == "SERVICE_TOKEN is not set"
+        # A rotated secret restarts the warm server with the new value.
+        rotated = "svc-" + secrets.token_urlsafe(24)
+        secret_set(name=secret, value=rotated, actor=ADMIN)
+        again = _echo(name, agent, workspace)[0]
+        assert _digest(rotated) in again and not _leaks(rotated, again), again
+    used = AuditEvent.objects.filter(kind="secret.used", data__server=name)
+    assert str(used.order_by("id").first().invocation_id) == invocation  # type: ignore[union-attr]
+    trail = json.dumps(
+        [[e.reason, e.data] for e in AuditEvent.objects.all()], ensure_ascii=False
+    )  # fmt: skip
+    assert not _leaks(value, trail) and not _leaks(rotated, trail)
+
+
+def test_a_server_whose_secret_is_not_granted_is_refused_without_confirming_the_name(
+    settings: Any, tmp_path: Path, workspace: Path
+) -> None:
+    granted, other = _agent("sec-granted"), _agent("sec-other")
+    secret = f"SVC_{uuid.uuid4().hex[:8]}"
+    value = "svc-" + secrets.token_urlsafe(24)
+    name, missing = server_name("peragent"), server_name("missing")
+    secret_set(name=secret, value=value, actor=ADMIN)
+    secret_grant(name=secret, agent=granted, server=name, actor=ADMIN)
+    entry: dict[str, Any] = {"transport": "stdio", "command": NET_SERVER, "state": "agent"}
+    servers = [
+        {**entry, "name": name, "secrets": {"SERVICE_TOKEN": secret}},
+        {**entry, "name": missing, "secrets": {"SERVICE_TOKEN": "NO_SUCH_SECRET_ANYWHERE"}},
+    ]
+    with bridged_servers(settings, tmp_path, servers):
+        # Positive control: the agent holding the grant gets its server with the value.
+        assert _digest(value) in _echo(name, granted, workspace)[0]
+        reasons = []
+        for server, who in ((name, other), (missing, granted)):
+            with pytest.raises(ToolRefusedError) as refused:
+                _echo(server, who, workspace)
+            reason = refused.value.reason
+            assert secret not in reason and "NO_SUCH_SECRET" not in reason, reason
+            assert "not started without it" in reason
+            assert (server, str(who.id)) not in bridge_pool().servers, "never started without"
+            reasons.append(reason.replace(server, "<server>"))
+        assert reasons[0] == reasons[1], "an existing and an unknown name read the same"
+    rows = AuditEvent.objects.filter(kind="mcp.call", tool=f"{name}__env", agent_name=other.name)
+    assert [r.outcome for r in rows] == ["LIMIT_EXCEEDED"]
