@@ -5,6 +5,7 @@ step gives what the agent is shown."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import sysconfig
@@ -15,9 +16,9 @@ from pathlib import Path
 from typing import Any, cast
 
 from common.settings_config import config_reload, synthorg_config
-from common.testing import in_fresh_thread
+from common.testing import run_fresh
 from tools_app.bridge.catalog import forget_records
-from tools_app.bridge.discovery import discover_server
+from tools_app.bridge.discovery import list_server, record_listing
 from tools_app.bridge.pool import bridge_pool
 from tools_app.builtin.base import ToolContext, ToolOutcome
 from tools_app.registry import tool_catalog
@@ -42,7 +43,8 @@ def server_name(prefix: str) -> str:
 
 @contextmanager
 def bridged_servers(settings: Any, tmp_path: Path, servers: list[dict[str, Any]]) -> Iterator[None]:
-    """The config names ``servers``; their tools are discovered; warm ones stop after."""
+    """The config names ``servers`` (each running ``NET_SERVER``); their tools are
+    discovered; the warm ones stop after."""
     config = {
         "sandboxing": {"namespace": {"extra_ro_binds": [SITE, str(SERVERS)]}},
         "mcp_servers": servers,
@@ -52,9 +54,13 @@ def bridged_servers(settings: Any, tmp_path: Path, servers: list[dict[str, Any]]
     settings.SYNTHORG_CONFIG = str(path)
     config_reload()
     try:
-        for server in synthorg_config().mcp_servers:
-            changed = in_fresh_thread(functools.partial(discover_server, server))
-            assert changed, f"{server.name}: no tools recorded"
+        # Every server here runs the same program: the first one's listing (the real
+        # discovery, in the sandbox) is recorded for each, one cold start instead of many.
+        configured = synthorg_config().mcp_servers
+        tools = run_fresh(functools.partial(list_server, configured[0]))
+        for server in configured:
+            listed = [dataclasses.replace(t, server=server.name) for t in tools]
+            assert record_listing(server, listed), f"{server.name}: no tools recorded"
         yield
     finally:
         stop_servers([s["name"] for s in servers])

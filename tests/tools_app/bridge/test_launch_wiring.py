@@ -24,9 +24,12 @@ VALUE = "svc-value-that-must-stay-out-of-argv-1234"
 def test_network_and_secrets_are_wired_and_the_value_stays_out_of_the_argv(
     sandbox: str, tmp_path: Path
 ) -> None:
-    server = McpServer(
-        name="wired", transport="stdio", command=("/usr/bin/python3", "-V"), sandbox=sandbox,
-        network=("127.0.0.1:8080",), secrets={"SERVICE_TOKEN": "svc"},
+    server = McpServer.model_validate(
+        {
+            "name": "wired", "transport": "stdio", "command": ["/usr/bin/python3", "-V"],
+            "sandbox": sandbox, "network": ["127.0.0.1:8080"],
+            "secrets": {"SERVICE_TOKEN": "svc"},
+        }
     )  # fmt: skip
     config = SandboxingConfig()
     launch = stdio_launch(
