@@ -3,18 +3,24 @@
 It holds no state: on connect it sends what the database says now, and on every
 change event it reads the pending count and sends the changed request's row,
 as the publisher rendered it or, where its person sees the row differently,
-rendered here from the database.
+rendered here from the database. The inbox page asks for its resync as a
+difference (``resync=diff``, ``approvals_app.inbox_diff``): the socket waits for
+the page's list of what it shows, and sends the whole inbox if none comes.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from typing import Any
 from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
+from django.conf import settings
 
 from approvals_app.events import OPERATORS_GROUP
+from approvals_app.inbox_diff import diff_frames, parse_have
 from approvals_app.live import (
     INBOX_VIEW,
     can_decide,
@@ -36,6 +42,8 @@ class ApprovalInboxConsumer(AsyncWebsocketConsumer):
     user: Any = None
     view: str = "count"
     is_admin: bool = False
+    awaiting_have: bool = False
+    _full_later: asyncio.Task[None] | None = None
 
     async def connect(self) -> None:
         user = self.scope.get("user")
@@ -49,15 +57,45 @@ class ApprovalInboxConsumer(AsyncWebsocketConsumer):
         # Join before reading the state, so no change between the two is missed.
         await self.channel_layer.group_add(OPERATORS_GROUP, self.channel_name)
         await self.accept()
-        for frame in await database_sync_to_async(resync_frames)(user, self.view):
+        if self.view == INBOX_VIEW and query.get("resync") == ["diff"]:
+            self.awaiting_have = True
+            self._full_later = asyncio.ensure_future(self._resync_unless_told())
+            return
+        await self._resync_whole()
+
+    async def _resync_whole(self) -> None:
+        for frame in await database_sync_to_async(resync_frames)(self.user, self.view):
             await self.send(text_data=frame)
 
+    async def _resync_unless_told(self) -> None:
+        await asyncio.sleep(settings.SYNTHORG_INBOX_HAVE_WAIT_SECONDS)
+        if self.awaiting_have:
+            self.awaiting_have = False
+            await self._resync_whole()
+
     async def disconnect(self, code: int) -> None:
+        if self._full_later is not None:
+            self._full_later.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._full_later
         if self.user is not None:
             await self.channel_layer.group_discard(OPERATORS_GROUP, self.channel_name)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
-        """Decisions are POSTed, never sent over the socket; anything sent here is ignored."""
+        """Decisions are POSTed, never sent over the socket. The one message read is the
+        page's list of what it shows, once, when it asked for a difference; anything else
+        is ignored."""
+        if not self.awaiting_have:
+            return
+        self.awaiting_have = False
+        if self._full_later is not None:
+            self._full_later.cancel()
+        have = parse_have(text_data) if text_data is not None else None
+        if have is None:
+            await self._resync_whole()
+            return
+        for frame in await database_sync_to_async(diff_frames)(self.user, have):
+            await self.send(text_data=frame)
 
     async def approval_changed(self, event: dict[str, Any]) -> None:
         shared = event.get("html")

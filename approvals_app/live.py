@@ -150,11 +150,11 @@ def resync_frames(user: Any, view: str, *, frame_bytes: int | None = -1) -> list
         return [count + whole + held]
     frames = [frame]
     for tier, rendered in rows:
-        frames.extend(_row_batches(tier, rendered, budget))
+        frames.extend(row_batches(tier, rendered, budget))
     return frames
 
 
-def _row_batches(tier: str, rendered: Sequence[str], budget: int) -> list[str]:
+def row_batches(tier: str, rendered: Sequence[str], budget: int) -> list[str]:
     """``rendered`` rows appended to their group's list, in frames of at most ``budget``."""
     opening, closing = f'<div hx-swap-oob="beforeend:#risk-{tier}">', "</div>"
     batches: list[str] = []

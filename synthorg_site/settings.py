@@ -268,6 +268,10 @@ SYNTHORG_APPROVAL_TTL_SECONDS = env.int("SYNTHORG_APPROVAL_TTL_SECONDS", default
 # The largest frame the inbox's socket sends on (re)connect; a larger inbox goes in
 # several (daphne refuses to send a message past 1 MiB).
 SYNTHORG_INBOX_FRAME_BYTES = env.int("SYNTHORG_INBOX_FRAME_BYTES", default=256 * 1024)
+# How long the inbox's socket waits for the page to say which rows it shows before it
+# sends the whole inbox, and how many rows such a message may list.
+SYNTHORG_INBOX_HAVE_WAIT_SECONDS = env.float("SYNTHORG_INBOX_HAVE_WAIT_SECONDS", default=5.0)
+SYNTHORG_INBOX_HAVE_MAX_ROWS = env.int("SYNTHORG_INBOX_HAVE_MAX_ROWS", default=20_000)
 
 # Notifications (config section `notifications`): the console's address for links in
 # messages, and how deliveries are sent and retried.

@@ -38,8 +38,9 @@
       seen[el.id] = el;
     });
   }
-  // Reconnecting: the socket holds no state. On every (re)connect the server sends the
-  // inbox as the database has it now, so whatever was missed while away is put right.
+  // Reconnecting: the socket holds no state. On every (re)connect the server sends what
+  // differs between the page and the database now, so whatever was missed while away is
+  // put right.
   // The ws extension retries by itself after 1006, 1011, 1012 and 1013; any other close
   // (a proxy's 1001 on restart, a close from the page) is retried here, unless the page
   // is going away. Waits grow to at most RECONNECT_MAX_MS, with jitter.
@@ -84,10 +85,23 @@
   document.addEventListener("htmx:wsAfterMessage", function () {
     if (awaitingResync) { awaitingResync = false; setSync("synced"); }
   });
+  // The inbox asks for its resync as a difference: it tells the server which requests it
+  // shows, and how, and gets only what it lacks or shows wrongly (the whole inbox on a
+  // page of thousands was rendered and swapped twice, and the person's selection lost).
+  function sayWhatIsShown(socket) {
+    var url = document.body.getAttribute("ws-connect") || "";
+    if (url.indexOf("resync=diff") < 0) { return; }
+    var have = [];
+    document.querySelectorAll("#approval-inbox .approval[data-request]").forEach(function (el) {
+      have.push([el.dataset.request, el.dataset.status, el.dataset.escalated ? 1 : 0]);
+    });
+    socket.send(JSON.stringify({ have: have }));
+  }
   document.addEventListener("htmx:wsOpen", function (e) {
     wrapper = e.detail.socketWrapper; retries = 0;
     document.body.dataset.live = "open";
     awaitingResync = document.body.dataset.sync === "stale";
+    sayWhatIsShown(e.detail.socketWrapper);
   });
   document.addEventListener("htmx:wsClose", function (e) {
     wrapper = e.detail.socketWrapper || wrapper;

@@ -115,9 +115,13 @@ def test_after_the_server_restarts_the_inbox_shows_what_changed_meanwhile(
     expect(row_decided.locator("button.approve")).to_have_count(1)
 
     with daphne_on(port, test_env, tmp_path / "daphne-2.log"):
-        # The page reconnects by itself and the server sends the inbox as it is now.
+        # The page reconnects by itself, says what it shows, and the server sends what
+        # differs: the new request, and the one decided meanwhile as decided (it fades
+        # like a request decided while connected).
         expect(row_created).to_be_visible(timeout=30_000)
-        expect(row_decided).to_have_count(0)
+        expect(row_decided).to_contain_text("denied by")
+        expect(row_decided.locator("button.approve")).to_have_count(0)
+        expect(row_decided).to_have_count(0, timeout=15_000)
         expect(page.locator("body[data-live=open]")).to_have_count(1)
         expect(page.locator("body[data-sync=synced]")).to_have_count(1)
         expect(banner).to_be_hidden()
