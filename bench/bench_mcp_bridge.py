@@ -8,7 +8,12 @@ py_tools.py, its read-only `echo`) runs in the namespace sandbox in every case:
 - bridged: an agent calls `py__echo` over REST (`wait`) through a real daphne and a
   real Celery worker whose config names the server: authentication, decision, audit,
   the queue, the worker's warm pool, sanitising, storing;
-- cold start: starting the sandboxed server and its `initialize` handshake.
+- cold start: starting the sandboxed server and its `initialize` handshake;
+- cold start with `network`: the same, the server given its egress proxy as the pool
+  gives it (the proxy started first, the server under the forwarder), and the proxy
+  stopped after: the added cost of a `network` allowlist.
+
+`--starts` measures the two cold starts only (no console).
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ import httpx  # noqa: E402
 from common.config.mcp import McpServer  # noqa: E402
 from common.testing import free_port, http_status, python_argv, running, wait_until  # noqa: E402
 from tools_app.bridge.connect import open_session  # noqa: E402
+from tools_app.bridge.egress import ServerEgress  # noqa: E402
 from tools_app.sandbox.config import SandboxingConfig  # noqa: E402
 from trust_app.services import agent_create  # noqa: E402
 
@@ -83,6 +89,33 @@ async def direct() -> tuple[list[float], list[float]]:
             if i >= WARMUP:
                 warm.append((time.perf_counter() - started) * 1000)
     return cold, warm
+
+
+async def cold_starts(*, network: bool) -> tuple[list[float], list[float]]:
+    """Start and initialize the server ``COLD_STARTS`` times (with its proxy or not), then
+    stop it: the start times and the stop times."""
+    entry: dict[str, object] = {"name": "py", "transport": "stdio", "command": COMMAND}
+    if network:
+        entry["network"] = ["127.0.0.1:9"]
+    server = McpServer.model_validate(entry)
+    start: list[float] = []
+    stop: list[float] = []
+    for _ in range(COLD_STARTS):
+        began = time.perf_counter()
+        egress = ServerEgress(server) if network else None
+        try:
+            async with open_session(
+                server, workspace=None, sandboxing=sandboxing(),
+                egress_dir=egress.directory if egress is not None else None,
+            ) as session:  # fmt: skip
+                start.append((time.perf_counter() - began) * 1000)
+                await session.send_ping()
+                ending = time.perf_counter()
+        finally:
+            if egress is not None:
+                egress.close()
+        stop.append((time.perf_counter() - ending) * 1000)
+    return start, stop
 
 
 def bridged(tmp: Path) -> list[float]:
@@ -141,7 +174,21 @@ def bridged(tmp: Path) -> list[float]:
     return samples
 
 
+def starts() -> None:
+    cores = os.cpu_count()
+    for network in (False, True):
+        start, stop = asyncio.run(cold_starts(network=network))
+        what = "with network: egress proxy + forwarder" if network else "no network"
+        note = f"{COLD_STARTS} starts, {cores} cores"
+        print(json.dumps(row(f"mcp bridge: stdio cold start to initialized, {what} "
+                             "(namespace)", start, note)))  # fmt: skip
+        print(json.dumps(row(f"mcp bridge: stdio server stop, {what} (namespace)", stop, note)))
+
+
 def main() -> None:
+    if "--starts" in sys.argv[1:]:
+        starts()
+        return
     tmp = Path(tempfile.mkdtemp(prefix="bench-bridge-"))
     cold, warm = asyncio.run(direct())
     through = bridged(tmp)
