@@ -255,6 +255,11 @@ SYNTHORG_BRIDGE_HEALTH_INTERVAL = env.float("SYNTHORG_BRIDGE_HEALTH_INTERVAL", d
 SYNTHORG_BRIDGE_IDLE_SECONDS = env.float("SYNTHORG_BRIDGE_IDLE_SECONDS", default=300.0)
 SYNTHORG_BRIDGE_POOL_SIZE = env.int("SYNTHORG_BRIDGE_POOL_SIZE", default=8)
 SYNTHORG_BRIDGE_MAX_OUTPUT_BYTES = env.int("SYNTHORG_BRIDGE_MAX_OUTPUT_BYTES", default=1_048_576)
+# One answer of a remote (http) MCP server: a JSON body, or one event of a stream. Past it
+# the request fails; an output at SYNTHORG_BRIDGE_MAX_OUTPUT_BYTES, escaped, fits well below.
+SYNTHORG_BRIDGE_MAX_RESPONSE_BYTES = env.int(
+    "SYNTHORG_BRIDGE_MAX_RESPONSE_BYTES", default=4 * 1_048_576
+)
 SYNTHORG_BRIDGE_START_SECONDS = env.float("SYNTHORG_BRIDGE_START_SECONDS", default=30.0)
 SYNTHORG_BRIDGE_CANCEL_POLL_SECONDS = env.float("SYNTHORG_BRIDGE_CANCEL_POLL_SECONDS", default=0.5)
 # After a call, how long the bridge waits for a networked server's open connections to

@@ -112,6 +112,8 @@ class McpServer(StrictModel):
     workspace: Literal["agent", "none"] = "none"
     # stdio only: one server process per worker, or one per agent (servers holding state).
     state: Literal["worker", "agent"] = "worker"
+    # stdio: host:port the server may reach. http: the private addresses (IP:port, never a
+    # name) the console may reach the server on; public ones need no entry.
     network: tuple[str, ...] = ()
     secrets: dict[str, str] = Field(default_factory=dict)
     env: dict[str, str] = Field(default_factory=dict)
@@ -165,7 +167,8 @@ class McpServer(StrictModel):
                 parse_url(self.url, schemes=frozenset({"http", "https"}))
             except NetworkTargetError as exc:
                 raise ValueError(f"url: {exc}") from exc
-            stdio_only = {"sandbox", "env", "network", "workspace", "state"} & self.model_fields_set
+            self._check_http_network()
+            stdio_only = {"sandbox", "env", "workspace", "state"} & self.model_fields_set
             if stdio_only:
                 raise ValueError(
                     f"{', '.join(sorted(stdio_only))}: only for transport stdio (an http "
@@ -173,6 +176,15 @@ class McpServer(StrictModel):
                 )
         self._check_secrets()
         return self
+
+    def _check_http_network(self) -> None:
+        for entry in self.network:
+            if not parse_host_port(entry).is_ip:
+                raise ValueError(
+                    f"network: {entry!r}: an http server's network entries name the private "
+                    "address it is reached on as IP:port (a name is never trusted to resolve "
+                    "to a private address)"
+                )
 
     def _check_secrets(self) -> None:
         for target, secret in self.secrets.items():

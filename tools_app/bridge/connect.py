@@ -3,11 +3,17 @@
 stdio: the sandboxed command line of ``launch``. http: Streamable HTTP through the SSRF
 guard: the host is resolved once, every address checked, the connection pinned to the
 checked address (TLS verified against the name), and nothing else is reached (a
-redirect elsewhere fails).
+redirect elsewhere fails). A private address (loopback included) is reached only when the
+entry's ``network`` names it as IP:port. The entry's ``secrets`` become request headers
+(the shared grant, each use audited: a call's values from ``credentials``, which also
+redacts them from its result; discovery's from the broker here). Each answer is bounded: a JSON
+body or one streamed event past ``SYNTHORG_BRIDGE_MAX_RESPONSE_BYTES`` is cut and the
+request fails, so an endless body never fills the worker's memory.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from pathlib import Path
@@ -15,26 +21,59 @@ from typing import Any
 
 import httpx2 as httpx
 import mcp_types as types
+import structlog
+from django.conf import settings
+from django.db import close_old_connections
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from common.config.mcp import McpServer
 from tools_app.bridge.definitions import UpstreamTool
-from tools_app.bridge.launch import server_secret_env, stdio_launch
+from tools_app.bridge.launch import stdio_launch
+from tools_app.egress.decision import explicit_address_entries
 from tools_app.net.guard import CheckedEndpoint, EgressGuard
 from tools_app.net.policy import EgressPolicy
 from tools_app.net.transport import EgressPinMismatchError
 from tools_app.sandbox.config import SandboxingConfig
 
 OnListChanged = Callable[[], Awaitable[None]]
+log = structlog.get_logger("synthorg.bridge")
+
+
+class ResponseTooLargeError(httpx.StreamError):
+    """An upstream answer grew past the response cap; the rest was not read."""
+
+
+class _CappedStream(httpx.AsyncByteStream):
+    """A response body that fails once it passes ``limit`` bytes."""
+
+    def __init__(self, inner: Any, *, limit: int, where: str) -> None:
+        self._inner = inner
+        self._limit = limit
+        self._where = where
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        seen = 0
+        async for chunk in self._inner:
+            seen += len(chunk)
+            if seen > self._limit:
+                raise ResponseTooLargeError(
+                    f"the answer of the MCP server at {self._where} passed {self._limit} bytes "
+                    "(SYNTHORG_BRIDGE_MAX_RESPONSE_BYTES); the rest was not read"
+                )
+            yield chunk
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
 
 
 class PinnedAsyncTransport(httpx.AsyncBaseTransport):
     """Sends every request to the guard's pinned address of one host and port."""
 
-    def __init__(self, endpoint: CheckedEndpoint) -> None:
+    def __init__(self, endpoint: CheckedEndpoint, *, max_response_bytes: int) -> None:
         self.endpoint = endpoint
+        self.max_response_bytes = max_response_bytes
         # retries=0: a retry must never be a way around the guard's single resolution.
         self._inner = httpx.AsyncHTTPTransport(verify=True, retries=0)
 
@@ -50,28 +89,79 @@ class PinnedAsyncTransport(httpx.AsyncBaseTransport):
         request.url = url.copy_with(host=self.endpoint.pinned_address)
         if url.scheme == "https":
             request.extensions = {**request.extensions, "sni_hostname": self.endpoint.host}
-        return await self._inner.handle_async_request(request)
+        response = await self._inner.handle_async_request(request)
+        # A streamed answer is bounded per event by the MCP client (max_sse_event_size); a
+        # stream stays open for the session's life, so its total is not capped here.
+        if not response.headers.get("content-type", "").lower().startswith("text/event-stream"):
+            response.stream = _CappedStream(
+                response.stream, limit=self.max_response_bytes, where=self.endpoint.host
+            )
+        return response
 
     async def aclose(self) -> None:
         await self._inner.aclose()
 
 
-def http_client_for(server: McpServer, guard: EgressGuard | None = None) -> httpx.AsyncClient:
+def http_egress_policy(server: McpServer) -> EgressPolicy:
+    """The guard's policy for an http server: public addresses, and the private ones its
+    ``network`` names as IP:port."""
+    return EgressPolicy.build(trusted=explicit_address_entries(server.network))
+
+
+def http_client_for(
+    server: McpServer,
+    guard: EgressGuard | None = None,
+    *,
+    headers: Mapping[str, str] | None = None,
+) -> httpx.AsyncClient:
     """An httpx client that reaches only ``server.url``'s checked address."""
-    guard = guard or EgressGuard(EgressPolicy.build())
+    guard = guard or EgressGuard(http_egress_policy(server))
     checked = guard.check_url(str(server.url))
     return httpx.AsyncClient(
-        transport=PinnedAsyncTransport(checked.endpoint),
-        headers=server_secret_env(server),
+        transport=PinnedAsyncTransport(
+            checked.endpoint, max_response_bytes=settings.SYNTHORG_BRIDGE_MAX_RESPONSE_BYTES
+        ),
+        headers=dict(headers or {}),
         follow_redirects=False,
         timeout=httpx.Timeout(server.timeout_seconds, read=server.timeout_seconds),
     )
 
 
+def _server_headers_now(server: McpServer) -> dict[str, str]:
+    from secrets_app.broker import secrets_for_server
+
+    close_old_connections()
+    try:
+        return secrets_for_server(agent=None, server=server.name, credentials=server.secrets)
+    finally:
+        close_old_connections()
+
+
+async def server_headers(server: McpServer) -> dict[str, str]:
+    """``{header: value}`` of an http server's ``secrets`` (granted to every agent);
+    SecretNotGrantedError / SecretUnavailableError, in words that name no secret, else."""
+    if not server.secrets:
+        return {}
+    return await asyncio.get_running_loop().run_in_executor(None, _server_headers_now, server)
+
+
 def _handler(on_list_changed: OnListChanged | None) -> Any:
+    # The listing runs as a task of its own: awaited here, it would wait for an answer that
+    # the session's receive loop (which is running this handler) can no longer deliver.
+    pending: set[asyncio.Task[None]] = set()
+
+    async def relist() -> None:
+        assert on_list_changed is not None
+        try:
+            await on_list_changed()
+        except Exception as exc:
+            log.warning("bridge_relist_failed", error=str(exc))
+
     async def handle(message: Any) -> None:
         if on_list_changed is not None and isinstance(message, types.ToolListChangedNotification):
-            await on_list_changed()
+            task = asyncio.ensure_future(relist())
+            pending.add(task)
+            task.add_done_callback(pending.discard)
 
     return handle
 
@@ -90,7 +180,8 @@ async def open_session(
     """An initialised session; the server (or connection) goes when the block ends.
 
     stdio: ``egress_dir`` gives the server its egress proxy (else no network),
-    ``secret_env`` its secrets' values (see ``launch``)."""
+    ``secret_env`` its secrets' values (see ``launch``). http: ``secret_env`` holds the
+    values of its header secrets (asked of the broker when None)."""
     async with contextlib.AsyncExitStack() as stack:
         if server.transport == "stdio":
             launch = stdio_launch(
@@ -106,9 +197,16 @@ async def open_session(
                 stdio_client(params, errlog=errlog or devnull)
             )
         else:
-            http = await stack.enter_async_context(http_client_for(server))
+            # A call brings its values (asked of the broker with its invocation); the
+            # listing of discovery and health checks asks for the shared grant here.
+            headers = dict(secret_env) if secret_env is not None else await server_headers(server)
+            http = await stack.enter_async_context(http_client_for(server, headers=headers))
             read, write = await stack.enter_async_context(
-                streamable_http_client(str(server.url), http_client=http)
+                streamable_http_client(
+                    str(server.url),
+                    http_client=http,
+                    max_sse_event_size=settings.SYNTHORG_BRIDGE_MAX_RESPONSE_BYTES,
+                )
             )
         session = await stack.enter_async_context(
             ClientSession(read, write, message_handler=_handler(on_list_changed))

@@ -55,13 +55,6 @@ class Launch:
             shutil.rmtree(path, ignore_errors=True)
 
 
-def server_secret_env(server: McpServer) -> dict[str, str]:
-    """Secret values for an http server's headers (none yet). A stdio server's values
-    come from the broker per call (``tools_app.bridge.credentials``) and reach
-    ``stdio_launch`` as ``secret_env``."""
-    return {}
-
-
 def _empty_workspace(uid: int | None) -> Path:
     made = Path(tempfile.mkdtemp(prefix="synthorg-mcp-"))
     if uid is not None:

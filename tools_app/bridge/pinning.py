@@ -273,11 +273,13 @@ def upstream_pin_accept(
     text = _decision_reason(reason)
     pin = _pin_for_decision(pin_id=pin_id, expected_hash=expected_hash)
     old_hash = pin.pinned_hash
+    held_reason = pin_standing(pin, pin.contract_name).reason
     pin.pinned_hash, pin.pinned_definition = pin.candidate_hash, pin.candidate_definition
     pin.candidate_hash, pin.candidate_definition, pin.candidate_seen_at = "", None, None
     pin.status = PinStatus.PINNED.value
     pin.accepted_by_person = True
     _decided(pin, person, text)
+    released = _release_record(pin, held_reason)
     audit_record(
         kind="bridge.definition.accepted",
         actor=Actor.person(person),
@@ -291,9 +293,30 @@ def upstream_pin_accept(
             "previous_hash": old_hash,
             "new_hash": pin.pinned_hash,
             "findings": pin.findings,
+            "callable_now": released,
         },
     )
     return pin
+
+
+def _release_record(pin: UpstreamToolPin, held_reason: str) -> bool:
+    """The discovered tool, unavailable only because of this hold, is callable at once.
+
+    Without this it would wait for its server's next listing (the health interval). A
+    record unavailable for another reason (its server failed, it lists another
+    definition now) stays as it is until discovery says otherwise.
+    """
+    from tools_app.models import UpstreamToolRecord
+
+    return bool(
+        UpstreamToolRecord.objects.filter(
+            name=pin.contract_name,
+            upstream_hash=pin.pinned_hash,
+            available=False,
+            reason=held_reason,
+            contract__isnull=False,
+        ).update(available=True, reason="", updated_at=timezone.now())
+    )
 
 
 @transaction.atomic

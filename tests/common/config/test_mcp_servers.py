@@ -94,6 +94,11 @@ def test_tool_globs_allow_deny_and_classes() -> None:
         ("{name: a, transport: http, url: 'https://x.example', secrets: {Host: s}}", "", "header"),
         ("{name: a, transport: http, url: 'https://x.example', sandbox: docker}", "", "only for"),
         ("{name: a, transport: http, url: 'https://x.example', workspace: agent}", "", "only for"),
+        (
+            "{name: a, transport: http, url: 'http://localhost:8000', network: ['localhost:8000']}",
+            "network",
+            "IP:port",
+        ),
         ("{name: a, transport: stdio, command: [x], tools: {allow: ['a b']}}", "allow", "glob"),
         (
             "{name: a, transport: stdio, command: [x], tools: {action_types: {t: 'code:wrte'}}}",
@@ -114,6 +119,15 @@ def test_each_bad_field_is_named(tmp_path: Path, entry: str, field: str, says: s
     message = _problems(tmp_path, f"mcp_servers: [{entry}]\n")
     assert "mcp_servers[0]" in message, message
     assert field in message and says in message, message
+
+
+def test_an_http_server_names_its_private_address_in_network(tmp_path: Path) -> None:
+    server = _load(
+        tmp_path,
+        "mcp_servers: [{name: a, transport: http, url: 'http://127.0.0.1:8000/mcp',"
+        " network: ['127.0.0.1:8000']}]\n",
+    )
+    assert server.network == ("127.0.0.1:8000",)
 
 
 def test_custom_action_types_are_accepted(tmp_path: Path) -> None:
