@@ -15,9 +15,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, cast
 
+from common.config.mcp import McpServer
 from common.settings_config import config_reload, synthorg_config
 from common.testing import run_fresh
 from tools_app.bridge.catalog import forget_records
+from tools_app.bridge.connect import list_upstream_tools, open_session
+from tools_app.bridge.definitions import UpstreamTool
 from tools_app.bridge.discovery import list_server, record_listing
 from tools_app.bridge.pool import bridge_pool
 from tools_app.builtin.base import ToolContext, ToolOutcome
@@ -42,9 +45,13 @@ def server_name(prefix: str) -> str:
 
 
 @contextmanager
-def bridged_servers(settings: Any, tmp_path: Path, servers: list[dict[str, Any]]) -> Iterator[None]:
-    """The config names ``servers`` (each running ``NET_SERVER``); their tools are
-    discovered; the warm ones stop after."""
+def bridged_servers(
+    settings: Any, tmp_path: Path, servers: list[dict[str, Any]], *,
+    listing_workspace: Path | None = None,
+) -> Iterator[None]:  # fmt: skip
+    """The config names ``servers`` (each running the same program); their tools are
+    discovered (the first server listed in ``listing_workspace`` when its program lives
+    there); the warm ones stop after."""
     config = {
         "sandboxing": {"namespace": {"extra_ro_binds": [SITE, str(SERVERS)]}},
         "mcp_servers": servers,
@@ -57,7 +64,7 @@ def bridged_servers(settings: Any, tmp_path: Path, servers: list[dict[str, Any]]
         # Every server here runs the same program: the first one's listing (the real
         # discovery, in the sandbox) is recorded for each, one cold start instead of many.
         configured = synthorg_config().mcp_servers
-        tools = run_fresh(functools.partial(list_server, configured[0]))
+        tools = run_fresh(functools.partial(_listing, configured[0], listing_workspace))
         for server in configured:
             listed = [dataclasses.replace(t, server=server.name) for t in tools]
             assert record_listing(server, listed), f"{server.name}: no tools recorded"
@@ -65,6 +72,14 @@ def bridged_servers(settings: Any, tmp_path: Path, servers: list[dict[str, Any]]
     finally:
         stop_servers([s["name"] for s in servers])
         forget_records()
+
+
+async def _listing(server: McpServer, workspace: Path | None) -> list[UpstreamTool]:
+    if workspace is None:
+        return await list_server(server)
+    sandboxing = synthorg_config().sandboxing
+    async with open_session(server, workspace=workspace, sandboxing=sandboxing) as session:
+        return await list_upstream_tools(session, server.name)
 
 
 def stop_servers(names: list[str]) -> None:

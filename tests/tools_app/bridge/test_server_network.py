@@ -19,6 +19,7 @@ import pytest
 from tests.tools_app.bridge.bridged import NET_SERVER, bridged_servers, call, server_name
 from tests.tools_app.net.servers import LoopbackHttpServer, Reply
 from tests.tools_app.sandbox.conftest import make_workspace
+from tools_app.bridge.pool import bridge_pool
 from tools_app.models import AuditEvent
 from trust_app.models import Agent
 
@@ -84,6 +85,11 @@ def test_the_allowlisted_port_is_reached_and_nothing_else(
             # Control: the same tool of a server without `network` reaches nothing at all.
             unproxied = fetch(web.url("/ok"), server=closed)[0]
             assert unproxied.startswith("FAILED"), unproxied
+            warm = {w.server.name: w for w in bridge_pool().servers.values()}
+            assert warm[closed].egress is None, "no network, no proxy"
+            proxy_dir = warm[name].egress.directory  # type: ignore[union-attr]
+            assert (proxy_dir / "proxy.sock").exists()
+        assert not proxy_dir.exists(), "the proxy stops with its server"
         assert web.count("/ok") == 1
         assert other.count() == hidden.count() == v6.count() == 0
     rows = list(AuditEvent.objects.filter(kind="egress.connection", data__server=name))
