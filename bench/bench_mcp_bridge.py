@@ -13,6 +13,11 @@ py_tools.py, its read-only `echo`) runs in the namespace sandbox in every case:
   gives it (the proxy started first, the server under the forwarder), and the proxy
   stopped after: the added cost of a `network` allowlist.
 
+The same server's tools over Streamable HTTP (tests/tools_app/bridge/servers/
+py_remote.py under uvicorn on loopback, allowlisted by IP:port) give the remote figures:
+its warm `echo` called directly through the bridge's own pinned, guarded client, and
+`remote__echo` end to end through the same console.
+
 `--starts` measures the two cold starts only (no console).
 """
 
@@ -21,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import socket
 import statistics
 import sys
 import sysconfig
@@ -51,6 +57,16 @@ COLD_STARTS = 10
 SERVERS = Path(__file__).resolve().parent.parent / "tests" / "tools_app" / "bridge" / "servers"
 SITE = sysconfig.get_paths()["purelib"]
 COMMAND = ["/usr/bin/python3", str(SERVERS / "py_tools.py"), SITE]
+REMOTE = SERVERS / "py_remote.py"
+
+
+def remote_entry(port: int) -> dict[str, object]:
+    return {
+        "name": "remote",
+        "transport": "http",
+        "url": f"http://127.0.0.1:{port}/mcp",
+        "network": [f"127.0.0.1:{port}"],
+    }
 
 
 def pct(samples: list[float], q: float) -> float:
@@ -91,6 +107,19 @@ async def direct() -> tuple[list[float], list[float]]:
     return cold, warm
 
 
+async def remote_direct(port: int) -> list[float]:
+    """Warm calls of the remote server's `echo` on one session of the bridge's client."""
+    server = McpServer.model_validate(remote_entry(port))
+    warm: list[float] = []
+    async with open_session(server, workspace=None, sandboxing=sandboxing()) as session:
+        for i in range(WARMUP + CALLS):
+            started = time.perf_counter()
+            await session.call_tool("echo", {"text": f"call {i}"})
+            if i >= WARMUP:
+                warm.append((time.perf_counter() - started) * 1000)
+    return warm
+
+
 async def cold_starts(*, network: bool) -> tuple[list[float], list[float]]:
     """Start and initialize the server ``COLD_STARTS`` times (with its proxy or not), then
     stop it: the start times and the stop times."""
@@ -118,13 +147,17 @@ async def cold_starts(*, network: bool) -> tuple[list[float], list[float]]:
     return start, stop
 
 
-def bridged(tmp: Path) -> list[float]:
+def bridged(tmp: Path, remote_port: int) -> dict[str, list[float]]:
+    """End to end samples of `py__echo` (stdio) and `remote__echo` (http), by tool."""
     config = tmp / "synthorg.yaml"
     config.write_text(
         json.dumps(
             {
                 "sandboxing": {"namespace": {"extra_ro_binds": [SITE, str(SERVERS)]}},
-                "mcp_servers": [{"name": "py", "transport": "stdio", "command": COMMAND}],
+                "mcp_servers": [
+                    {"name": "py", "transport": "stdio", "command": COMMAND},
+                    remote_entry(remote_port),
+                ],
             }
         )
     )
@@ -150,7 +183,7 @@ def bridged(tmp: Path) -> list[float]:
         name=f"bench-bridge-{uuid.uuid4().hex[:8]}", access_level="standard", autonomy="full"
     )
     headers = {"Authorization": f"Bearer {created.token}"}
-    samples: list[float] = []
+    samples: dict[str, list[float]] = {"py__echo": [], "remote__echo": []}
     with (
         running(daphne, env=env, log_path=tmp / "daphne.log"),
         running(worker, env=env, log_path=tmp / "worker.log"),
@@ -159,19 +192,28 @@ def bridged(tmp: Path) -> list[float]:
         wait_until(lambda: http_status(base + "/healthz") == 200, timeout=90, what="the console")
 
         def listed() -> bool:
-            tools = http.get("/api/v1/tools/").json()["tools"]
-            return any(t["name"] == "py__echo" for t in tools)
+            tools = {t["name"] for t in http.get("/api/v1/tools/").json()["tools"]}
+            return set(samples) <= tools
 
-        wait_until(listed, timeout=120, what="py__echo to be discovered", poll=0.5)
-        for i in range(WARMUP + CALLS):
-            body = {"tool": "py__echo", "arguments": {"text": f"call {i}"}, "wait": 30}
-            started = time.perf_counter()
-            answer = http.post("/api/v1/invocations/", json=body).json()
-            elapsed = (time.perf_counter() - started) * 1000
-            assert answer["status"] == "succeeded", answer
-            if i >= WARMUP:
-                samples.append(elapsed)
+        wait_until(listed, timeout=120, what="both echo tools to be discovered", poll=0.5)
+        for tool, taken in samples.items():
+            for i in range(WARMUP + CALLS):
+                body = {"tool": tool, "arguments": {"text": f"call {i}"}, "wait": 30}
+                started = time.perf_counter()
+                answer = http.post("/api/v1/invocations/", json=body).json()
+                elapsed = (time.perf_counter() - started) * 1000
+                assert answer["status"] == "succeeded", answer
+                if i >= WARMUP:
+                    taken.append(elapsed)
     return samples
+
+
+def listening(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=1).close()
+    except OSError:
+        return False
+    return True
 
 
 def starts() -> None:
@@ -191,14 +233,26 @@ def main() -> None:
         return
     tmp = Path(tempfile.mkdtemp(prefix="bench-bridge-"))
     cold, warm = asyncio.run(direct())
-    through = bridged(tmp)
+    port = free_port()
+    remote = [sys.executable, str(REMOTE), str(port), str(free_port()), str(tmp)]
+    with running(remote, env=os.environ, log_path=tmp / "remote.log"):
+        wait_until(lambda: listening(port), timeout=60, what="the remote MCP server")
+        remote_warm = asyncio.run(remote_direct(port))
+        through = bridged(tmp, port)
     cores = os.cpu_count()
     print(json.dumps(row("mcp bridge: stdio server cold start (namespace)", cold,
                          f"{COLD_STARTS} starts + initialize, {cores} cores")))  # fmt: skip
     print(json.dumps(row("mcp bridge: warm call, server called directly", warm,
                          f"{CALLS} calls of echo on one session")))  # fmt: skip
-    print(json.dumps(row("mcp bridge: read-only call end to end (REST wait)", through,
+    print(json.dumps(row("mcp bridge: read-only call end to end (REST wait)", through["py__echo"],
                          f"{CALLS} calls of py__echo via daphne + 1 worker")))  # fmt: skip
+    print(json.dumps(row("mcp bridge: remote http server, warm call called directly",
+                         remote_warm, f"{CALLS} calls of echo, Streamable HTTP on loopback, "
+                         "through the bridge's pinned client")))  # fmt: skip
+    print(json.dumps(row("mcp bridge: remote http read-only call end to end (REST wait)",
+                         through["remote__echo"],
+                         f"{CALLS} calls of remote__echo via daphne + 1 worker, warm "
+                         "session")))  # fmt: skip
 
 
 if __name__ == "__main__":

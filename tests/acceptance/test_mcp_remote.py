@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
+import json
 import re
 import shutil
 import socket
@@ -244,6 +245,7 @@ def test_only_the_allowlisted_address_is_reached(remote: Remote) -> None:
     # TLS is verified: a self-signed certificate is refused.
     assert re.search(r"server selfsigned failed its health check.*CERTIFICATE_VERIFY_FAILED", log)
     assert "remote-api-key" not in log and API_KEY not in log
+    assert re.search(r"server locked failed its health check.*no grant of it", log), log[-4000:]
     assert UNGRANTED not in log, "a secret not granted is never named"
 
 
@@ -342,6 +344,22 @@ def test_the_secret_header_reaches_the_server_and_never_the_agent(remote: Remote
         admin.close()
     assert API_KEY not in events + audit
     assert "remote-api-key" in events, "each use of the secret is audited by name"
+
+
+def test_a_withdrawn_secret_refuses_the_tools_without_naming_it(remote: Remote) -> None:
+    console = remote.console
+    env = make_run_env(console.var_dir)
+    manage(env, "synthorg_secret", "ungrant", "remote-api-key", "--server", "remote")
+    try:
+        refused = _call(console, "build-bot", "remote__echo", {"text": "no key"})
+    finally:
+        manage(env, "synthorg_secret", "grant", "remote-api-key", "--server", "remote")
+    assert refused["status"] in ("denied", "failed"), refused
+    said = json.dumps(refused)
+    assert "grant" in said and "remote-api-key" not in said and API_KEY not in said, said
+    # Control: granted again, the same call runs.
+    again = _call(console, "build-bot", "remote__echo", {"text": "key back"})
+    assert again["status"] == "succeeded", again
 
 
 def test_an_oversized_answer_is_cut_and_an_endless_one_refused(remote: Remote) -> None:

@@ -127,19 +127,42 @@ def http_client_for(
     )
 
 
+class ServerSecretsRefusedError(Exception):
+    """The server's secrets cannot be given to it; the reason names none of them."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
 def _server_headers_now(server: McpServer) -> dict[str, str]:
-    from secrets_app.broker import secrets_for_server
+    from secrets_app.broker import (
+        SecretNotGrantedError,
+        SecretUnavailableError,
+        secrets_for_server,
+    )
 
     close_old_connections()
     try:
         return secrets_for_server(agent=None, server=server.name, credentials=server.secrets)
+    except SecretNotGrantedError:
+        raise ServerSecretsRefusedError(
+            "it is configured with a secret the server may not use (no such secret, or no "
+            "grant of it to the server for every agent); an admin grants secrets to the "
+            "server on the secrets page. It was not reached without it."
+        ) from None
+    except SecretUnavailableError:
+        raise ServerSecretsRefusedError(
+            "a secret it needs cannot be read now; an admin must check the secrets keys. It "
+            "was not reached without it."
+        ) from None
     finally:
         close_old_connections()
 
 
 async def server_headers(server: McpServer) -> dict[str, str]:
-    """``{header: value}`` of an http server's ``secrets`` (granted to every agent);
-    SecretNotGrantedError / SecretUnavailableError, in words that name no secret, else."""
+    """``{header: value}`` of an http server's ``secrets`` (granted to every agent), or
+    ServerSecretsRefusedError in words that name no secret."""
     if not server.secrets:
         return {}
     return await asyncio.get_running_loop().run_in_executor(None, _server_headers_now, server)
