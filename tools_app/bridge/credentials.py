@@ -55,14 +55,14 @@ def server_secret_values(
             RefusalCode.LIMIT_EXCEEDED,
             f"{tool} is unavailable: its MCP server {server.name} is configured with a secret "
             f"{whose} server may not use (no such secret, or no grant of it for this server); "
-            "an admin grants secrets to the server on the secrets page. The server was not "
-            "started without it.",
+            "an admin grants secrets to the server on the secrets page. Nothing was started "
+            "or sent without it.",
         ) from None
     except SecretUnavailableError:
         raise ToolRefusedError(
             RefusalCode.LIMIT_EXCEEDED,
             f"{tool} is unavailable: a secret its MCP server {server.name} needs cannot be read "
-            "now; an admin must check the secrets keys. The server was not started without it.",
+            "now; an admin must check the secrets keys. Nothing was started or sent without it.",
         ) from None
 
 

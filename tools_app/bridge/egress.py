@@ -34,6 +34,12 @@ from tools_app.egress.session import egress_serving
 RecordsWriter = Callable[[list[ConnectionRecord], int], None]
 
 
+def has_proxy(server: McpServer) -> bool:
+    """True for a stdio server whose ``network`` names hosts (an http server's ``network``
+    is where the console reaches it, not a proxy of its own)."""
+    return server.transport == "stdio" and bool(server.network)
+
+
 def server_grant(server: McpServer) -> NetworkGrant:
     """What ``server`` may reach: its ``network`` entries, nothing else."""
     return NetworkGrant(mode="allowlist_only", allowed_hosts=tuple(server.network))

@@ -41,7 +41,7 @@ from mcp.client.session import ClientSession
 from common.config.mcp import McpServer
 from common.settings_config import synthorg_config
 from tools_app.bridge.connect import list_upstream_tools, open_session
-from tools_app.bridge.egress import ServerEgress, write_server_records
+from tools_app.bridge.egress import ServerEgress, has_proxy, write_server_records
 from tools_app.bridge.results import outcome_from_result
 from tools_app.builtin.base import (
     RefusalCode,
@@ -109,7 +109,7 @@ class BridgePool:
         """The task that holds the session open until told to stop (or it fails)."""
         loop = asyncio.get_running_loop()
         try:
-            if warm.server.network:
+            if has_proxy(warm.server):
                 warm.egress = await loop.run_in_executor(None, ServerEgress, warm.server)
             async with open_session(
                 warm.server,

@@ -99,6 +99,7 @@ class BridgedTool:
         """Call the upstream tool through this worker's warm pool; audit the bridge's part
         (the call, and the server's connections through its egress proxy)."""
         from tools_app.bridge.credentials import SecretRedactor, server_secret_values
+        from tools_app.bridge.egress import has_proxy
         from tools_app.bridge.pool import call_upstream, pool_key
         from tools_app.bridge.services import bridge_call_record
 
@@ -146,7 +147,7 @@ class BridgedTool:
                 reason=redact.text(reason)[:2000],
                 duration_ms=int((time.monotonic() - started) * 1000),
             )
-            if server.network:
+            if has_proxy(server):
                 _audit_connections(key, server.name, context, self.contract.name)
 
 

@@ -125,7 +125,7 @@ def test_a_server_whose_secret_is_not_granted_is_refused_without_confirming_the_
                 _echo(server, who, workspace)
             reason = refused.value.reason
             assert secret not in reason and "NO_SUCH_SECRET" not in reason, reason
-            assert "not started without it" in reason
+            assert "Nothing was started or sent without it" in reason
             assert (server, str(who.id)) not in bridge_pool().servers, "never started without"
             reasons.append(reason.replace(server, "<server>"))
         assert reasons[0] == reasons[1], "an existing and an unknown name read the same"
