@@ -30,7 +30,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from common.config.mcp import McpServer
 from tools_app.bridge.definitions import UpstreamTool
-from tools_app.bridge.launch import stdio_launch
+from tools_app.bridge.launch import per_agent, stdio_launch
 from tools_app.egress.decision import explicit_address_entries
 from tools_app.net.guard import CheckedEndpoint, EgressGuard
 from tools_app.net.policy import EgressPolicy
@@ -162,7 +162,8 @@ def _server_headers_now(server: McpServer) -> dict[str, str]:
 
 async def server_headers(server: McpServer) -> dict[str, str]:
     """``{header: value}`` of an http server's ``secrets`` (granted to every agent), or
-    ServerSecretsRefusedError in words that name no secret."""
+    ServerSecretsRefusedError in words that name no secret; for a shared stdio server,
+    ``{variable: value}`` the same way."""
     if not server.secrets:
         return {}
     return await asyncio.get_running_loop().run_in_executor(None, _server_headers_now, server)
@@ -207,6 +208,10 @@ async def open_session(
     values of its header secrets (asked of the broker when None)."""
     async with contextlib.AsyncExitStack() as stack:
         if server.transport == "stdio":
+            if secret_env is None and not per_agent(server):
+                # Discovery and health checks start a shared server with its shared grant,
+                # as a call would (a per-agent server is listed without: no agent here).
+                secret_env = await server_headers(server)
             launch = stdio_launch(
                 server, workspace=workspace, config=sandboxing,
                 egress_dir=egress_dir, secret_env=secret_env,

@@ -55,6 +55,13 @@ class Launch:
             shutil.rmtree(path, ignore_errors=True)
 
 
+def per_agent(server: McpServer) -> bool:
+    """True when each agent gets its own process of ``server`` (it holds state, or works in
+    the agent's workspace), so its secrets are that agent's grants; else one process is
+    shared by every agent and needs grants without an agent."""
+    return server.state == "agent" or server.workspace == "agent"
+
+
 def _empty_workspace(uid: int | None) -> Path:
     made = Path(tempfile.mkdtemp(prefix="synthorg-mcp-"))
     if uid is not None:

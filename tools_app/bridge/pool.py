@@ -42,6 +42,7 @@ from common.config.mcp import McpServer
 from common.settings_config import synthorg_config
 from tools_app.bridge.connect import list_upstream_tools, open_session
 from tools_app.bridge.egress import ServerEgress, has_proxy, write_server_records
+from tools_app.bridge.launch import per_agent
 from tools_app.bridge.results import outcome_from_result
 from tools_app.builtin.base import (
     RefusalCode,
@@ -297,8 +298,7 @@ def bridge_pool() -> BridgePool:
 
 def pool_key(server: McpServer, agent_id: str) -> PoolKey:
     """Per agent when the server holds state or works in the agent's workspace."""
-    per_agent = server.state == "agent" or server.workspace == "agent"
-    return (server.name, agent_id if per_agent else None)
+    return (server.name, agent_id if per_agent(server) else None)
 
 
 def _cancelled(invocation_id: str | None) -> bool:

@@ -10,6 +10,7 @@ with the same words either way, and is never started without it.
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import json
 import secrets
@@ -21,9 +22,12 @@ from typing import Any
 
 import pytest
 
+from common.config.mcp import McpServer
+from common.testing import in_fresh_thread
 from secrets_app.services import secret_grant, secret_set
 from tests.tools_app.bridge.bridged import NET_SERVER, bridged_servers, call, server_name
 from tests.tools_app.sandbox.conftest import make_workspace
+from tools_app.bridge.discovery import discover_server
 from tools_app.bridge.pool import bridge_pool
 from tools_app.builtin.base import ToolRefusedError
 from tools_app.models import AuditEvent
@@ -95,7 +99,7 @@ def test_a_granted_secret_reaches_the_shared_server_and_never_the_agent(
         again = _echo(name, agent, workspace)[0]
         assert _digest(rotated) in again and not _leaks(rotated, again), again
     used = AuditEvent.objects.filter(kind="secret.used", data__server=name)
-    assert str(used.order_by("id").first().invocation_id) == invocation  # type: ignore[union-attr]
+    assert used.filter(invocation_id=invocation).exists(), "each call's use is audited"
     trail = json.dumps(
         [[e.reason, e.data] for e in AuditEvent.objects.all()], ensure_ascii=False
     )  # fmt: skip
@@ -129,5 +133,15 @@ def test_a_server_whose_secret_is_not_granted_is_refused_without_confirming_the_
             assert (server, str(who.id)) not in bridge_pool().servers, "never started without"
             reasons.append(reason.replace(server, "<server>"))
         assert reasons[0] == reasons[1], "an existing and an unknown name read the same"
+        # A shared server whose secret is not granted fails its health check: never
+        # listed (started) without it, in words naming no secret.
+        shared = McpServer.model_validate({**servers[1], "state": "worker", "name": missing})
+        in_fresh_thread(functools.partial(discover_server, shared))
+        with pytest.raises(ToolRefusedError) as held:
+            _echo(missing, granted, workspace)
+        assert "health check" in held.value.reason and "secret" in held.value.reason, (
+            held.value.reason
+        )
+        assert "NO_SUCH_SECRET" not in held.value.reason
     rows = AuditEvent.objects.filter(kind="mcp.call", tool=f"{name}__env", agent_name=other.name)
     assert [r.outcome for r in rows] == ["LIMIT_EXCEEDED"]
