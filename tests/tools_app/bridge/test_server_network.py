@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from tests.tools_app.bridge.bridged import NET_SERVER, bridged_servers, call, server_name
+from tests.tools_app.egress.servers import ByteServer
 from tests.tools_app.net.servers import LoopbackHttpServer, Reply
 from tests.tools_app.sandbox.conftest import make_workspace
 from tools_app.bridge.pool import bridge_pool
@@ -109,3 +110,26 @@ def test_the_allowlisted_port_is_reached_and_nothing_else(
         ("localhost", web.port),
     }, refusals
     assert not AuditEvent.objects.filter(kind="egress.connection", data__server=closed).exists()
+
+
+def test_a_connection_outliving_its_call_is_audited_when_the_server_stops(
+    settings: Any, tmp_path: Path, agent: Agent, workspace: Path
+) -> None:
+    settings.SYNTHORG_BRIDGE_EGRESS_SETTLE_SECONDS = 0  # the call's drain waits for nothing
+    with ByteServer(stall=700) as stalled:
+        name = server_name("hold")
+        entry = {"transport": "stdio", "command": NET_SERVER, "name": name}
+        servers = [{**entry, "network": [f"127.0.0.1:{stalled.port}"]}]
+        with bridged_servers(settings, tmp_path, servers):
+            outcome, _, invocation = call(
+                f"{name}__hold", {"host": "127.0.0.1", "port": stalled.port, "expect": 700},
+                agent=agent, workspace=workspace,
+            )  # fmt: skip
+            assert outcome.content == "HOLDING 200 after 700 bytes", outcome
+            # Still open when the call ended: nothing written with the call.
+            assert not AuditEvent.objects.filter(kind="egress.connection", data__server=name)
+        assert stalled.accepted == 1
+    (row,) = AuditEvent.objects.filter(kind="egress.connection", data__server=name)
+    assert row.outcome == "cut" and row.invocation_id is None, (row.outcome, row.reason)
+    assert row.data["bytes_down"] == 700 and row.data["port"] == stalled.port
+    assert row.actor_name == f"mcp server {name}" and invocation

@@ -1,7 +1,8 @@
 """An MCP server (official SDK, stdio) for the bridge's network and secrets tests.
 
 Tools: ``fetch`` (an HTTP GET with urllib, which honours the proxy variables),
-``connect`` (a raw TCP connect that ignores them: the bypass attempt) and ``env`` (one
+``connect`` (a raw TCP connect that ignores them: the bypass attempt), ``hold`` (a
+tunnel left open after the call) and ``env`` (one
 environment variable, plain and base64: a server careless with its credentials).
 """
 
@@ -44,6 +45,27 @@ def connect(host: str, port: int) -> str:
         return "DIRECT REACHED"
     except OSError as exc:
         return f"DIRECT BLOCKED {exc.__class__.__name__}"
+
+
+HELD: list[socket.socket] = []
+
+
+@server.tool(annotations=READ)
+def hold(host: str, port: int, expect: int) -> str:
+    """Open a tunnel through the proxy (HTTP CONNECT), read ``expect`` bytes, and keep the
+    connection open after the call returns (a server's connection outliving its call)."""
+    proxy = os.environ["http_proxy"].removeprefix("http://")
+    proxy_host, proxy_port = proxy.rsplit(":", 1)
+    tunnel = socket.create_connection((proxy_host, int(proxy_port)), timeout=20)
+    tunnel.sendall(f"CONNECT {host}:{port} HTTP/1.1\r\nHost: {host}:{port}\r\n\r\n".encode())
+    head = b""
+    while not head.endswith(b"\r\n\r\n"):
+        head += tunnel.recv(1)
+    got = b""
+    while len(got) < expect:
+        got += tunnel.recv(expect - len(got))
+    HELD.append(tunnel)
+    return f"HOLDING {head.split(b' ')[1].decode()} after {len(got)} bytes"
 
 
 @server.tool(annotations=READ)
