@@ -37,6 +37,8 @@ case "$mode" in
     check "command -v bwrap" bubblewrap
     check "command -v chromium" chromium
     check "command -v debootstrap" debootstrap
+    # tests/deploy validates docker/compose.yaml with it, offline.
+    check "command -v docker-compose" docker-compose
     check "command -v git" git
     check "command -v ip" iproute2
     check "command -v runuser" util-linux

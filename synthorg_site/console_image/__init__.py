@@ -1,0 +1,1 @@
+"""The console's own container image (docker/console/), built without a registry."""

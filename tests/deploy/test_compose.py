@@ -1,0 +1,120 @@
+"""docker/compose.yaml: every service runs an image and a role that exist, the queues
+are all served, and Debian's docker-compose validates the file offline."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from common.testing import require
+from synthorg_site.celery import QUEUES
+from synthorg_site.console_image.build import CONSOLE_IMAGE
+
+DOCKER_DIR = Path(__file__).resolve().parents[2] / "docker"
+CONSOLE_IMAGE_REF = f"${{SYNTHORG_IMAGE:-{CONSOLE_IMAGE}}}"
+MUST_BE_SET = ("SECRET_KEY", "ALLOWED_HOSTS", "DATABASE_URL", "SYNTHORG_AUDIT_KEYS")
+
+
+@pytest.fixture(scope="module")
+def services() -> dict[str, Any]:
+    parsed = yaml.safe_load((DOCKER_DIR / "compose.yaml").read_text())
+    found: dict[str, Any] = parsed["services"]
+    return found
+
+
+def _roles() -> set[str]:
+    script = (DOCKER_DIR / "console" / "entrypoint.sh").read_text()
+    return set(re.findall(r"^  ([a-z]+)\)$", script, flags=re.MULTILINE))
+
+
+def _console(services: dict[str, Any]) -> dict[str, Any]:
+    return {name: s for name, s in services.items() if s["image"] == CONSOLE_IMAGE_REF}
+
+
+def test_every_console_service_runs_a_role_of_the_image(services: dict[str, Any]) -> None:
+    roles = _roles()
+    assert roles == {"web", "worker", "beat", "migrate", "manage"}
+    console = _console(services)
+    assert set(console) >= {"migrate", "web-1", "web-2", "beat", "worker-default"}
+    for name, service in console.items():
+        assert service["command"][0] in roles, name
+        assert service["env_file"] == ["console.env"], name
+    assert [n for n, s in console.items() if s["command"] == ["beat"]] == ["beat"]
+    others = {n: s["image"] for n, s in services.items() if n not in console}
+    assert others == {
+        "postgres": "${POSTGRES_IMAGE:-postgres:16-bookworm}",
+        "redis": "${REDIS_IMAGE:-redis:7-bookworm}",
+        "proxy": "${NGINX_IMAGE:-nginx:1.26-bookworm}",
+    }
+
+
+def test_every_queue_has_a_worker_and_sandboxes_never_run_as_the_worker(
+    services: dict[str, Any],
+) -> None:
+    served: list[str] = []
+    for name, service in _console(services).items():
+        if service["command"][0] != "worker":
+            continue
+        queues = service["command"][1].split(",")
+        served += queues
+        if any(q.startswith("sandbox.") for q in queues):
+            # Root in its container so that commands drop to the sandbox user.
+            assert service["user"] == "root", name
+        else:
+            assert "user" not in service, f"{name} needs no root: it runs no command"
+    assert sorted(served) == sorted(QUEUES)
+
+
+def test_web_nodes_are_the_proxys_upstream_and_start_after_migrate(
+    services: dict[str, Any],
+) -> None:
+    conf = (DOCKER_DIR / "nginx" / "console.conf").read_text()
+    webs = sorted(n for n, s in _console(services).items() if s["command"] == ["web"])
+    assert webs == ["web-1", "web-2"]
+    for web in webs:
+        assert f"server {web}:8000;" in conf
+        assert services[web]["depends_on"]["migrate"] == {
+            "condition": "service_completed_successfully"
+        }
+    assert "ssl_certificate     /etc/nginx/certs/console.crt;" in conf
+    assert "proxy_set_header Upgrade $http_upgrade;" in conf
+    assert "./nginx/certs:/etc/nginx/certs:ro" in services["proxy"]["volumes"]
+
+
+def test_the_env_example_names_every_setting_production_requires() -> None:
+    example = (DOCKER_DIR / "console.env.example").read_text()
+    names = set(re.findall(r"^([A-Z_]+)=", example, flags=re.MULTILINE))
+    assert set(MUST_BE_SET) <= names
+    assert "SYNTHORG_ENV=production" in example
+
+
+def _compose_config(directory: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["docker-compose", "-f", "compose.yaml", "--profile", "docker", "config", "-q"],
+        cwd=directory,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_docker_compose_validates_the_file_and_refuses_a_broken_one(tmp_path: Path) -> None:
+    require(shutil.which("docker-compose") is not None, "docker-compose is not installed")
+    shutil.copy(DOCKER_DIR / "compose.yaml", tmp_path / "compose.yaml")
+    shutil.copytree(DOCKER_DIR / "nginx", tmp_path / "nginx")
+    shutil.copy(DOCKER_DIR / "console.env.example", tmp_path / "console.env")
+    done = _compose_config(tmp_path)
+    assert done.returncode == 0, done.stderr
+    # Negative control: the validator refuses a service with an unknown key.
+    broken = yaml.safe_load((tmp_path / "compose.yaml").read_text())
+    broken["services"]["beat"]["restart_policy_typo"] = "always"
+    (tmp_path / "compose.yaml").write_text(yaml.safe_dump(broken))
+    refused = _compose_config(tmp_path)
+    assert refused.returncode != 0 and "restart_policy_typo" in refused.stderr, refused.stderr

@@ -1,0 +1,192 @@
+"""The console's image, built here without a registry, runs a real call end to end.
+
+Its web and worker containers run on the private engine (no bridge: host network,
+loopback only) against this session's PostgreSQL and a Redis database of their own,
+so the session's worker never takes their tasks: an agent's call submitted to the
+web container is run by the worker container's sandbox and answered with the result.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import redis
+from django.conf import settings
+
+from common.testing import free_port, http_status, wait_until
+from synthorg_site.console_image.build import SOURCE_LABEL, build_console_image
+from tests.support.pipeline import own_redis
+from tests.tools_app.sandbox.conftest import docker_engine
+from trust_app.services import agent_create
+
+pytestmark = [pytest.mark.docker, pytest.mark.integration, pytest.mark.django_db(transaction=True)]
+
+REDIS_DB = 14
+CONSOLE_UID = 10002
+MANAGED = {"synthorg.managed": "true"}
+# What docker/compose.yaml gives its workers: the sandboxes make their own namespaces.
+WORKER_CAPABILITIES = ["SYS_ADMIN"]
+WORKER_SECURITY_OPT = ["seccomp=unconfined", "apparmor=unconfined"]
+
+
+def _container(
+    client: Any,
+    image: str,
+    command: list[str],
+    *,
+    environment: dict[str, str],
+    binds: list[str],
+    sandboxes: bool = False,
+) -> Any:
+    """A console container as docker/compose.yaml runs it: as root (web nodes and
+    sandbox workers), on the host's network; a sandbox worker also gets SYS_ADMIN, no
+    seccomp or AppArmor profile and /proc unmasked (``systempaths=unconfined``, which
+    the engine's API spells as empty MaskedPaths and ReadonlyPaths) so the sandboxes
+    can make their own namespaces and mount their own /proc."""
+    options: dict[str, Any] = {
+        "network_mode": "host",
+        "binds": {p: {"bind": p, "mode": "rw"} for p in binds},
+    }
+    if sandboxes:
+        options.update(cap_add=WORKER_CAPABILITIES, security_opt=WORKER_SECURITY_OPT)
+    host_config = client.api.create_host_config(**options)
+    if sandboxes:
+        host_config["MaskedPaths"] = []
+        host_config["ReadonlyPaths"] = []
+    created = client.api.create_container(
+        image, command, user="root", environment=environment, labels=MANAGED,
+        host_config=host_config,
+    )  # fmt: skip
+    container = client.containers.get(created["Id"])
+    container.start()
+    return container
+
+
+@pytest.fixture(scope="module")
+def console_image() -> Iterator[tuple[Any, str]]:
+    """The image built from this source tree (reused when its source label matches)."""
+    client = docker_engine()
+    started = time.monotonic()
+    report = build_console_image(client=client, log=print)
+    print(f"console image {report.method} in {time.monotonic() - started:.1f} s")
+    yield client, report.image
+    client.close()
+
+
+def _redis_socket(url: str) -> str:
+    assert url.startswith("unix://"), "the test session's Redis listens on a unix socket"
+    return url.removeprefix("unix://").split("?", 1)[0]
+
+
+@pytest.fixture(scope="module")
+def console(console_image: tuple[Any, str], test_env: dict[str, str]) -> Iterator[dict[str, Any]]:
+    """A web container (as the console's user) and a worker container (as root)."""
+    client, image = console_image
+    redis_url = own_redis(test_env["REDIS_URL"], REDIS_DB)
+    redis.Redis.from_url(redis_url).flushdb()
+    socket_path = _redis_socket(redis_url)
+    var_dir = str(settings.VAR_DIR)
+    common = {
+        "DATABASE_URL": test_env["DATABASE_URL"],
+        "REDIS_URL": redis_url,
+        "SYNTHORG_ENV": "test",
+        # The session's var/: its keys (one audit chain), and the agents' workspaces.
+        "SYNTHORG_VAR_DIR": var_dir,
+        "LOG_FORMAT": "json",
+    }
+    port = free_port()
+    worker_name = f"console-image-{uuid.uuid4().hex[:8]}"
+    binds = [socket_path, var_dir]
+    containers: list[Any] = []
+    try:
+        web = _container(
+            client, image, ["web"],
+            environment={**common, "HOST": "127.0.0.1", "PORT": str(port)}, binds=binds,
+        )  # fmt: skip
+        containers.append(web)
+        worker = _container(
+            client, image, ["worker"], sandboxes=True,
+            environment={**common, "SYNTHORG_WORKER_NAME": worker_name,
+                         "CELERY_WORKER_CONCURRENCY": "1"},
+            binds=binds,
+        )  # fmt: skip
+        containers.append(worker)
+        url = f"http://127.0.0.1:{port}"
+        beats = redis.Redis.from_url(redis_url)
+
+        def up(container: Any, check: Any) -> bool:
+            container.reload()
+            if container.status == "exited":
+                raise AssertionError(container.logs(tail=60).decode(errors="replace"))
+            return bool(check())
+
+        wait_until(
+            lambda: up(web, lambda: http_status(url + "/healthz") in (200, 503)),
+            timeout=120,
+            what="the web container to answer",
+        )
+        wait_until(
+            lambda: up(worker, lambda: beats.keys(f"synthorg:heartbeat:worker:{worker_name}@*")),
+            timeout=120,
+            what="the worker container's heartbeat",
+        )
+        yield {"url": url, "web": web, "worker": worker, "image": image, "client": client}
+    finally:
+        for container in containers:
+            container.remove(force=True)
+
+
+def _done(http: httpx.Client, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    response = http.post(
+        "/api/v1/invocations/", json={"tool": tool, "arguments": arguments, "wait": 60}
+    )
+    assert response.status_code in (200, 201), response.text
+    body: dict[str, Any] = response.json()
+    return body
+
+
+def test_a_call_through_the_web_container_runs_on_the_worker_container(
+    console: dict[str, Any],
+) -> None:
+    created = agent_create(
+        name=f"agent-{uuid.uuid4().hex[:10]}", access_level="elevated", autonomy="full"
+    )
+    (Path(created.agent.workspace) / "note.txt").write_text("served by the console image")
+    headers = {"Authorization": f"Bearer {created.token}"}
+    with httpx.Client(base_url=console["url"], headers=headers, timeout=90) as http:
+        read = _done(http, "read_file", {"path": "note.txt"})
+        assert read["status"] == "succeeded", (read.get("error"), console["worker"].logs(tail=30))
+        assert "served by the console image" in read["result"]["content"]
+        # The worker container runs as root; the agent's command never does.
+        who = _done(http, "shell_command", {"argv": ["id", "-u"]})
+        assert who["status"] == "succeeded", (who.get("error"), console["worker"].logs(tail=20))
+        assert who["result"]["content"].strip() not in ("", "0"), who
+    # Only the worker container consumes this Redis database's queues.
+    assert "execute_invocation" in console["worker"].logs().decode(errors="replace")
+
+
+def test_the_image_runs_as_the_consoles_user_unless_told_otherwise(
+    console: dict[str, Any],
+) -> None:
+    image = console["client"].images.get(console["image"])
+    assert image.attrs["Config"]["User"] == f"{CONSOLE_UID}:{CONSOLE_UID}"
+    assert image.labels.get(SOURCE_LABEL) and image.labels.get("synthorg.image") == "console"
+    out = console["client"].containers.run(
+        console["image"], network_mode="none", remove=True, labels=MANAGED,
+        entrypoint=["sh", "-c", "id -u; id -u synthorg-sandbox; bwrap --version"],
+    ).decode().split()  # fmt: skip
+    assert out[:2] == [str(CONSOLE_UID), "10001"] and out[2] == "bubblewrap", out
+
+
+def test_an_unknown_role_is_refused_with_the_allowed_ones(console: dict[str, Any]) -> None:
+    out = console["client"].containers.run(
+        console["image"], ["serve"], network_mode="none", remove=True, stderr=True,
+        stdout=True, labels=MANAGED, entrypoint=["sh", "-c", "synthorg \"$@\"; echo rc=$?", "-"],
+    ).decode()  # fmt: skip
+    assert "unknown role 'serve'" in out and "web, worker" in out and "rc=2" in out
