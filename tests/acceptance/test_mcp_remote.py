@@ -247,6 +247,20 @@ def test_only_the_allowlisted_address_is_reached(remote: Remote) -> None:
     assert "remote-api-key" not in log and API_KEY not in log
     assert re.search(r"server locked failed its health check.*no grant of it", log), log[-4000:]
     assert UNGRANTED not in log, "a secret not granted is never named"
+    # Admins read the same reasons in the audit log, one row per server.
+    admin = remote.console.person("admin")
+    try:
+        events = admin.get(
+            "/api/v1/audit/events/", params={"category": "mcp", "outcome": "unavailable"}
+        ).json()["results"]
+    finally:
+        admin.close()
+    reasons = {
+        e["data"]["server"]: e["reason"] for e in events if e["kind"] == "mcp.server_unavailable"
+    }
+    assert set(reasons) == {"moved", "named", "unlisted", "selfsigned", "locked"}, reasons
+    assert "loopback" in reasons["named"] and "no grant" in reasons["locked"], reasons
+    assert UNGRANTED not in json.dumps(reasons)
 
 
 def test_an_allowed_call_runs_on_the_remote_server(remote: Remote) -> None:

@@ -19,12 +19,16 @@ from tools_app.bridge.classify import bridged_contract
 from tools_app.bridge.definitions import CATEGORY, UpstreamTool
 from tools_app.bridge.pinning import definitions_review
 from tools_app.contracts import ContractError, ToolRegistry
-from tools_app.models import ToolDefinition, UpstreamToolRecord
+from tools_app.models import AuditEvent, ToolDefinition, UpstreamToolRecord
 from tools_app.services.audit import Actor, audit_record
 
 log = structlog.get_logger("synthorg.bridge")
 
 ACTOR = Actor.system("mcp-bridge")
+# Rows about a server as a whole (beside the per-tool ``mcp.tool_*`` rows).
+SERVER_UNAVAILABLE = "mcp.server_unavailable"
+SERVER_AVAILABLE = "mcp.server_available"
+SERVER_KINDS = (SERVER_UNAVAILABLE, SERVER_AVAILABLE)
 SOURCE_PREFIX = "mcp:"
 
 
@@ -167,6 +171,8 @@ def bridge_discovery_record(*, server: McpServer, tools: Sequence[UpstreamTool])
         why = f"the MCP server {server.name} no longer lists it (or the config leaves it out)"
         if _mark_unavailable(row, why):
             changed.append(row.name)
+    if _server_was_unavailable(server.name)[0]:
+        _audit_server(server.name, available=True)
     return changed
 
 
@@ -179,11 +185,43 @@ def _mark_unavailable(row: UpstreamToolRecord, reason: str) -> bool:
     return True
 
 
+def _server_was_unavailable(server: str) -> tuple[bool, str]:
+    """Whether the last server-level row of ``server`` says unavailable, and its reason."""
+    last = (
+        AuditEvent.objects.filter(kind__in=SERVER_KINDS, data__server=server)
+        .order_by("-id")
+        .values("kind", "reason")
+        .first()
+    )
+    if last is None or last["kind"] != SERVER_UNAVAILABLE:
+        return False, ""
+    return True, str(last["reason"])
+
+
+def _audit_server(server: str, *, available: bool, reason: str = "") -> None:
+    audit_record(
+        kind=SERVER_AVAILABLE if available else SERVER_UNAVAILABLE,
+        actor=ACTOR,
+        category=CATEGORY,
+        outcome="available" if available else "unavailable",
+        reason=reason,
+        data={"server": server},
+    )
+
+
 @transaction.atomic
 def bridge_server_unavailable(*, server: str, reason: str) -> list[str]:
-    """Every tool of ``server`` unavailable with ``reason`` (it vanished or failed health)."""
+    """Every tool of ``server`` unavailable with ``reason`` (it vanished or failed health).
+
+    The server itself gets a row too (once per reason), so a server that never listed a
+    tool (refused by the SSRF guard, its secrets not granted, never answering) still says
+    why to the admins reading the audit log.
+    """
     rows = UpstreamToolRecord.objects.select_for_update().filter(server=server)
-    return [row.name for row in rows if _mark_unavailable(row, reason)]
+    changed = [row.name for row in rows if _mark_unavailable(row, reason)]
+    if _server_was_unavailable(server) != (True, reason):
+        _audit_server(server, available=False, reason=reason)
+    return changed
 
 
 @transaction.atomic

@@ -78,3 +78,21 @@ def test_a_vanished_server_makes_its_tools_unavailable_with_the_reason(
     assert tool is not None, "unavailable, still known: refused with the reason"
     with pytest.raises(ToolRefusedError, match="srch"):
         tool.preflight({}, {"q": "x"})  # type: ignore[attr-defined]
+
+
+def test_a_server_that_never_listed_says_why_once_and_when_it_is_back() -> None:
+    def rows() -> list[tuple[str, str]]:
+        events = AuditEvent.objects.filter(kind__startswith="mcp.server_", data__server="srch")
+        return list(events.order_by("pk").values_list("kind", "reason"))
+
+    bridge_server_unavailable(server="srch", reason="127.0.0.1 is in the loopback range")
+    bridge_server_unavailable(server="srch", reason="127.0.0.1 is in the loopback range")
+    assert rows() == [("mcp.server_unavailable", "127.0.0.1 is in the loopback range")]
+    bridge_server_unavailable(server="srch", reason="it did not answer")
+    bridge_discovery_record(server=SERVER, tools=[_tool("find")])
+    bridge_discovery_record(server=SERVER, tools=[_tool("find")])
+    assert [kind for kind, _ in rows()] == [
+        "mcp.server_unavailable",
+        "mcp.server_unavailable",
+        "mcp.server_available",
+    ], "each change once; a server that lists is back"
