@@ -4,15 +4,19 @@ Real upstream servers, started by the console's worker inside the namespace sand
 reference servers from npm (`server-everything`, `server-filesystem`, installed by
 `npm ci` from tests/tools_app/bridge/servers/package-lock.json) and Python servers
 written with the official SDK (one with a tool that crashes its process and one that
-hangs; one that vanishes while a flag file exists). Agents call them over REST and with
-the stock MCP client; people decide through the operators' REST endpoint.
+hangs; one that vanishes while a flag file exists; one with a `network` allowlist naming
+the test's own loopback HTTP server and a granted secret). Agents call them over REST and
+with the stock MCP client; people decide through the operators' REST endpoint.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import shutil
 import subprocess
+import sys
 import sysconfig
 import tempfile
 import uuid
@@ -31,11 +35,14 @@ from tests.acceptance.console import (
     agent_client,
     copy_var,
     decide,
+    make_run_env,
+    manage,
     sign_in,
     start_launcher,
     stop_launcher,
 )
 from tests.tools_app.mcp.conftest import with_mcp
+from tests.tools_app.net.servers import LoopbackHttpServer, Reply
 
 SERVERS = Path(__file__).resolve().parents[1] / "tools_app" / "bridge" / "servers"
 EVERYTHING = SERVERS / "node_modules/@modelcontextprotocol/server-everything/dist/index.js"
@@ -43,6 +50,8 @@ FILESYSTEM = SERVERS / "node_modules/@modelcontextprotocol/server-filesystem/dis
 # The suite's own site-packages: the Python servers import the SDK from there.
 SITE = sysconfig.get_paths()["purelib"]
 SLOW_TIMEOUT_SECONDS = 3
+# The value of the secret the networked server is started with (never seen by an agent).
+SERVICE_TOKEN = "svc-token-" + uuid.uuid4().hex
 
 
 @pytest.fixture(scope="session")
@@ -62,7 +71,7 @@ def reference_servers() -> Path:
     return SERVERS
 
 
-def _config(flags: Path) -> str:
+def _config(flags: Path, web_port: int) -> str:
     return f"""
 sandboxing:
   namespace:
@@ -90,6 +99,11 @@ mcp_servers:
   - name: flaky
     transport: stdio
     command: [/usr/bin/python3, "{SERVERS}/py_flaky.py", "{SITE}", "{flags}/down"]
+  - name: netpy
+    transport: stdio
+    command: [/usr/bin/python3, "{SERVERS}/py_net.py", "{SITE}"]
+    network: ["127.0.0.1:{web_port}"]
+    secrets: {{SERVICE_TOKEN: bridge-service-token}}
 """
 
 
@@ -103,13 +117,30 @@ def bridged(
     # Outside /tmp: the sandbox's own /tmp is a private tmpfs over the host's.
     flags = Path(tempfile.mkdtemp(prefix="synthorg-bridge-flags.", dir="/var/tmp"))
     flags.chmod(0o755)
+    web = _net["web"] = LoopbackHttpServer()
+    web.route("/ok", Reply(body=b"allowed body"))
+    web.__enter__()
     config = root / "synthorg.yaml"
-    config.write_text(_config(flags))
+    config.write_text(_config(flags, web.port))
     copy_var(prepared_var, root / "var")
+    env = make_run_env(root / "var")
+    done = subprocess.run(
+        [sys.executable, "manage.py", "synthorg_secret", "set", "bridge-service-token"],
+        input=SERVICE_TOKEN, env=env, capture_output=True, text=True, check=False, timeout=120,
+        cwd=Path(__file__).resolve().parents[2],
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    manage(env, "synthorg_secret", "grant", "bridge-service-token", "--server", "netpy")
     launcher = start_launcher(
         root / "var",
         root / "launcher.log",
-        extra_env={"SYNTHORG_CONFIG": str(config), "SYNTHORG_BRIDGE_HEALTH_INTERVAL": "2"},
+        extra_env={
+            "SYNTHORG_CONFIG": str(config),
+            "SYNTHORG_BRIDGE_HEALTH_INTERVAL": "2",
+            # Waited only while a connection is open: a loaded machine still writes the
+            # connection's row with its call.
+            "SYNTHORG_BRIDGE_EGRESS_SETTLE_SECONDS": "10",
+        },
     )
     try:
         launcher.wait_healthy()
@@ -117,7 +148,10 @@ def bridged(
             launcher=launcher, credentials=Credentials.read(root / "var" / "demo-credentials.txt")
         )
         wait_until(
-            lambda: {"py__echo", "files__read_text_file", "flaky__ping"} <= _listed(console),
+            lambda: (
+                {"py__echo", "files__read_text_file", "flaky__ping", "netpy__env"}
+                <= _listed(console)
+            ),
             timeout=120,
             what="the upstream tools to be discovered",
             poll=0.5,
@@ -128,6 +162,7 @@ def bridged(
         assert TRACEBACK not in launcher.own_output(), launcher.output()[-6000:]
     finally:
         launcher.kill_everything()
+        web.__exit__(None, None, None)
         shutil.rmtree(flags, ignore_errors=True)
 
 
@@ -155,6 +190,7 @@ def _get(console: Console, agent: str, invocation_id: str) -> Any:
 
 
 _workspaces: dict[str, Path] = {}
+_net: dict[str, LoopbackHttpServer] = {}
 
 
 def _workspace(console: Console, agent: str) -> Path:
@@ -377,3 +413,38 @@ def test_people_pages_do_not_break(bridged: tuple[Console, Path]) -> None:
         assert "py__echo" in page.text
     finally:
         admin.close()
+
+
+def test_a_networked_server_reaches_its_allowlist_and_its_secret_never_the_agent(
+    bridged: tuple[Console, Path],
+) -> None:
+    console, _ = bridged
+    web = _net["web"]
+    allowed = _call(console, "build-bot", "netpy__fetch", {"url": web.url("/ok")})
+    assert allowed["status"] == "succeeded", allowed
+    assert allowed["result"]["content"] == "GOT 200 allowed body", allowed
+    # Another loopback address of the same port: refused by the server's own proxy.
+    refused = _call(console, "build-bot", "netpy__fetch", {"url": f"http://127.0.0.2:{web.port}/"})
+    assert refused["result"]["content"].startswith("REFUSED 403"), refused
+    assert web.count("/ok") == 1 and web.count() == 1
+    echoed = _call(console, "build-bot", "netpy__env", {"name": "SERVICE_TOKEN"})
+    assert echoed["status"] == "succeeded", echoed
+    content = echoed["result"]["content"]
+    # The server had the value (its digest), and the agent reads neither it nor its base64.
+    assert hashlib.sha256(SERVICE_TOKEN.encode()).hexdigest() in content, content
+    encoded = base64.b64encode(SERVICE_TOKEN.encode()).decode().rstrip("=")
+    assert SERVICE_TOKEN not in content and encoded not in content, content
+    admin = console.person("admin")
+    try:
+        rows = admin.get("/api/v1/audit/events/", params={"tool": "netpy__fetch"}).json()
+        export = admin.get("/audit/export.jsonl").text
+    finally:
+        admin.close()
+    connections = [e for e in rows["results"] if e["kind"] == "egress.connection"]
+    by_outcome = {e["outcome"]: e for e in connections}
+    assert set(by_outcome) == {"closed", "refused"}, connections
+    assert by_outcome["closed"]["data"]["bytes_down"] > len(b"allowed body")
+    assert by_outcome["closed"]["invocation_id"] == allowed["id"]
+    assert SERVICE_TOKEN not in export and encoded not in export
+    assert "bridge-service-token" in export, "each use of the secret is audited by name"
+    assert SERVICE_TOKEN not in console.launcher.output()
