@@ -130,6 +130,21 @@ def _celery_idle() -> bool:
 
 
 @pytest.fixture(autouse=True)
+def _config_comes_back() -> Iterator[None]:
+    """The config a test loaded (its own SYNTHORG_CONFIG) is not left cached for the
+    tests after it: it is loaded again from the restored setting when it changed."""
+    from common.settings_config import config_reload, synthorg_config
+
+    path = settings.SYNTHORG_CONFIG
+    before = synthorg_config()
+    yield
+    if path != settings.SYNTHORG_CONFIG:
+        settings.SYNTHORG_CONFIG = path
+    if synthorg_config() is not before:
+        config_reload()
+
+
+@pytest.fixture(autouse=True)
 def _celery_worker_settles(request: pytest.FixtureRequest) -> Iterator[None]:
     """A test that used the worker ends only when the worker has finished what the
     test started (trust evaluations and sweeps included), so emptying the

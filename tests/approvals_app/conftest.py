@@ -22,6 +22,8 @@ PASSWORD = "pw-approvals-123456"
 @pytest.fixture
 def approval_config(tmp_path: Path, settings: Any) -> Iterator[Callable[[str], None]]:
     """Write a config file for this test and load it; the defaults come back afterwards."""
+    # Read before any override: at teardown django's settings still hold this test's path.
+    original = django_settings.SYNTHORG_CONFIG
 
     def use(text: str) -> None:
         path = tmp_path / f"synthorg-{uuid.uuid4().hex[:6]}.yaml"
@@ -30,7 +32,7 @@ def approval_config(tmp_path: Path, settings: Any) -> Iterator[Callable[[str], N
         config_reload()
 
     yield use
-    settings.SYNTHORG_CONFIG = django_settings.SYNTHORG_CONFIG
+    settings.SYNTHORG_CONFIG = original
     config_reload()
 
 

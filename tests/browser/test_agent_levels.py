@@ -28,12 +28,13 @@ WEIGHTED_FROM_SANDBOXED = "trust:\n  strategy: weighted\n  initial_level: sandbo
 @pytest.fixture
 def weighted_config(tmp_path: Path, settings: Any) -> Iterator[Path]:
     """Trust that starts every agent at sandboxed, here and in the test's own daphne."""
+    original = django_settings.SYNTHORG_CONFIG  # read before the override below
     path = tmp_path / "synthorg-weighted.yaml"
     path.write_text(WEIGHTED_FROM_SANDBOXED)
     settings.SYNTHORG_CONFIG = str(path)
     config_reload()
     yield path
-    settings.SYNTHORG_CONFIG = django_settings.SYNTHORG_CONFIG
+    settings.SYNTHORG_CONFIG = original
     config_reload()
 
 

@@ -27,12 +27,13 @@ pytestmark = [pytest.mark.browser, pytest.mark.integration]
 @pytest.fixture
 def gated_config(tmp_path: Path, settings: Any) -> Iterator[Path]:
     """This test's config, loaded here and handed to the test's own daphne."""
+    original = django_settings.SYNTHORG_CONFIG  # read before the override below
     path = tmp_path / "synthorg-trust.yaml"
     path.write_text(TERMINAL_GATED)
     settings.SYNTHORG_CONFIG = str(path)
     config_reload()
     yield path
-    settings.SYNTHORG_CONFIG = django_settings.SYNTHORG_CONFIG
+    settings.SYNTHORG_CONFIG = original
     config_reload()
 
 
