@@ -18,7 +18,13 @@ from typing import Final, Literal
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from trust_app.policy.levels import context_action_types
-from trust_app.policy.network import NetworkTargetError, parse_host_port, parse_url
+from trust_app.policy.network import (
+    Endpoint,
+    NetworkTargetError,
+    is_local_or_private,
+    parse_host_port,
+    parse_url,
+)
 from trust_app.policy.strict import StrictModel
 
 SERVER_NAME_RE: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
@@ -178,13 +184,27 @@ class McpServer(StrictModel):
         return self
 
     def _check_http_network(self) -> None:
+        listed: set[tuple[str, int | None]] = set()
         for entry in self.network:
-            if not parse_host_port(entry).is_ip:
+            endpoint = parse_host_port(entry)
+            if not endpoint.is_ip:
                 raise ValueError(
                     f"network: {entry!r}: an http server's network entries name the private "
                     "address it is reached on as IP:port (a name is never trusted to resolve "
                     "to a private address)"
                 )
+            listed.add((endpoint.host, endpoint.port))
+        target = parse_url(str(self.url), schemes=frozenset({"http", "https"}))
+        if (
+            target.is_ip
+            and is_local_or_private(target)
+            and (target.host, target.port) not in listed
+        ):
+            where = Endpoint(target.host, target.port, True).display()
+            raise ValueError(
+                f"url: {where} is a private address, reached only when network names it: "
+                f'add network: ["{where}"]'
+            )
 
     def _check_secrets(self) -> None:
         for target, secret in self.secrets.items():

@@ -5,11 +5,12 @@ One real MCP server written with the official SDK (tests/tools_app/bridge/server
 py_remote.py) serves over HTTP on loopback, on two ports and behind a self-signed
 certificate; the console's config names it several ways: allowlisted by IP:port with a
 granted secret header (the positive control of everything below), through a redirect to
-its other port, by a name resolving to loopback, by its address without an allowlist
-entry, over https, and with a secret nobody granted. Discovery runs only at start (the
-health interval is an hour): anything the console learns later comes from
-`notifications/tools/list_changed`. Agents call through REST and the stock MCP client;
-people decide through the operators' REST endpoint and the admins' review page.
+its other port, by a name resolving to loopback, over https, and with a secret nobody
+granted (its address without an allowlist entry is refused by `synthorg_config check`).
+Discovery runs only at start (the health interval is an hour): anything the console
+learns later comes from `notifications/tools/list_changed`. Agents call through REST and
+the stock MCP client; people decide through the operators' REST endpoint and the admins'
+review page.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from common.testing import free_port, wait_until
+from common.testing import BASE_DIR, free_port, python_argv, wait_until
 from tests.acceptance.conftest import Console, _private_dir
 from tests.acceptance.console import (
     TRACEBACK,
@@ -117,9 +118,6 @@ mcp_servers:
   - name: named
     transport: http
     url: http://localhost:{port}/mcp
-  - name: unlisted
-    transport: http
-    url: http://{here}/mcp
   - name: selfsigned
     transport: http
     url: https://127.0.0.1:{tls_port}/mcp
@@ -232,13 +230,11 @@ def _mcp_names(console: Console, agent: str = "build-bot") -> set[str]:
 def test_only_the_allowlisted_address_is_reached(remote: Remote) -> None:
     listed = _listed(remote.console)
     assert {"remote__echo", "remote__slow", "remote__api_key"} <= listed
-    for refused in ("moved", "named", "unlisted", "selfsigned", "locked"):
+    for refused in ("moved", "named", "selfsigned", "locked"):
         assert not {n for n in listed if n.startswith(f"{refused}__")}, refused
     log = remote.log()
-    # The same server, by the name `localhost` or by its address without an entry in
-    # `network`, is refused by the SSRF guard with the reason.
+    # The same server by the name `localhost` is refused by the SSRF guard with the reason.
     assert re.search(r"server named failed its health check.*localhost.*loopback", log), log[-4000:]
-    assert re.search(r"server unlisted failed its health check.*127\.0\.0\.1.*loopback", log)
     # Its redirect to the other port (a working MCP endpoint, itself allowlisted) is never
     # followed.
     assert re.search(r"server moved failed its health check.*not followed", log), log[-4000:]
@@ -258,9 +254,33 @@ def test_only_the_allowlisted_address_is_reached(remote: Remote) -> None:
     reasons = {
         e["data"]["server"]: e["reason"] for e in events if e["kind"] == "mcp.server_unavailable"
     }
-    assert set(reasons) == {"moved", "named", "unlisted", "selfsigned", "locked"}, reasons
+    assert set(reasons) == {"moved", "named", "selfsigned", "locked"}, reasons
     assert "loopback" in reasons["named"] and "no grant" in reasons["locked"], reasons
     assert UNGRANTED not in json.dumps(reasons)
+
+
+def test_a_private_address_without_its_network_entry_is_refused_at_load(remote: Remote) -> None:
+    config = remote.flags / "unlisted.yaml"
+    url = f"http://127.0.0.1:{remote.port}/mcp"
+    refused = _config_check(config, f"mcp_servers: [{{name: u, transport: http, url: '{url}'}}]")
+    assert refused.returncode == 1, refused.stdout + refused.stderr
+    said = refused.stdout + refused.stderr
+    assert "mcp_servers[0]" in said and f'add network: ["127.0.0.1:{remote.port}"]' in said, said
+    # Control: the same entry with the address in network loads.
+    allowed = _config_check(
+        config,
+        f"mcp_servers: [{{name: u, transport: http, url: '{url}',"
+        f" network: ['127.0.0.1:{remote.port}']}}]",
+    )
+    assert allowed.returncode == 0, allowed.stdout + allowed.stderr
+
+
+def _config_check(path: Path, text: str) -> subprocess.CompletedProcess[str]:
+    path.write_text(text + "\n")
+    return subprocess.run(
+        python_argv("manage.py", "synthorg_config", "check", str(path)),
+        cwd=BASE_DIR, capture_output=True, text=True, check=False, timeout=120,
+    )  # fmt: skip
 
 
 def test_an_allowed_call_runs_on_the_remote_server(remote: Remote) -> None:

@@ -99,6 +99,11 @@ def test_tool_globs_allow_deny_and_classes() -> None:
             "network",
             "IP:port",
         ),
+        (
+            "{name: a, transport: http, url: 'http://10.0.0.7/mcp', network: ['10.0.0.7:81']}",
+            "url",
+            'add network: ["10.0.0.7:80"]',
+        ),
         ("{name: a, transport: stdio, command: [x], tools: {allow: ['a b']}}", "allow", "glob"),
         (
             "{name: a, transport: stdio, command: [x], tools: {action_types: {t: 'code:wrte'}}}",
