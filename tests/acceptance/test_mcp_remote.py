@@ -57,6 +57,8 @@ API_KEY = "remote-key-" + uuid.uuid4().hex
 UNGRANTED = "vault-never-granted"
 # Over the output cap (1 MiB by default), under the response cap (4 MiB).
 BIG = 1_500_000
+# Over the response cap: one streamed event too large to read.
+HUGE = 5_000_000
 
 
 @dataclass
@@ -404,6 +406,10 @@ def test_an_oversized_answer_is_cut_and_an_endless_one_refused(remote: Remote) -
     flood = _call(remote.console, "build-bot", "remote__flood", {})
     assert flood["status"] == "failed", flood
     assert "SYNTHORG_BRIDGE_MAX_RESPONSE_BYTES" in flood["error"]["message"], flood
+    # A streamed answer is bounded per event by the same setting.
+    huge = _call(remote.console, "build-bot", "remote__big", {"size": HUGE})
+    assert huge["status"] == "failed", huge
+    assert "byte limit" in huge["error"]["message"], huge
     again = _call(remote.console, "build-bot", "remote__echo", {"text": "after the flood"})
     assert again["status"] == "succeeded", again
 
