@@ -23,7 +23,7 @@ from common.config.mcp import McpServer
 from tools_app.builtin.base import RefusalCode, ToolOutcome, ToolRefusedError
 from tools_app.sanitize.known import known_secrets_for
 from tools_app.sanitize.redaction import redact_counted
-from tools_app.sanitize.structure import redact_structure
+from tools_app.sanitize.structure import sanitize_structure
 
 
 def server_secret_values(
@@ -83,11 +83,15 @@ class SecretRedactor:
         return redact_counted(text, self._known, shapes=False)[0]
 
     def structure(self, value: Any) -> Any:
+        # Known values only: the shape stays, so a result still matches its output schema.
         if not self.values or value is None:
             return value
-        return redact_structure(
-            value, self.values, min_secret_length=settings.SYNTHORG_SECRET_MIN_LENGTH
-        )
+        return sanitize_structure(
+            value,
+            known_secrets=self.values,
+            min_secret_length=settings.SYNTHORG_SECRET_MIN_LENGTH,
+            shapes=False,
+        ).value
 
     def outcome(self, outcome: ToolOutcome) -> ToolOutcome:
         if not self.values:

@@ -60,12 +60,15 @@ def _leaks(value: str, text: str) -> list[str]:
 
 
 def _echo(server: str, agent: Agent, workspace: Path) -> tuple[str, str, str]:
-    """The server's echo of SERVICE_TOKEN: raw outcome, the agent's view, invocation id."""
+    """The server's echo of SERVICE_TOKEN: raw outcome, the agent's view (text and
+    structured result, which the SDK also sends), invocation id."""
     outcome, settled, invocation = call(
         f"{server}__env", {"name": "SERVICE_TOKEN"}, agent=agent, workspace=workspace
     )
     assert not outcome.is_error, outcome
-    return outcome.content, settled.content, invocation
+    assert outcome.structured is not None and settled.structured is not None
+    structured = json.dumps([outcome.structured, settled.structured])
+    return outcome.content + structured, settled.content + structured, invocation
 
 
 def _digest(value: str) -> str:
@@ -92,7 +95,7 @@ def test_a_granted_secret_reaches_the_shared_server_and_never_the_agent(
         assert "SERVICE_TOKEN=" in raw and not _leaks(value, raw), raw
         assert not _leaks(value, shown), shown
         # Control: a server without `secrets` has no such variable.
-        assert _echo(plain, agent, workspace)[0] == "SERVICE_TOKEN is not set"
+        assert _echo(plain, agent, workspace)[0].startswith("SERVICE_TOKEN is not set")
         # A rotated secret restarts the warm server with the new value.
         rotated = "svc-" + secrets.token_urlsafe(24)
         secret_set(name=secret, value=rotated, actor=ADMIN)
