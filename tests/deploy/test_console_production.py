@@ -24,6 +24,8 @@ pytestmark = [pytest.mark.docker, pytest.mark.integration]
 
 REDIS_DB = 15
 VAR = "/var/lib/synthorg"
+# As docker/compose.yaml gives every console container: its own metrics directory.
+METRICS_TMPFS = {f"{VAR}/metrics": "uid=10002,gid=10002,mode=0700"}
 
 
 @pytest.fixture(scope="module")
@@ -89,7 +91,7 @@ def test_migrate_then_a_web_node_serve_the_console_as_its_own_user(
     web = production["client"].containers.run(
         production["image"], ["web"], detach=True, network_mode="host", labels=MANAGED,
         environment={**production["env"], "HOST": "127.0.0.1", "PORT": str(port)},
-        volumes=production["volumes"],
+        volumes=production["volumes"], tmpfs=METRICS_TMPFS,
     )  # fmt: skip
     try:
         url = f"http://127.0.0.1:{port}"
@@ -102,6 +104,8 @@ def test_migrate_then_a_web_node_serve_the_console_as_its_own_user(
 
         wait_until(answers, timeout=120, what="the production web container to answer")
         assert web.exec_run(["id", "-u"]).output.decode().strip() == "10002"
+        mounts = web.exec_run(["cat", "/proc/mounts"]).output.decode()
+        assert f"tmpfs {VAR}/metrics tmpfs" in mounts, mounts
         with httpx.Client(base_url=url, timeout=30) as http:
             page = http.get("/accounts/login/")
             assert page.status_code == 200, page.text[:500]
