@@ -43,6 +43,7 @@ def _container(
     environment: dict[str, str],
     binds: list[str],
     sandboxes: bool = False,
+    network_mode: str = "host",
 ) -> Any:
     """A console container as docker/compose.yaml runs it: as root (web nodes and
     sandbox workers), on the host's network; a sandbox worker also gets SYS_ADMIN, no
@@ -190,3 +191,29 @@ def test_an_unknown_role_is_refused_with_the_allowed_ones(console: dict[str, Any
         stdout=True, labels=MANAGED, entrypoint=["sh", "-c", "synthorg \"$@\"; echo rc=$?", "-"],
     ).decode()  # fmt: skip
     assert "unknown role 'serve'" in out and "web, worker" in out and "rc=2" in out
+
+
+def _probe(console: dict[str, Any], *, sandboxes: bool) -> tuple[int, str]:
+    container = _container(
+        console["client"], console["image"], ["manage", "synthorg_sandbox", "probe"],
+        environment={"SYNTHORG_ENV": "test", "SYNTHORG_VAR_DIR": "/tmp/probe-var"},
+        binds=[], sandboxes=sandboxes, network_mode="none",
+    )  # fmt: skip
+    try:
+        status = container.wait(timeout=120)["StatusCode"]
+        return status, container.logs().decode(errors="replace")
+    finally:
+        container.remove(force=True)
+
+
+def test_a_worker_without_the_sandbox_options_reports_its_backends_broken(
+    console: dict[str, Any],
+) -> None:
+    # Docker's default confinement: the sandboxes cannot make their namespaces, and the
+    # probe says so (calls are then refused, never run unconfined).
+    status, out = _probe(console, sandboxes=False)
+    assert status == 1 and "configured but not working here" in out, out[-2000:]
+    assert "namespace" in out.rsplit("configured but not working here", 1)[1]
+    # Positive control: with compose's worker options every configured backend works.
+    status, out = _probe(console, sandboxes=True)
+    assert status == 0 and "configured but not working here" not in out, out[-2000:]
