@@ -44,6 +44,7 @@ def _container(
     binds: list[str],
     sandboxes: bool = False,
     network_mode: str = "host",
+    var_dir: str | None = None,
 ) -> Any:
     """A console container as docker/compose.yaml runs it: as root (web nodes and
     sandbox workers), on the host's network; a sandbox worker also gets SYS_ADMIN, no
@@ -51,9 +52,13 @@ def _container(
     the engine's API spells as empty MaskedPaths and ReadonlyPaths) so the sandboxes
     can make their own namespaces and mount their own /proc."""
     options: dict[str, Any] = {
-        "network_mode": "host",
+        "network_mode": network_mode,
         "binds": {p: {"bind": p, "mode": "rw"} for p in binds},
     }
+    if var_dir:
+        # Its own metrics directory, as compose gives each container: the session's
+        # var/metrics never holds files of processes living in another pid namespace.
+        options["tmpfs"] = {f"{var_dir}/metrics": "mode=0700"}
     if sandboxes:
         options.update(cap_add=WORKER_CAPABILITIES, security_opt=WORKER_SECURITY_OPT)
     host_config = client.api.create_host_config(**options)
@@ -109,13 +114,14 @@ def console(console_image: tuple[Any, str], test_env: dict[str, str]) -> Iterato
         web = _container(
             client, image, ["web"],
             environment={**common, "HOST": "127.0.0.1", "PORT": str(port)}, binds=binds,
+            var_dir=var_dir,
         )  # fmt: skip
         containers.append(web)
         worker = _container(
             client, image, ["worker"], sandboxes=True,
             environment={**common, "SYNTHORG_WORKER_NAME": worker_name,
                          "CELERY_WORKER_CONCURRENCY": "1"},
-            binds=binds,
+            binds=binds, var_dir=var_dir,
         )  # fmt: skip
         containers.append(worker)
         url = f"http://127.0.0.1:{port}"
