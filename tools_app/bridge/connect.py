@@ -23,7 +23,7 @@ import httpx2 as httpx
 import mcp_types as types
 import structlog
 from django.conf import settings
-from django.db import close_old_connections
+from django.db import close_old_connections, connections
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
@@ -157,7 +157,9 @@ def _server_headers_now(server: McpServer) -> dict[str, str]:
             "was not reached without it."
         ) from None
     finally:
-        close_old_connections()
+        # An executor thread of a loop that may end with the listing: its connection goes
+        # now rather than when the thread is collected (CONN_MAX_AGE keeps it otherwise).
+        connections.close_all()
 
 
 async def server_headers(server: McpServer) -> dict[str, str]:
