@@ -9,13 +9,19 @@ calls :func:`build_console_image`.
 
 from __future__ import annotations
 
+import subprocess
 import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from synthorg_site.console_image.context import prepare_context, source_digest, source_files
+from synthorg_site.console_image.context import (
+    BASE_PYTHON,
+    prepare_context,
+    source_digest,
+    source_files,
+)
 from synthorg_site.console_image.errors import ConsoleImageError
 from tools_app.sandbox.engine import connect, sdk_errors
 from tools_app.sandbox.image import SANDBOX_IMAGE, build_sandbox_image, default_cache_dir
@@ -60,6 +66,7 @@ def build_console_image(
     digest = source_digest(files) + "-" + base_id.removeprefix("sha256:")[:12]
     if not force and _labelled(engine, tag, digest):
         return ConsoleImageReport(tag, "present", digest)
+    _same_python(engine, base)
     with tempfile.TemporaryDirectory(prefix="synthorg-console-build-", dir=cache) as tmp:
         context = Path(tmp)
         prepare_context(context, cache_dir=cache, files=files, log=log)
@@ -84,6 +91,23 @@ def build_console_image(
         except errors.DockerException as exc:
             raise ConsoleImageError(f"docker build of {tag} failed: {exc}") from exc
     return ConsoleImageReport(tag, "built", digest)
+
+
+def _same_python(engine: Any, base: str) -> None:
+    """The dependencies are installed here for the base's Python: both must be one release
+    (compiled extensions and bytecode are per release)."""
+    ask = ["python3", "-c", "import sys; print('%d.%d' % sys.version_info[:2])"]
+    host = subprocess.run([BASE_PYTHON, *ask[1:]], capture_output=True, text=True, check=False)
+    try:
+        inside = engine.containers.run(base, ask, remove=True, network_mode="none", user="0")
+    except sdk_errors().DockerException as exc:
+        raise ConsoleImageError(f"cannot run python3 in the base image {base}: {exc}") from exc
+    if host.stdout.strip() != inside.decode().strip():
+        raise ConsoleImageError(
+            f"{BASE_PYTHON} here is Python {host.stdout.strip() or '?'} but the base image "
+            f"{base} has {inside.decode().strip()}: build on a Debian host of the base's "
+            "release (Debian 12 for the default base)"
+        )
 
 
 def _labelled(engine: Any, tag: str, digest: str) -> bool:
