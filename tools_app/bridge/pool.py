@@ -11,7 +11,8 @@ A server whose entry names ``network`` gets its egress proxy (``bridge.egress``)
 starts and loses it after it stops; the call's task drains the proxy's records after each
 call (``egress_records``), and what is left is audited when the server stops. A server
 naming ``secrets`` is started with the values its call brought (``bridge.credentials``);
-a warm server whose values differ (a rotated secret) is stopped and started again.
+a warm server whose values differ (a rotated secret) is replaced: new calls get a server
+started with the new values, and the old one is stopped once its calls in flight end.
 
 The Celery task waits for the call in slices of ``SYNTHORG_BRIDGE_CANCEL_POLL_SECONDS``,
 looking whether the console's call was cancelled; a cancel or the tool's timeout cancels
@@ -74,6 +75,7 @@ class WarmServer:
     task: asyncio.Task[None] | None = None
     egress: ServerEgress | None = None
     secrets_digest: str = ""
+    retiring: bool = False  # replaced (a rotated secret): stopped when its last call ends
 
     @property
     def alive(self) -> bool:
@@ -145,7 +147,8 @@ class BridgePool:
         await asyncio.get_running_loop().run_in_executor(None, record_listing, warm.server, tools)
 
     async def _stop(self, warm: WarmServer) -> None:
-        self.servers.pop(warm.key, None)
+        if self.servers.get(warm.key) is warm:
+            del self.servers[warm.key]
         warm.stop.set()
         if warm.task is not None:
             with contextlib.suppress(BaseException):
@@ -174,7 +177,12 @@ class BridgePool:
         async with self.lock:
             warm = self.servers.get(key)
             if warm is not None and warm.secrets_digest != digest:
-                log.info("bridge_server_secrets_changed", server=server.name)
+                log.info("bridge_server_secrets_changed", server=server.name, busy=warm.busy)
+                if warm.busy > 0:
+                    # Its calls in flight finish with the values they started with.
+                    warm.retiring = True
+                    del self.servers[key]
+                    warm = None
             elif warm is not None and warm.alive and warm.session is not None:
                 try:
                     await asyncio.wait_for(warm.session.send_ping(), server.timeout_seconds)
@@ -217,6 +225,8 @@ class BridgePool:
         finally:
             warm.busy -= 1
             warm.last_used = time.monotonic()
+            if warm.retiring and warm.busy == 0:
+                await self._stop(warm)
 
     def egress_records(self, key: PoolKey) -> tuple[list[ConnectionRecord], int]:
         """Drain the records of ``key``'s proxy (any thread); nothing when it has none."""

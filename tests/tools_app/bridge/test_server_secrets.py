@@ -15,15 +15,17 @@ import hashlib
 import json
 import secrets
 import shutil
+import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from django.db import connection
 
 from common.config.mcp import McpServer
-from common.testing import in_fresh_thread
+from common.testing import in_fresh_thread, wait_until
 from secrets_app.services import secret_grant, secret_set
 from tests.tools_app.bridge.bridged import NET_SERVER, bridged_servers, call, server_name
 from tests.tools_app.sandbox.conftest import make_workspace
@@ -71,6 +73,14 @@ def _echo(server: str, agent: Agent, workspace: Path) -> tuple[str, str, str]:
     return outcome.content + structured, settled.content + structured, invocation
 
 
+def _discover(server: McpServer) -> None:
+    """Discovery in a thread of its own, whose database connection goes with it."""
+    try:
+        discover_server(server)
+    finally:
+        connection.close()
+
+
 def _digest(value: str) -> str:
     return "sha256=" + hashlib.sha256(value.encode()).hexdigest()
 
@@ -109,6 +119,52 @@ def test_a_granted_secret_reaches_the_shared_server_and_never_the_agent(
     assert not _leaks(value, trail) and not _leaks(rotated, trail)
 
 
+def test_a_rotation_replaces_the_server_without_cutting_a_call_in_flight(
+    settings: Any, tmp_path: Path, workspace: Path
+) -> None:
+    agent = _agent("sec-rotate")
+    secret = f"SVC_{uuid.uuid4().hex[:8]}"
+    old, new = ("svc-" + secrets.token_urlsafe(24) for _ in range(2))
+    name = server_name("rot")
+    secret_set(name=secret, value=old, actor=ADMIN)
+    secret_grant(name=secret, agent=None, server=name, actor=ADMIN)
+    servers = [{"transport": "stdio", "command": NET_SERVER, "name": name,
+                "secrets": {"SERVICE_TOKEN": secret}}]  # fmt: skip
+    with bridged_servers(settings, tmp_path, servers):
+        # A call that is still running when the secret rotates.
+        slow: dict[str, Any] = {}
+
+        def run_slow() -> None:
+            try:
+                slow["outcome"] = call(
+                    f"{name}__env_later", {"name": "SERVICE_TOKEN", "seconds": 4},
+                    agent=agent, workspace=workspace,
+                )[0]  # fmt: skip
+            finally:
+                connection.close()  # this thread's own database connection
+
+        thread = threading.Thread(target=run_slow)
+        thread.start()
+        pool = bridge_pool()
+        wait_until(
+            lambda: (w := pool.servers.get((name, None))) is not None and w.busy > 0,
+            timeout=60, what="the slow call to be in flight", poll=0.05,
+        )  # fmt: skip
+        first = pool.servers[(name, None)]
+        secret_set(name=secret, value=new, actor=ADMIN)
+        # The next call gets a server started with the new value...
+        assert _digest(new) in _echo(name, agent, workspace)[0]
+        assert pool.servers[(name, None)] is not first
+        # ...and the call in flight ends normally, with the value it started with.
+        thread.join(60)
+        outcome = slow["outcome"]
+        assert not outcome.is_error, outcome
+        assert _digest(old) in outcome.content, outcome.content
+        # The replaced server stopped once its call ended.
+        wait_until(lambda: first.task is not None and first.task.done(), timeout=30,
+                   what="the replaced server to stop")  # fmt: skip
+
+
 def test_a_server_whose_secret_is_not_granted_is_refused_without_confirming_the_name(
     settings: Any, tmp_path: Path, workspace: Path
 ) -> None:
@@ -139,7 +195,7 @@ def test_a_server_whose_secret_is_not_granted_is_refused_without_confirming_the_
         # A shared server whose secret is not granted fails its health check: never
         # listed (started) without it, in words naming no secret.
         shared = McpServer.model_validate({**servers[1], "state": "worker", "name": missing})
-        in_fresh_thread(functools.partial(discover_server, shared))
+        in_fresh_thread(functools.partial(_discover, shared))
         with pytest.raises(ToolRefusedError) as held:
             _echo(missing, granted, workspace)
         assert "health check" in held.value.reason and "secret" in held.value.reason, (

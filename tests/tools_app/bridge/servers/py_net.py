@@ -2,8 +2,9 @@
 
 Tools: ``fetch`` (an HTTP GET with urllib, which honours the proxy variables),
 ``connect`` (a raw TCP connect that ignores them: the bypass attempt), ``hold`` (a
-tunnel left open after the call) and ``env`` (one
-environment variable, plain and base64: a server careless with its credentials).
+tunnel left open after the call), ``env`` (one
+environment variable, plain and base64: a server careless with its credentials) and
+``env_later`` (the same after a pause: a call still running when a secret rotates).
 """
 
 import base64
@@ -77,6 +78,16 @@ def env(name: str) -> str:
         return f"{name} is not set"
     digest = hashlib.sha256(value.encode()).hexdigest()
     return f"{name}={value} base64={base64.b64encode(value.encode()).decode()} sha256={digest}"
+
+
+@server.tool(annotations=READ)
+async def env_later(name: str, seconds: float) -> str:
+    """``env`` after ``seconds``, as the variable was when the call started."""
+    import anyio
+
+    before = env(name)
+    await anyio.sleep(seconds)
+    return before
 
 
 if __name__ == "__main__":
