@@ -190,7 +190,7 @@ def test_a_worker_killed_mid_call_loses_and_doubles_nothing(
     row, token = agent()
     with _client(nodes.web[0], token) as on_a:
         created = on_a.post(
-            "/api/v1/invocations/", json={"tool": tool, "arguments": {"seconds": 20}}
+            "/api/v1/invocations/", json={"tool": tool, "arguments": {"seconds": 10}}
         )
         assert created.status_code == 201, created.text
         invocation_id = created.json()["id"]
