@@ -54,12 +54,16 @@ def make_run_env(var_dir: Path, *, port: int | None = None) -> dict[str, str]:
     return env
 
 
-def manage(env: Mapping[str, str], *args: str, timeout: float = 300) -> str:
-    """Run `manage.py ARGS` as a user would; return its output, fail on a non-zero exit."""
+def manage(
+    env: Mapping[str, str], *args: str, timeout: float = 300, stdin: str | None = None
+) -> str:
+    """Run `manage.py ARGS` as a user would (``stdin`` typed in, as `synthorg_secret set`
+    reads its value); return its output, fail on a non-zero exit."""
     done = subprocess.run(
         python_argv("manage.py", *args),
         cwd=BASE_DIR,
         env=dict(env),
+        input=stdin,
         capture_output=True,
         text=True,
         timeout=timeout,

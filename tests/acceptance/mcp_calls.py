@@ -8,6 +8,7 @@ import httpx
 
 from common.testing import wait_until
 from tests.acceptance.conftest import Console
+from tests.acceptance.console import agent_client
 from tests.tools_app.mcp.conftest import with_mcp
 
 
@@ -64,3 +65,29 @@ def late_approval(operator: httpx.Client, request_id: str) -> httpx.Response:
     return operator.post(
         f"/api/v1/approvals/{request_id}/decide/", json={"decision": "approve", "reason": ""}
     )
+
+
+def tools_listed(console: Console, agent: str = "build-bot") -> set[str]:
+    """The tool names `GET /api/v1/tools/` gives ``agent``."""
+    with console.agent(agent) as http:
+        answer = http.get("/api/v1/tools/")
+        assert answer.status_code == 200, answer.text
+        return {t["name"] for t in answer.json()["tools"]}
+
+
+def rest_call(
+    console: Console, agent: str, tool: str, arguments: dict[str, Any], wait: int = 30
+) -> Any:
+    """``agent``'s call of ``tool`` over REST, waiting up to ``wait`` s; the invocation."""
+    with agent_client(console.base_url, console.credentials.agents[agent]) as http:
+        answer = http.post(
+            "/api/v1/invocations/", json={"tool": tool, "arguments": arguments, "wait": wait}
+        )
+        assert answer.status_code in (200, 201), answer.text
+        return answer.json()
+
+
+def invocation_of(console: Console, agent: str, invocation_id: str) -> Any:
+    """The invocation as ``agent`` reads it now."""
+    with console.agent(agent) as http:
+        return http.get(f"/api/v1/invocations/{invocation_id}/").json()

@@ -16,7 +16,6 @@ import hashlib
 import json
 import shutil
 import subprocess
-import sys
 import sysconfig
 import tempfile
 import uuid
@@ -32,7 +31,6 @@ from tests.acceptance.conftest import Console, _private_dir
 from tests.acceptance.console import (
     TRACEBACK,
     Credentials,
-    agent_client,
     copy_var,
     decide,
     make_run_env,
@@ -41,6 +39,7 @@ from tests.acceptance.console import (
     start_launcher,
     stop_launcher,
 )
+from tests.acceptance.mcp_calls import invocation_of, rest_call, tools_listed
 from tests.tools_app.mcp.conftest import with_mcp
 from tests.tools_app.net.servers import LoopbackHttpServer, Reply
 
@@ -124,12 +123,7 @@ def bridged(
     config.write_text(_config(flags, web.port))
     copy_var(prepared_var, root / "var")
     env = make_run_env(root / "var")
-    done = subprocess.run(
-        [sys.executable, "manage.py", "synthorg_secret", "set", "bridge-service-token"],
-        input=SERVICE_TOKEN, env=env, capture_output=True, text=True, check=False, timeout=120,
-        cwd=Path(__file__).resolve().parents[2],
-    )  # fmt: skip
-    assert done.returncode == 0, done.stdout + done.stderr
+    manage(env, "synthorg_secret", "set", "bridge-service-token", stdin=SERVICE_TOKEN)
     manage(env, "synthorg_secret", "grant", "bridge-service-token", "--server", "netpy")
     launcher = start_launcher(
         root / "var",
@@ -150,7 +144,7 @@ def bridged(
         wait_until(
             lambda: (
                 {"py__echo", "files__read_text_file", "flaky__ping", "netpy__env"}
-                <= _listed(console)
+                <= tools_listed(console)
             ),
             timeout=120,
             what="the upstream tools to be discovered",
@@ -164,29 +158,6 @@ def bridged(
         launcher.kill_everything()
         web.__exit__(None, None, None)
         shutil.rmtree(flags, ignore_errors=True)
-
-
-def _listed(console: Console, agent: str = "build-bot") -> set[str]:
-    with console.agent(agent) as http:
-        answer = http.get("/api/v1/tools/")
-        assert answer.status_code == 200, answer.text
-        return {t["name"] for t in answer.json()["tools"]}
-
-
-def _call(
-    console: Console, agent: str, tool: str, arguments: dict[str, Any], wait: int = 30
-) -> Any:
-    with agent_client(console.base_url, console.credentials.agents[agent]) as http:
-        answer = http.post(
-            "/api/v1/invocations/", json={"tool": tool, "arguments": arguments, "wait": wait}
-        )
-        assert answer.status_code in (200, 201), answer.text
-        return answer.json()
-
-
-def _get(console: Console, agent: str, invocation_id: str) -> Any:
-    with console.agent(agent) as http:
-        return http.get(f"/api/v1/invocations/{invocation_id}/").json()
 
 
 _workspaces: dict[str, Path] = {}
@@ -203,11 +174,11 @@ def test_discovered_tools_are_listed_to_permitted_agents_only(
     bridged: tuple[Console, Path],
 ) -> None:
     console, _ = bridged
-    listed = _listed(console)
+    listed = tools_listed(console)
     assert {"py__echo", "py__note", "everything__get-tiny-image", "files__list_directory"} <= listed
     assert "py__whoami" not in listed, "tools.deny leaves a tool out"
     assert "everything__toggle-simulated-logging" not in listed, "not in tools.allow"
-    assert not {n for n in _listed(console, "research-bot") if "__" in n}, (
+    assert not {n for n in tools_listed(console, "research-bot") if "__" in n}, (
         "the restricted level has no mcp category"
     )
     with console.agent("build-bot") as http:
@@ -233,7 +204,7 @@ def test_an_allowed_call_runs_upstream_and_is_audited_with_the_server(
 ) -> None:
     console, _ = bridged
     word = uuid.uuid4().hex[:8]
-    done = _call(console, "build-bot", "py__echo", {"text": word})
+    done = rest_call(console, "build-bot", "py__echo", {"text": word})
     assert done["status"] == "succeeded", done
     assert done["result"]["content"] == f"echo: {word}"
     admin = console.person("admin")
@@ -277,7 +248,7 @@ def test_a_write_waits_for_a_person_then_runs_in_the_agents_workspace(
 ) -> None:
     console, _ = bridged
     name = f"note-{uuid.uuid4().hex[:8]}.txt"
-    first = _call(console, "ops-bot", "py__note", {"name": name, "text": "approved"}, wait=0)
+    first = rest_call(console, "ops-bot", "py__note", {"name": name, "text": "approved"}, wait=0)
     assert first["status"] == "pending_approval", first
     assert not (_workspace(console, "ops-bot") / name).exists(), "nothing runs before a person"
     operator = console.person("operator")
@@ -286,7 +257,7 @@ def test_a_write_waits_for_a_person_then_runs_in_the_agents_workspace(
     finally:
         operator.close()
     wait_until(
-        lambda: _get(console, "ops-bot", first["id"])["status"] == "succeeded",
+        lambda: invocation_of(console, "ops-bot", first["id"])["status"] == "succeeded",
         timeout=60, what="the approved call to run", poll=0.3,
     )  # fmt: skip
     assert (_workspace(console, "ops-bot") / name).read_text() == "approved"
@@ -298,10 +269,10 @@ def test_a_cancelled_call_is_cancelled_upstream(bridged: tuple[Console, Path]) -
     # The tool's timeout is 3 s from the moment the server has the call, so the cancel is
     # sent as soon as the server says it started (its marker file), not at "running" alone,
     # which a cold server start can precede by seconds.
-    started = _call(console, "build-bot", "py__slow", {"seconds": 60, "marker": marker}, wait=0)
+    started = rest_call(console, "build-bot", "py__slow", {"seconds": 60, "marker": marker}, wait=0)
     started_file = _workspace(console, "build-bot") / f"started-{marker}"
     wait_until(started_file.exists, timeout=30, what="the server to start the slow call", poll=0.02)
-    assert _get(console, "build-bot", started["id"])["status"] == "running"
+    assert invocation_of(console, "build-bot", started["id"])["status"] == "running"
     with console.agent("build-bot") as http:
         cancelled = http.post(f"/api/v1/invocations/{started['id']}/cancel/").json()
     assert cancelled["status"] == "cancelled", cancelled
@@ -314,11 +285,11 @@ def test_a_hanging_call_times_out_and_is_cancelled_upstream(
 ) -> None:
     console, _ = bridged
     marker = uuid.uuid4().hex[:8]
-    done = _call(console, "build-bot", "py__slow", {"seconds": 60, "marker": marker})
+    done = rest_call(console, "build-bot", "py__slow", {"seconds": 60, "marker": marker})
     assert done["status"] == "timed_out", done
     marker_file = _workspace(console, "build-bot") / f"cancelled-{marker}"
     wait_until(marker_file.exists, timeout=30, what="the server to see notifications/cancelled")
-    control = _call(console, "build-bot", "py__slow", {"seconds": 0.1, "marker": marker + "x"})
+    control = rest_call(console, "build-bot", "py__slow", {"seconds": 0.1, "marker": marker + "x"})
     assert control["status"] == "succeeded", control
 
 
@@ -326,35 +297,35 @@ def test_a_server_that_crashes_mid_call_fails_it_and_is_restarted(
     bridged: tuple[Console, Path],
 ) -> None:
     console, _ = bridged
-    crashed = _call(console, "build-bot", "py__crash", {})
+    crashed = rest_call(console, "build-bot", "py__crash", {})
     assert crashed["status"] == "failed", crashed
     assert "py" in crashed["error"]["message"], crashed
-    again = _call(console, "build-bot", "py__echo", {"text": "back"})
+    again = rest_call(console, "build-bot", "py__echo", {"text": "back"})
     assert again["status"] == "succeeded", again
 
 
 def test_a_server_error_reaches_the_agent_as_its_message(bridged: tuple[Console, Path]) -> None:
     console, _ = bridged
-    failed = _call(console, "build-bot", "py__fail", {"why": "quota of widgets"})
+    failed = rest_call(console, "build-bot", "py__fail", {"why": "quota of widgets"})
     assert failed["status"] == "failed", failed
     assert "upstream says no: quota of widgets" in failed["error"]["message"], failed
 
 
 def test_every_content_type_is_mapped(bridged: tuple[Console, Path]) -> None:
     console, _ = bridged
-    image = _call(console, "build-bot", "everything__get-tiny-image", {})
+    image = rest_call(console, "build-bot", "everything__get-tiny-image", {})
     assert image["status"] == "succeeded", image
     assert "[image image/png" in image["result"]["content"]
     blocks = image["result"]["structured"]["content"]
     assert any(b["type"] == "image" and b["data"] for b in blocks)
-    structured = _call(
+    structured = rest_call(
         console, "build-bot", "everything__get-structured-content", {"location": "New York"}
     )
     assert structured["status"] == "succeeded", structured
     assert (
         isinstance(structured["result"]["structured"], dict) and structured["result"]["structured"]
     )
-    resource = _call(console, "build-bot", "everything__get-resource-reference", {})
+    resource = rest_call(console, "build-bot", "everything__get-resource-reference", {})
     assert resource["status"] == "succeeded", resource
     assert "[resource " in resource["result"]["content"]
 
@@ -365,20 +336,22 @@ def test_the_filesystem_server_is_confined_to_the_agents_workspace(
     console, _ = bridged
     workspace = _workspace(console, "build-bot")
     (workspace / "inside.txt").write_text("inside the workspace\n")
-    inside = _call(console, "build-bot", "files__read_text_file", {"path": "/workspace/inside.txt"})
+    inside = rest_call(
+        console, "build-bot", "files__read_text_file", {"path": "/workspace/inside.txt"}
+    )
     assert inside["status"] == "succeeded", inside
     assert "inside the workspace" in inside["result"]["content"]
     # The server's own check refuses a path outside its root...
-    outside = _call(console, "build-bot", "files__read_text_file", {"path": "/etc/passwd"})
+    outside = rest_call(console, "build-bot", "files__read_text_file", {"path": "/etc/passwd"})
     assert outside["status"] == "failed", outside
     # ...and the sandbox holds where a server checks nothing: the console's database
     # file is not there (control: the same tool reads a workspace file).
     for secret in (console.var_dir / "synthorg.sqlite3", SERVERS.parents[3] / "manage.py"):
         assert secret.exists()
-        leaked = _call(console, "build-bot", "py__read_path", {"path": str(secret)})
+        leaked = rest_call(console, "build-bot", "py__read_path", {"path": str(secret)})
         assert leaked["status"] == "failed", leaked
         assert "No such file" in leaked["error"]["message"], leaked
-    control = _call(console, "build-bot", "py__read_path", {"path": "/workspace/inside.txt"})
+    control = rest_call(console, "build-bot", "py__read_path", {"path": "/workspace/inside.txt"})
     assert control["status"] == "succeeded" and "inside" in control["result"]["content"]
 
 
@@ -386,20 +359,20 @@ def test_a_server_that_vanishes_makes_its_tools_unavailable_with_a_reason(
     bridged: tuple[Console, Path],
 ) -> None:
     console, flags = bridged
-    assert _call(console, "build-bot", "flaky__ping", {})["status"] == "succeeded"
+    assert rest_call(console, "build-bot", "flaky__ping", {})["status"] == "succeeded"
     (flags / "down").write_text("down")
     try:
 
         def refused() -> bool:
-            answer = _call(console, "build-bot", "flaky__ping", {}, wait=0)
+            answer = rest_call(console, "build-bot", "flaky__ping", {}, wait=0)
             return answer["status"] == "denied" and "health check" in answer["decision"]["reason"]
 
         wait_until(refused, timeout=60, what="the vanished server's tool to be refused", poll=1)
-        assert "flaky__ping" in _listed(console), "unavailable, never silently missing"
+        assert "flaky__ping" in tools_listed(console), "unavailable, never silently missing"
     finally:
         (flags / "down").unlink()
     wait_until(
-        lambda: _call(console, "build-bot", "flaky__ping", {})["status"] == "succeeded",
+        lambda: rest_call(console, "build-bot", "flaky__ping", {})["status"] == "succeeded",
         timeout=60, what="the server to be back", poll=1,
     )  # fmt: skip
 
@@ -420,14 +393,16 @@ def test_a_networked_server_reaches_its_allowlist_and_its_secret_never_the_agent
 ) -> None:
     console, _ = bridged
     web = _net["web"]
-    allowed = _call(console, "build-bot", "netpy__fetch", {"url": web.url("/ok")})
+    allowed = rest_call(console, "build-bot", "netpy__fetch", {"url": web.url("/ok")})
     assert allowed["status"] == "succeeded", allowed
     assert allowed["result"]["content"] == "GOT 200 allowed body", allowed
     # Another loopback address of the same port: refused by the server's own proxy.
-    refused = _call(console, "build-bot", "netpy__fetch", {"url": f"http://127.0.0.2:{web.port}/"})
+    refused = rest_call(
+        console, "build-bot", "netpy__fetch", {"url": f"http://127.0.0.2:{web.port}/"}
+    )
     assert refused["result"]["content"].startswith("REFUSED 403"), refused
     assert web.count("/ok") == 1 and web.count() == 1
-    echoed = _call(console, "build-bot", "netpy__env", {"name": "SERVICE_TOKEN"})
+    echoed = rest_call(console, "build-bot", "netpy__env", {"name": "SERVICE_TOKEN"})
     assert echoed["status"] == "succeeded", echoed
     content = echoed["result"]["content"]
     # The server had the value (its digest), and the agent reads neither it nor its base64.

@@ -15,8 +15,6 @@ review page.
 
 from __future__ import annotations
 
-import datetime
-import ipaddress
 import json
 import re
 import shutil
@@ -31,17 +29,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
 from common.testing import BASE_DIR, free_port, python_argv, wait_until
+from tests.acceptance.certificates import self_signed
 from tests.acceptance.conftest import Console, _private_dir
 from tests.acceptance.console import (
     TRACEBACK,
     Credentials,
-    agent_client,
     copy_var,
     decide,
     make_run_env,
@@ -49,6 +43,7 @@ from tests.acceptance.console import (
     start_launcher,
     stop_launcher,
 )
+from tests.acceptance.mcp_calls import invocation_of, rest_call, tools_listed
 from tests.tools_app.mcp.conftest import with_mcp
 
 SERVER = Path(__file__).resolve().parents[1] / "tools_app/bridge/servers/py_remote.py"
@@ -70,36 +65,6 @@ class Remote:
 
     def log(self) -> str:
         return self.console.launcher.output()
-
-
-def _self_signed(where: Path) -> tuple[Path, Path]:
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(days=1))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(
-            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-            critical=False,
-        )
-        .sign(key, hashes.SHA256())
-    )
-    cert_path, key_path = where / "cert.pem", where / "key.pem"
-    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
-    return cert_path, key_path
 
 
 def _config(port: int, other_port: int, tls_port: int) -> str:
@@ -137,7 +102,7 @@ def remote(prepared_var: Path, acceptance_root: Path) -> Iterator[Remote]:
     """The remote server, then a console configured with it; yields both."""
     root = _private_dir(acceptance_root, "remote.")
     flags = Path(tempfile.mkdtemp(prefix="flags.", dir=root))
-    cert, key = _self_signed(root)
+    cert, key = self_signed(root)
     port, other_port, tls_port = free_port(), free_port(), free_port()
     server = subprocess.Popen(
         [sys.executable, str(SERVER), str(port), str(other_port), str(flags),
@@ -154,12 +119,7 @@ def remote(prepared_var: Path, acceptance_root: Path) -> Iterator[Remote]:
         config.write_text(_config(port, other_port, tls_port))
         copy_var(prepared_var, root / "var")
         env = make_run_env(root / "var")
-        done = subprocess.run(
-            [sys.executable, "manage.py", "synthorg_secret", "set", "remote-api-key"],
-            input=API_KEY, env=env, capture_output=True, text=True, check=False, timeout=120,
-            cwd=Path(__file__).resolve().parents[2],
-        )  # fmt: skip
-        assert done.returncode == 0, done.stdout + done.stderr
+        manage(env, "synthorg_secret", "set", "remote-api-key", stdin=API_KEY)
         manage(env, "synthorg_secret", "grant", "remote-api-key", "--server", "remote")
         launcher = start_launcher(
             root / "var",
@@ -171,7 +131,7 @@ def remote(prepared_var: Path, acceptance_root: Path) -> Iterator[Remote]:
             launcher=launcher, credentials=Credentials.read(root / "var" / "demo-credentials.txt")
         )
         wait_until(
-            lambda: "remote__echo" in _listed(console),
+            lambda: "remote__echo" in tools_listed(console),
             timeout=120, what="the remote tools to be discovered", poll=0.5,
         )  # fmt: skip
         yield Remote(console=console, flags=flags, port=port, other_port=other_port)
@@ -194,29 +154,6 @@ def _listening(port: int) -> bool:
     return True
 
 
-def _listed(console: Console, agent: str = "build-bot") -> set[str]:
-    with console.agent(agent) as http:
-        answer = http.get("/api/v1/tools/")
-        assert answer.status_code == 200, answer.text
-        return {t["name"] for t in answer.json()["tools"]}
-
-
-def _call(
-    console: Console, agent: str, tool: str, arguments: dict[str, Any], wait: int = 30
-) -> Any:
-    with agent_client(console.base_url, console.credentials.agents[agent]) as http:
-        answer = http.post(
-            "/api/v1/invocations/", json={"tool": tool, "arguments": arguments, "wait": wait}
-        )
-        assert answer.status_code in (200, 201), answer.text
-        return answer.json()
-
-
-def _get(console: Console, agent: str, invocation_id: str) -> Any:
-    with console.agent(agent) as http:
-        return http.get(f"/api/v1/invocations/{invocation_id}/").json()
-
-
 def _mcp_names(console: Console, agent: str = "build-bot") -> set[str]:
     async def work(session: Any) -> Any:
         return await session.list_tools()
@@ -230,7 +167,7 @@ def _mcp_names(console: Console, agent: str = "build-bot") -> set[str]:
 
 
 def test_only_the_allowlisted_address_is_reached(remote: Remote) -> None:
-    listed = _listed(remote.console)
+    listed = tools_listed(remote.console)
     assert {"remote__echo", "remote__slow", "remote__api_key"} <= listed
     for refused in ("moved", "named", "selfsigned", "locked"):
         assert not {n for n in listed if n.startswith(f"{refused}__")}, refused
@@ -282,7 +219,7 @@ def _config_check(path: Path, text: str) -> subprocess.CompletedProcess[str]:
 
 def test_an_allowed_call_runs_on_the_remote_server(remote: Remote) -> None:
     word = uuid.uuid4().hex[:8]
-    done = _call(remote.console, "build-bot", "remote__echo", {"text": word})
+    done = rest_call(remote.console, "build-bot", "remote__echo", {"text": word})
     assert done["status"] == "succeeded", done
     assert done["result"]["content"] == f"echo: {word}"
     admin = remote.console.person("admin")
@@ -318,7 +255,7 @@ def test_an_agent_without_the_mcp_category_is_denied(remote: Remote) -> None:
 def test_a_write_waits_for_a_person_then_runs(remote: Remote) -> None:
     console = remote.console
     word = uuid.uuid4().hex[:8]
-    first = _call(console, "ops-bot", "remote__note", {"text": word}, wait=0)
+    first = rest_call(console, "ops-bot", "remote__note", {"text": word}, wait=0)
     assert first["status"] == "pending_approval", first
     operator = console.person("operator")
     try:
@@ -326,15 +263,17 @@ def test_a_write_waits_for_a_person_then_runs(remote: Remote) -> None:
     finally:
         operator.close()
     wait_until(
-        lambda: _get(console, "ops-bot", first["id"])["status"] == "succeeded",
+        lambda: invocation_of(console, "ops-bot", first["id"])["status"] == "succeeded",
         timeout=60, what="the approved call to run", poll=0.3,
     )  # fmt: skip
-    assert word in _get(console, "ops-bot", first["id"])["result"]["content"]
+    assert word in invocation_of(console, "ops-bot", first["id"])["result"]["content"]
 
 
 def test_a_cancelled_call_is_cancelled_upstream(remote: Remote) -> None:
     console, marker = remote.console, uuid.uuid4().hex[:8]
-    started = _call(console, "build-bot", "remote__slow", {"seconds": 60, "marker": marker}, wait=0)
+    started = rest_call(
+        console, "build-bot", "remote__slow", {"seconds": 60, "marker": marker}, wait=0
+    )
     wait_until(
         (remote.flags / f"started-{marker}").exists,
         timeout=30, what="the server to start the slow call", poll=0.02,
@@ -350,18 +289,20 @@ def test_a_cancelled_call_is_cancelled_upstream(remote: Remote) -> None:
 
 def test_a_hanging_call_times_out_and_is_cancelled_upstream(remote: Remote) -> None:
     console, marker = remote.console, uuid.uuid4().hex[:8]
-    done = _call(console, "build-bot", "remote__slow", {"seconds": 60, "marker": marker})
+    done = rest_call(console, "build-bot", "remote__slow", {"seconds": 60, "marker": marker})
     assert done["status"] == "timed_out", done
     wait_until(
         (remote.flags / f"cancelled-{marker}").exists,
         timeout=30, what="the server to see notifications/cancelled",
     )  # fmt: skip
-    control = _call(console, "build-bot", "remote__slow", {"seconds": 0.1, "marker": marker + "x"})
+    control = rest_call(
+        console, "build-bot", "remote__slow", {"seconds": 0.1, "marker": marker + "x"}
+    )
     assert control["status"] == "succeeded", control
 
 
 def test_the_secret_header_reaches_the_server_and_never_the_agent(remote: Remote) -> None:
-    done = _call(remote.console, "build-bot", "remote__api_key", {})
+    done = rest_call(remote.console, "build-bot", "remote__api_key", {})
     assert done["status"] == "succeeded", done
     content = done["result"]["content"]
     # The server had the key (not "missing") and echoed it; the agent sees a marker.
@@ -386,7 +327,7 @@ def test_a_withdrawn_secret_refuses_the_tools_without_naming_it(remote: Remote) 
         withdrawn = admin.post("/secrets/remote-api-key/ungrant/", data=shared)
         assert withdrawn.status_code == 302, withdrawn.text[:2000]
         try:
-            refused = _call(console, "build-bot", "remote__echo", {"text": "no key"})
+            refused = rest_call(console, "build-bot", "remote__echo", {"text": "no key"})
         finally:
             # ...and given back.
             granted = admin.post("/secrets/remote-api-key/grant/", data=shared)
@@ -397,23 +338,23 @@ def test_a_withdrawn_secret_refuses_the_tools_without_naming_it(remote: Remote) 
     said = json.dumps(refused)
     assert "grant" in said and "remote-api-key" not in said and API_KEY not in said, said
     # Control: granted again, the same call runs.
-    again = _call(console, "build-bot", "remote__echo", {"text": "key back"})
+    again = rest_call(console, "build-bot", "remote__echo", {"text": "key back"})
     assert again["status"] == "succeeded", again
 
 
 def test_an_oversized_answer_is_cut_and_an_endless_one_refused(remote: Remote) -> None:
-    big = _call(remote.console, "build-bot", "remote__big", {"size": BIG})
+    big = rest_call(remote.console, "build-bot", "remote__big", {"size": BIG})
     assert big["status"] == "succeeded", big
     assert big["result"]["truncated"] is True
     assert len(big["result"]["content"]) < BIG
-    flood = _call(remote.console, "build-bot", "remote__flood", {})
+    flood = rest_call(remote.console, "build-bot", "remote__flood", {})
     assert flood["status"] == "failed", flood
     assert "SYNTHORG_BRIDGE_MAX_RESPONSE_BYTES" in flood["error"]["message"], flood
     # A streamed answer is bounded per event by the same setting.
-    huge = _call(remote.console, "build-bot", "remote__big", {"size": HUGE})
+    huge = rest_call(remote.console, "build-bot", "remote__big", {"size": HUGE})
     assert huge["status"] == "failed", huge
     assert "byte limit" in huge["error"]["message"], huge
-    again = _call(remote.console, "build-bot", "remote__echo", {"text": "after the flood"})
+    again = rest_call(remote.console, "build-bot", "remote__echo", {"text": "after the flood"})
     assert again["status"] == "succeeded", again
 
 
@@ -438,31 +379,31 @@ def test_a_listed_change_reaches_agents_without_a_restart(remote: Remote) -> Non
     console = remote.console
     name = f"grown_{uuid.uuid4().hex[:6]}"
     contract = f"remote__{name}"
-    assert contract not in _listed(console)
-    grew = _call(console, "build-bot", "remote__grow", {"name": name})
+    assert contract not in tools_listed(console)
+    grew = rest_call(console, "build-bot", "remote__grow", {"name": name})
     assert grew["status"] == "succeeded", grew
     wait_until(
-        lambda: contract in _listed(console),
+        lambda: contract in tools_listed(console),
         timeout=30, what="the new tool to be listed", poll=0.3,
     )  # fmt: skip
     assert contract in _mcp_names(console)
-    assert contract not in _listed(console, "research-bot"), "only to permitted agents"
-    first = _call(console, "build-bot", contract, {"text": "hello"})
+    assert contract not in tools_listed(console, "research-bot"), "only to permitted agents"
+    first = rest_call(console, "build-bot", contract, {"text": "hello"})
     assert first["status"] == "succeeded" and first["result"]["content"] == "grown: hello"
 
     # A changed definition is held, with the diff for an admin, until accepted.
-    reworded = _call(
+    reworded = rest_call(
         console, "build-bot", "remote__reword",
         {"name": name, "description": "Say the text back, reworded."},
     )  # fmt: skip
     assert reworded["status"] == "succeeded", reworded
 
     def held() -> bool:
-        answer = _call(console, "build-bot", contract, {"text": "again"}, wait=0)
+        answer = rest_call(console, "build-bot", contract, {"text": "again"}, wait=0)
         return answer["status"] == "denied"
 
     wait_until(held, timeout=30, what="the changed tool to be held", poll=0.3)
-    refused = _call(console, "build-bot", contract, {"text": "again"}, wait=0)
+    refused = rest_call(console, "build-bot", contract, {"text": "again"}, wait=0)
     assert "held" in refused["decision"]["reason"], refused
     action, expected, page = _review_form(console, contract)
     assert "Say the text back, grown." in page and "Say the text back, reworded." in page
@@ -477,19 +418,19 @@ def test_a_listed_change_reaches_agents_without_a_restart(remote: Remote) -> Non
         admin.close()
     assert accepted.status_code == 302, accepted.text[:2000]
     wait_until(
-        lambda: _call(console, "build-bot", contract, {"text": "ok"})["status"] == "succeeded",
+        lambda: rest_call(console, "build-bot", contract, {"text": "ok"})["status"] == "succeeded",
         timeout=30, what="the accepted tool to be callable", poll=0.3,
     )  # fmt: skip
 
     # A removed tool stays listed, unavailable with a reason.
-    dropped = _call(console, "build-bot", "remote__drop", {"name": name})
+    dropped = rest_call(console, "build-bot", "remote__drop", {"name": name})
     assert dropped["status"] == "succeeded", dropped
 
     def gone() -> bool:
-        answer = _call(console, "build-bot", contract, {"text": "x"}, wait=0)
+        answer = rest_call(console, "build-bot", contract, {"text": "x"}, wait=0)
         return answer["status"] == "denied"
 
     wait_until(gone, timeout=30, what="the removed tool to be refused", poll=0.3)
-    refused = _call(console, "build-bot", contract, {"text": "x"}, wait=0)
+    refused = rest_call(console, "build-bot", contract, {"text": "x"}, wait=0)
     assert "unavailable" in refused["decision"]["reason"], refused
-    assert contract in _listed(console), "unavailable, never silently missing"
+    assert contract in tools_listed(console), "unavailable, never silently missing"
