@@ -13,7 +13,7 @@ def _mode_of_this_console() -> None:
     """
     if os.environ.get("SYNTHORG_ENV"):
         return
-    from synthorg_site import runtime
+    from common.platform import runtime
 
     remembered = runtime.remembered_mode()
     if remembered is not None:

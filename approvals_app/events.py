@@ -8,7 +8,7 @@ differently (the agent's owner, an admin on an escalated request) reads the
 request from the database and renders its own. The pending count is always read
 by each inbox when the message arrives, so the socket never holds state the
 database does not. Messages go out on the process's one long-lived sender loop
-(common.channel_send), never a new event loop and Redis connection per message.
+(common.platform.channel_send), never a new event loop and Redis connection per message.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any, Final
 import structlog
 from django.db import transaction
 
-from common.channel_send import group_send
+from common.platform.channel_send import group_send
 
 log = structlog.get_logger("synthorg.approvals")
 

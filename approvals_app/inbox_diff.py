@@ -35,7 +35,7 @@ from approvals_app.live import (
     upstream_held_html,
 )
 from approvals_app.models import ApprovalRequest, ApprovalStatus
-from approvals_app.selectors import approval_requests, approvals_pending_by_risk
+from approvals_app.selectors.requests import approval_requests, approvals_pending_by_risk
 
 Shown = tuple[str, bool]
 """How a page shows one request: its status and whether it is marked escalated."""

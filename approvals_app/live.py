@@ -17,7 +17,7 @@ from django.utils import timezone
 
 from approvals_app.events import ApprovalChange, InboxKind
 from approvals_app.models import ApprovalRequest, ApprovalStatus
-from approvals_app.selectors import (
+from approvals_app.selectors.requests import (
     approval_grants,
     approval_request,
     approvals_pending_by_risk,
@@ -42,7 +42,7 @@ def _viewer(user: Any) -> dict[str, Any]:
 
 def pending_promotion_rows() -> list[Any]:
     """Promotion requests waiting for a person, oldest first."""
-    from trust_app.selectors_trust import pending_promotions
+    from trust_app.selectors.trust import pending_promotions
 
     return list(pending_promotions())
 

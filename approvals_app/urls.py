@@ -2,7 +2,8 @@
 
 from django.urls import path
 
-from approvals_app import views, views_decisions
+from approvals_app.views import decisions as views_decisions
+from approvals_app.views import inbox as views
 
 urlpatterns = [
     path("approvals/", views.inbox, name="approvals-inbox"),

@@ -43,7 +43,7 @@ from bench.inbox import (  # noqa: E402
     operator_session,
 )
 from common.testing import free_port, http_status, python_argv, running, wait_until  # noqa: E402
-from trust_app.services import agent_create  # noqa: E402
+from trust_app.services.agents import agent_create  # noqa: E402
 
 FRAME_CALLS = 200
 RENDER_CALLS = 50

@@ -45,9 +45,9 @@ django.setup()
 
 from django.db import connection  # noqa: E402
 
+from audit_app.models import AuditEvent  # noqa: E402
 from common.testing import free_port, http_status, python_argv, running, wait_until  # noqa: E402
-from tools_app.models import AuditEvent  # noqa: E402
-from trust_app.services import person_create, person_token_issue  # noqa: E402
+from trust_app.services.agents import person_create, person_token_issue  # noqa: E402
 
 EVENTS = 1_000_000
 LIST_REQUESTS = 100

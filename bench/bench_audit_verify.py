@@ -30,7 +30,7 @@ EVENTS = int(os.environ.get("SYNTHORG_BENCH_AUDIT_EVENTS", "1000000"))
 CHECKPOINT_EVERY = max(1, EVENTS // 10)
 COPY_BATCH = 20_000
 
-from tools_app.audit_chain import new_audit_key  # noqa: E402  (pure: no Django needed)
+from audit_app.chain import new_audit_key  # noqa: E402  (pure: no Django needed)
 
 _OLD, _NEW = new_audit_key(), new_audit_key()
 # Both keys are made in the same second: the suffix keeps their ids apart and in age order.
@@ -45,13 +45,13 @@ django.setup()
 
 from django.db import connection  # noqa: E402
 
-from tools_app.audit_chain import (  # noqa: E402
+from audit_app.chain import (  # noqa: E402
     GENESIS_HASH,
     Checkpoint,
     checkpoint_signature,
     keyed_event_hash,
 )
-from tools_app.audit_verify import audit_chain_verify  # noqa: E402
+from audit_app.verify import audit_chain_verify  # noqa: E402
 
 COLUMNS = (
     "id", "created_at", "kind", "actor_type", "actor_id", "actor_name", "agent_id",

@@ -27,7 +27,7 @@ import django
 django.setup()
 
 from synthorg_site.console_image.build import build_console_image  # noqa: E402
-from tools_app.sandbox.engine import connect  # noqa: E402
+from tools_app.sandbox.backends.docker.engine import connect  # noqa: E402
 
 TAG = "synthorg-console:bench"
 

@@ -29,6 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from common.vocabulary.levels import NetworkMode
 from trust_app.policy import (  # after the path set-up above
     ALL_CATEGORIES,
     DEFAULT_ACTION_TYPE,
@@ -39,7 +40,6 @@ from trust_app.policy import (  # after the path set-up above
     decide,
     list_permitted,
 )
-from trust_app.policy.levels import NetworkMode
 
 AGENTS = 1_000
 TOOLS = 200

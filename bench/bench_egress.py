@@ -21,7 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tools_app.egress import LocalEgressGateway, NetworkGrant
-from tools_app.sandbox.namespace import NamespaceSandbox
+from tools_app.sandbox.backends.namespace import NamespaceSandbox
 from tools_app.sandbox.protocol import Limits, NetworkPolicy, SandboxSpec, WorkspaceMount
 
 STARTS = 30

@@ -25,12 +25,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tools_app.builtin.fs_exec import RUNNER_ARGV
-from tools_app.sandbox import subprocess as subprocess_backend
+from tools_app.builtin.file_system.execution import RUNNER_ARGV
+from tools_app.sandbox.backends import subprocess as subprocess_backend
+from tools_app.sandbox.backends.namespace import NamespaceSandbox
+from tools_app.sandbox.backends.subprocess import SubprocessSandbox
 from tools_app.sandbox.errors import SandboxError
-from tools_app.sandbox.namespace import NamespaceSandbox
 from tools_app.sandbox.protocol import MountMode, SandboxBackend, SandboxSpec, WorkspaceMount
-from tools_app.sandbox.subprocess import SubprocessSandbox
 
 ROUNDS = 8
 RUNS_PER_ROUND = 25

@@ -29,7 +29,7 @@ import httpx  # noqa: E402
 from django.conf import settings  # noqa: E402
 
 from common.testing import free_port, http_status, python_argv, running, wait_until  # noqa: E402
-from trust_app.services import agent_create  # noqa: E402
+from trust_app.services.agents import agent_create  # noqa: E402
 
 CALLS = 200
 JSON = {"Content-Type": "application/json"}

@@ -40,7 +40,7 @@ from bench.inbox import (  # noqa: E402
 )
 from bench.measure import pct  # noqa: E402
 from common.testing import free_port, http_status, python_argv, running, wait_until  # noqa: E402
-from trust_app.services import agent_create  # noqa: E402
+from trust_app.services.agents import agent_create  # noqa: E402
 
 PENDING = int(os.environ.get("SYNTHORG_BENCH_INBOX_PENDING", "500"))
 LOADS = 7

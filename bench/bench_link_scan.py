@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tools_app.builtin.fs_links import multiply_linked
+from tools_app.builtin.file_system.links import multiply_linked
 
 SIZES = (1_000, 10_000)
 FILES_PER_DIRECTORY = 20

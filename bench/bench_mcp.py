@@ -31,7 +31,7 @@ django.setup()
 import httpx  # noqa: E402
 
 from common.testing import free_port, http_status, python_argv, running, wait_until  # noqa: E402
-from trust_app.services import agent_create, workspace_grant  # noqa: E402
+from trust_app.services.agents import agent_create, workspace_grant  # noqa: E402
 
 CALLS = 300
 WARMUP = 20

@@ -45,11 +45,11 @@ django.setup()
 import httpx  # noqa: E402
 
 from common.config.mcp import McpServer  # noqa: E402
+from common.config.sandbox import SandboxingConfig  # noqa: E402
 from common.testing import free_port, http_status, python_argv, running, wait_until  # noqa: E402
 from tools_app.bridge.connect import open_session  # noqa: E402
 from tools_app.bridge.egress import ServerEgress  # noqa: E402
-from tools_app.sandbox.config import SandboxingConfig  # noqa: E402
-from trust_app.services import agent_create  # noqa: E402
+from trust_app.services.agents import agent_create  # noqa: E402
 
 CALLS = 200
 WARMUP = 10

@@ -31,7 +31,7 @@ WARMUP = 10
 WRITE = """
 import django, sys
 django.setup()
-from synthorg_site.metrics.instruments import call_decided, call_settled, sandbox_ran
+from common.platform.metrics.instruments import call_decided, call_settled, sandbox_ran
 tools = int(sys.argv[1])
 for n in range(tools):
     tool = f"bench_tool_{n:03d}"

@@ -33,11 +33,11 @@ from bench.measure import cpu_of, row  # noqa: E402
 from common.settings_config import synthorg_config  # noqa: E402
 from common.testing import free_port, http_status, python_argv, running, wait_until  # noqa: E402
 from tools_app.builtin.base import ToolContext  # noqa: E402
-from tools_app.builtin.file_system import read_file  # noqa: E402
+from tools_app.builtin.file_system.tools import read_file  # noqa: E402
 from tools_app.models import Invocation  # noqa: E402
 from tools_app.sandbox.factory import build_backend  # noqa: E402
 from tools_app.sandbox.protocol import Owner  # noqa: E402
-from trust_app.services import agent_create, workspace_grant  # noqa: E402
+from trust_app.services.agents import agent_create, workspace_grant  # noqa: E402
 
 LATENCY_CALLS = 300
 WARMUP = 20

@@ -25,8 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tools_app.quota.guard import WorkspaceQuotaGuard
 from tools_app.quota.usage import workspace_usage
+from tools_app.sandbox.backends.namespace import NamespaceSandbox
 from tools_app.sandbox.errors import SandboxError
-from tools_app.sandbox.namespace import NamespaceSandbox
 from tools_app.sandbox.protocol import MountMode, SandboxSpec, WorkspaceMount
 
 SIZES = (10, 1000, 10_000)

@@ -24,13 +24,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tools_app.sandbox.docker import DockerSandbox, DockerSettings
+from tools_app.sandbox.backends.docker.backend import DockerSandbox, DockerSettings
+from tools_app.sandbox.backends.namespace import NamespaceSandbox
+from tools_app.sandbox.backends.subprocess import SubprocessSandbox
 from tools_app.sandbox.errors import SandboxError
 from tools_app.sandbox.lifecycle import LifecycleStrategy
-from tools_app.sandbox.namespace import NamespaceSandbox
 from tools_app.sandbox.paths import DEFAULT_SANDBOX_PATH
 from tools_app.sandbox.protocol import Owner, SandboxBackend, SandboxSpec, WorkspaceMount
-from tools_app.sandbox.subprocess import SubprocessSandbox
 
 COMMANDS = {"true": ("true",), "python": ("python3", "-c", "pass")}
 # The file tools' form: served by the spawn server's warm interpreter when allowed.

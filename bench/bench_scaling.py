@@ -34,7 +34,7 @@ import httpx  # noqa: E402
 from bench.measure import cpu_of  # noqa: E402
 from common.testing import free_port, http_status, python_argv, running, wait_until  # noqa: E402
 from tools_app.models import Invocation  # noqa: E402
-from trust_app.services import agent_create, workspace_grant  # noqa: E402
+from trust_app.services.agents import agent_create, workspace_grant  # noqa: E402
 
 SECONDS = 20
 CLIENTS = 16

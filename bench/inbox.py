@@ -34,7 +34,7 @@ def operator_session(prefix: str) -> str:
     """A new operator's session cookie value."""
     from django.test import Client
 
-    from trust_app.services import person_create
+    from trust_app.services.agents import person_create
 
     username = f"{prefix}-{uuid.uuid4().hex[:6]}"
     password = secrets.token_urlsafe(16)

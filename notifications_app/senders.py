@@ -16,8 +16,8 @@ import httpx
 from django.conf import settings
 from django.core.mail import EmailMessage
 
+from common.config.notifications import EmailChannel, SlackChannel, WebhookChannel
 from notifications_app import messages
-from notifications_app.config import EmailChannel, SlackChannel, WebhookChannel
 from notifications_app.signing import SIGNATURE_HEADER, sign
 
 USER_AGENT = "SynthOrg-Console-Notifications"

@@ -19,9 +19,9 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from common.config.notifications import NotificationEvent, NotificationsSection
 from common.settings_config import synthorg_config
 from notifications_app import messages
-from notifications_app.config import NotificationEvent, NotificationsSection
 from notifications_app.models import DeliveryStatus, Notification
 from notifications_app.senders import DeliveryError, send
 
@@ -165,7 +165,7 @@ def _record_failure(row: Notification, error: str, now: datetime) -> str:
             attempts=attempts, last_error=error[:2000], next_attempt_at=now + _backoff(attempts)
         )
         return "retry"
-    from tools_app.services.audit import Actor, audit_record
+    from audit_app.record import Actor, audit_record
 
     with transaction.atomic():
         Notification.objects.filter(id=row.id).update(

@@ -20,11 +20,11 @@ from collections.abc import Iterable, Mapping
 from django.db import transaction
 from django.utils import timezone
 
+from audit_app.record import Actor, audit_record
 from common.errors import ForbiddenError
 from secrets_app.keyring import SecretsKeyError, SecretValueUnreadableError
 from secrets_app.keys import key_ring
 from secrets_app.models import Secret, SecretGrant, SecretVersion
-from tools_app.services.audit import Actor, audit_record
 from trust_app.models import Agent
 
 NOT_GRANTED = (

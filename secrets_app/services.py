@@ -9,12 +9,12 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from audit_app.record import Actor, audit_record
 from common.errors import ConflictError, InvalidArgumentError, NotFoundError
 from secrets_app.keyring import SecretsKeyError
 from secrets_app.keys import key_file_keep_only_newest, key_file_prepend_new_key, key_ring
 from secrets_app.models import Secret, SecretGrant, SecretVersion
 from secrets_app.references import NAME_RULE, SECRET_SLOTS, is_valid_name, slots_text
-from tools_app.services.audit import Actor, audit_record
 from trust_app.models import Agent
 
 

@@ -11,6 +11,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
+from audit_app.record import Actor
 from common.errors import SynthOrgError
 from common.roles import Role
 from secrets_app.forms import SecretGrantForm, SecretRotateForm, SecretSetForm
@@ -23,9 +24,8 @@ from secrets_app.services import (
     secret_ungrant,
     secrets_rotate_keys,
 )
-from tools_app.services.audit import Actor
 from trust_app.models import Agent
-from trust_app.views_access import page_for
+from trust_app.views.access import page_for
 
 TEMPLATE = "secrets/list.html"
 

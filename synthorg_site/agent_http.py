@@ -22,14 +22,14 @@ from django.middleware.clickjacking import XFrameOptionsMiddleware
 from django.middleware.common import CommonMiddleware
 from django.middleware.security import SecurityMiddleware
 
-from synthorg_site.tracing import otel_middleware
-from trust_app.tokens import token_kind
+from common.platform.tracing import otel_middleware
+from trust_app.tokens.bearer import token_kind
 
 AGENT_API_PREFIXES = ("/api/v1/me/", "/api/v1/tools/", "/api/v1/invocations/")
 
 AGENT_API_MIDDLEWARE = [
     "synthorg_site.agent_http.SecurityHeadersMiddleware",
-    "synthorg_site.logs.RequestIdMiddleware",
+    "common.platform.logs.RequestIdMiddleware",
     "synthorg_site.http_edge.middleware.ApiErrorEnvelopeMiddleware",
     "synthorg_site.agent_http.CommonHeadersMiddleware",
     "synthorg_site.agent_http.FrameHeadersMiddleware",

@@ -7,7 +7,7 @@ import os
 
 from django.core.asgi import get_asgi_application
 
-from synthorg_site.tracing import tracing_start
+from common.platform.tracing import tracing_start
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "synthorg_site.settings")
 # Before Django builds its middleware: the trace middleware goes in first.

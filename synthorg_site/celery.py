@@ -105,7 +105,7 @@ _log = structlog.get_logger("synthorg.celery")
 @signals.before_task_publish.connect
 def _carry_request_id(headers: dict[str, Any] | None = None, **_: Any) -> None:
     """A task started by a request carries that request's id."""
-    from synthorg_site.logs import current_request_id
+    from common.platform.logs import current_request_id
 
     request_id = current_request_id()
     if headers is not None and request_id and "request_id" not in headers:
@@ -138,12 +138,12 @@ def _unbind(**_: Any) -> None:
 
 @signals.worker_ready.connect
 def _start_heartbeat(sender: Any = None, **_: Any) -> None:
-    from synthorg_site.heartbeat import start_worker_heartbeat
+    from common.platform.heartbeat import start_worker_heartbeat
 
     queues = sorted(sender.app.amqp.queues.consume_from) if sender is not None else []
     hostname = getattr(sender, "hostname", None) or "worker"
     start_worker_heartbeat(hostname=hostname, queues=queues)
-    from tools_app.worker_start import worker_started
+    from tools_app.worker.start import worker_started
 
     worker_started(queues)
     _log.info("worker_ready", hostname=hostname, queues=queues)
@@ -151,10 +151,10 @@ def _start_heartbeat(sender: Any = None, **_: Any) -> None:
 
 @signals.worker_shutdown.connect
 def _stop_heartbeat(sender: Any = None, **_: Any) -> None:
-    from synthorg_site.heartbeat import stop_worker_heartbeat
+    from common.platform.heartbeat import stop_worker_heartbeat
 
     stop_worker_heartbeat()
-    from tools_app.worker_start import worker_stopping
+    from tools_app.worker.start import worker_stopping
 
     worker_stopping()
 
@@ -163,7 +163,7 @@ def _stop_heartbeat(sender: Any = None, **_: Any) -> None:
 def _start_tracing(**_: Any) -> None:
     """Each prefork child traces on its own (when OTEL_* ask for it): the batch
     exporter's thread must be started after the fork."""
-    from synthorg_site.tracing import tracing_start
+    from common.platform.tracing import tracing_start
 
     tracing_start("worker")
 
@@ -172,8 +172,8 @@ def _start_tracing(**_: Any) -> None:
 def _release_process_metrics(pid: int | None = None, **_: Any) -> None:
     """A prefork child that exits drops its live metric files (prometheus multiprocess)
     and sends the spans it still holds."""
-    from synthorg_site.metrics.process import process_metrics_release
-    from synthorg_site.tracing import tracing_flush
+    from common.platform.metrics.process import process_metrics_release
+    from common.platform.tracing import tracing_flush
 
     process_metrics_release(pid or os.getpid())
     tracing_flush()

@@ -11,10 +11,8 @@ from django.db import connection
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.http import require_GET
 
-from common.redis import redis_client
-from synthorg_site.heartbeat import beat_heartbeat_age, worker_heartbeats
-
-SANDBOX_PROBE_PREFIX = "synthorg:sandbox-probe:"
+from common.platform.heartbeat import SANDBOX_PROBE_PREFIX, beat_heartbeat_age, worker_heartbeats
+from common.platform.redis import redis_client
 
 
 @dataclass(frozen=True)

@@ -8,23 +8,23 @@ import environ
 from channels_redis.core import RedisChannelLayer
 from django.core.exceptions import ImproperlyConfigured
 
-from synthorg_site import runtime
-from synthorg_site.logs import logging_config
-from synthorg_site.metrics.process import multiprocess_dir_ensure
-from synthorg_site.private_state import create_private_file, ensure_var_layout, private_dir
-from synthorg_site.redis_options import (
+from common.platform import runtime
+from common.platform.logs import logging_config
+from common.platform.metrics.process import multiprocess_dir_ensure
+from common.platform.private_state import create_private_file, ensure_var_layout, private_dir
+from common.platform.redis_options import (
     RedisTimeoutSettingError,
     broker_transport_options,
     channel_layer_host,
     client_options,
     redis_timeouts,
 )
-from synthorg_site.safety import ProductionSettings, unsafe_production_settings
+from common.platform.safety import ProductionSettings, unsafe_production_settings
 
 env = environ.Env()
 BASE_DIR = runtime.BASE_DIR
 VAR_DIR = runtime.var_dir()
-# var/ is the console's alone (see synthorg_site/private_state.py).
+# var/ is the console's alone (see common/platform/private_state.py).
 ensure_var_layout(VAR_DIR)
 # Before anything imports prometheus_client: every process of this node writes its
 # counters there and /metrics sums them (synthorg_site/metrics).
@@ -122,6 +122,7 @@ INSTALLED_APPS = [
     "common",
     "trust_app",
     "tools_app",
+    "audit_app",
     "approvals_app",
     "secrets_app",
     "notifications_app",
@@ -130,7 +131,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
-    "synthorg_site.logs.RequestIdMiddleware",
+    "common.platform.logs.RequestIdMiddleware",
     "synthorg_site.http_edge.middleware.ApiErrorEnvelopeMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from synthorg_site.heartbeat import write_beat_heartbeat
+from common.platform.heartbeat import write_beat_heartbeat
 
 
 @shared_task(name="synthorg_site.tasks.beat_heartbeat", ignore_result=True, quiet=True)

@@ -59,8 +59,8 @@ def celery_worker_process(
     test_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[RunningProcess]:
     """A real Celery worker consuming every queue, against the test database."""
+    from common.platform.heartbeat import worker_heartbeats
     from synthorg_site.celery import QUEUES
-    from synthorg_site.heartbeat import worker_heartbeats
 
     name = f"test-worker-{os.getpid()}@localhost"
     log = tmp_path_factory.mktemp("worker") / "worker.log"

@@ -31,10 +31,10 @@ from referencing import Registry
 from referencing.exceptions import Unresolvable
 from referencing.jsonschema import DRAFT202012
 
-from trust_app.policy.action_types import DEFAULT_ACTION_TYPES, ActionTypeRegistry
-from trust_app.policy.categories import DEFAULT_ACTION_TYPE, SafetyClass, ToolCategory
-from trust_app.policy.names import name_key, name_skeleton
-from trust_app.policy.strict import StrictModel
+from common.strict import StrictModel
+from common.vocabulary.action_types import DEFAULT_ACTION_TYPES, ActionTypeRegistry
+from common.vocabulary.categories import DEFAULT_ACTION_TYPE, SafetyClass, ToolCategory
+from common.vocabulary.names import name_key, name_skeleton
 from trust_app.policy.tool_view import ArgumentRole, ToolView
 
 CostTier = Literal["low", "medium", "high"]

@@ -12,7 +12,7 @@ import structlog
 from channels.layers import get_channel_layer
 from redis.exceptions import RedisError
 
-from common.channel_send import group_send
+from common.platform.channel_send import group_send
 from tools_app.models import TERMINAL_STATUSES
 
 log = structlog.get_logger("synthorg.live")

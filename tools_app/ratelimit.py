@@ -6,7 +6,7 @@ import math
 import time
 import uuid
 
-from common.redis import redis_client
+from common.platform.redis import redis_client
 
 # KEYS[1] the window; ARGV: now, window seconds, limit, member.
 # Returns 0 when the hit is admitted, else the seconds until the oldest hit leaves.

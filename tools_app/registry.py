@@ -17,21 +17,21 @@ from jsonschema import Draft202012Validator
 
 from common.config import ConfigError, ConfigProblem, SynthOrgConfig, ToolSettings
 from common.settings_config import synthorg_config
+from common.vocabulary.action_types import DEFAULT_ACTION_TYPES, ActionTypeRegistry
 from tools_app.builtin.base import BuiltinTool
 from tools_app.contracts import ToolContract, ToolRegistry, compile_schema
 from trust_app.policy import ToolView, name_key
-from trust_app.policy.action_types import DEFAULT_ACTION_TYPES, ActionTypeRegistry
 
 # Modules whose `TOOLS` tuple holds the built-in tools, in listing order.
 BUILTIN_TOOL_MODULES: tuple[str, ...] = (
-    "tools_app.builtin.file_system",
-    "tools_app.builtin.terminal",
-    "tools_app.builtin.code",
-    "tools_app.builtin.git",
-    "tools_app.builtin.web",
-    "tools_app.builtin.memory",
-    "tools_app.builtin.database",
-    "tools_app.builtin.discovery",
+    "tools_app.builtin.file_system.tools",
+    "tools_app.builtin.terminal.tools",
+    "tools_app.builtin.code.tools",
+    "tools_app.builtin.git.tools",
+    "tools_app.builtin.web.tools",
+    "tools_app.builtin.memory.tools",
+    "tools_app.builtin.database.tools",
+    "tools_app.builtin.discovery.tools",
 )
 
 # Settings each built-in tool reads from `tools.<name>` in the config, beyond the

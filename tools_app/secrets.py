@@ -90,7 +90,7 @@ def _configured_header_values() -> list[str]:
 def _database_connection_passwords() -> list[str]:
     """Passwords in the URLs of the database tools' configured connections."""
     from common.settings_config import synthorg_config
-    from tools_app.builtin.database_config import connection_passwords
+    from tools_app.builtin.database.config import connection_passwords
 
     sections = {
         name: section.model_extra or {} for name, section in synthorg_config().tools.items()

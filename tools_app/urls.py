@@ -2,8 +2,8 @@
 
 from django.urls import path
 
-from tools_app import views_audit, views_audit_verify, views_tools
 from tools_app.bridge import views as bridge_views
+from tools_app.views import tools as views_tools
 
 urlpatterns = [
     path("tools/", views_tools.tool_index, name="tool-list"),
@@ -14,19 +14,4 @@ urlpatterns = [
         name="upstream-decide",
     ),
     path("tools/<str:name>/switch/", views_tools.tool_switch, name="tool-switch"),
-    path("audit/", views_audit.audit_list, name="audit-list"),
-    path("audit/export.csv", views_audit.audit_export_csv, name="audit-export-csv"),
-    path("audit/export.jsonl", views_audit.audit_export_jsonl, name="audit-export-jsonl"),
-    path("audit/<int:event_id>/", views_audit.audit_event, name="audit-event"),
-    path("audit/verify/", views_audit_verify.audit_verify, name="audit-verify"),
-    path(
-        "audit/verify/status/",
-        views_audit_verify.audit_chain_status_panel,
-        name="audit-chain-status",
-    ),
-    path(
-        "audit/invocations/<uuid:invocation_id>/",
-        views_audit.audit_invocation,
-        name="audit-invocation",
-    ),
 ]

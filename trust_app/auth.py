@@ -12,9 +12,9 @@ from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 
 from trust_app.models import Agent, AgentToken, PersonToken
-from trust_app.token_life import Scope, TokenRefusal, TokenState, token_refusal
-from trust_app.token_lookup import FoundToken, find_agent_token
-from trust_app.tokens import token_digest, token_kind
+from trust_app.tokens.bearer import token_digest, token_kind
+from trust_app.tokens.life import Scope, TokenRefusal, TokenState, token_refusal
+from trust_app.tokens.lookup import FoundToken, find_agent_token
 
 # Writing last_used_at on every request would turn each read into a write; a
 # minute's resolution is plenty to tell a live token from a forgotten one.

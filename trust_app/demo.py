@@ -17,11 +17,11 @@ from pathlib import Path
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
+from audit_app.record import Actor
 from common.roles import Role
-from tools_app.services.audit import Actor
 from trust_app.models import Agent
-from trust_app.services import agent_create, groups_ensure, person_create
-from trust_app.services_permissions import agent_permissions_update
+from trust_app.services.agents import agent_create, groups_ensure, person_create
+from trust_app.services.permissions import agent_permissions_update
 
 DEMO_PEOPLE = (("admin", Role.ADMIN), ("operator", Role.OPERATOR), ("auditor", Role.AUDITOR))
 DEMO_AGENTS = (

@@ -61,7 +61,7 @@ class TokenBase(UUIDModel):
 
 
 def default_token_scopes() -> list[str]:
-    from trust_app.token_life import DEFAULT_SCOPES
+    from trust_app.tokens.life import DEFAULT_SCOPES
 
     return list(DEFAULT_SCOPES)
 

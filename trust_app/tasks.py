@@ -6,7 +6,7 @@ import uuid
 
 from celery import shared_task
 
-from common.redis import redis_client
+from common.platform.redis import redis_client
 from trust_app.models import Agent
 
 # While an agent's evaluation is queued and not yet started, new evidence needs
@@ -26,7 +26,7 @@ def evaluation_request(agent_id: str) -> None:
 @shared_task(name="trust_app.evaluate_agent", ignore_result=True)
 def evaluate_agent(agent_id: str) -> None:
     """Evaluate one agent's trust (queued after a call settles)."""
-    from trust_app.services_trust import trust_evaluate
+    from trust_app.services.trust import trust_evaluate
 
     # Cleared before reading: evidence committed from here on queues another.
     redis_client().delete(PENDING_PREFIX + agent_id)
@@ -38,6 +38,6 @@ def evaluate_agent(agent_id: str) -> None:
 @shared_task(name="trust_app.evaluate_all", ignore_result=True)
 def evaluate_all() -> int:
     """Evaluate every agent: re-verification and idle decay happen here."""
-    from trust_app.services_trust import trust_evaluate_all
+    from trust_app.services.trust import trust_evaluate_all
 
     return trust_evaluate_all()

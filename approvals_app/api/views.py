@@ -12,12 +12,12 @@ from rest_framework.views import APIView
 
 from approvals_app.models import ApprovalStatus
 from approvals_app.representation import approval_json
-from approvals_app.selectors import approval_request, approval_requests
+from approvals_app.selectors.requests import approval_request, approval_requests
 from approvals_app.services import GrantSpec, approval_decide
-from common.api_people import PersonView, roles_required
 from common.errors import InvalidArgumentError, NotFoundError
 from common.roles import Role
 from tools_app.api import openapi
+from trust_app.api.people import PersonView, roles_required
 
 LIST_MAX = 500
 

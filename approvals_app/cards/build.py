@@ -131,7 +131,7 @@ def card_for(invocation: Any) -> Card:
 
 
 def _build(request: Any) -> CardView:
-    from trust_app.selectors_trust import agent_effective_level
+    from trust_app.selectors.trust import agent_effective_level
 
     invocation = request.invocation
     return CardView(

@@ -17,7 +17,7 @@ from typing import Any
 from approvals_app.cards.model import CurrentFile
 from approvals_app.cards.text import byte_label
 from tools_app.builtin.base import ToolRefusedError
-from tools_app.builtin.fs_paths import PathRules, check_agent_path, workspace_roots
+from tools_app.builtin.file_system.paths import PathRules, check_agent_path, workspace_roots
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 # O_NONBLOCK: a FIFO in the workspace must not hold the page up.

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from approvals_app.policy.matching import CallFacts
 from approvals_app.policy.readings import argument_value, role_readings
-from trust_app.policy.names import name_key
+from common.vocabulary.names import name_key
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,8 +26,8 @@ from approvals_app.policy.readings import (
     unjudged_reason,
 )
 from common.config.approval import ApprovalMatch, ArgumentCondition
-from trust_app.policy.action_types import action_type_matches
-from trust_app.policy.names import name_key
+from common.vocabulary.action_types import action_type_matches
+from common.vocabulary.names import name_key
 
 __all__ = [
     "CallFacts",

@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 from urllib.parse import unquote
 
-from trust_app.policy.network import (
+from common.vocabulary.network import (
     DEFAULT_PORTS,
     Endpoint,
     NetworkTargetError,

@@ -34,7 +34,7 @@ from common.config.approval import (
     BudgetPeriod,
     RiskTierName,
 )
-from trust_app.policy.action_types import ActionPatternSet
+from common.vocabulary.action_types import ActionPatternSet
 from trust_app.policy.decision import Decision, Outcome
 
 TIER_ORDER: Final = tuple(RiskTierName)

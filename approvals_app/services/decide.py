@@ -25,10 +25,10 @@ from approvals_app.services.settle import (
     refuse_invocation,
     release_invocation,
 )
+from audit_app.record import Actor
 from common.errors import ConflictError, ForbiddenError, InvalidArgumentError, NotFoundError
 from common.roles import ROLES_THAT_DECIDE, has_any_role
 from tools_app.models import InvocationStatus
-from tools_app.services.audit import Actor
 
 DECISIONS = ("approve", "deny")
 REASON_MAX = 2000

@@ -22,12 +22,12 @@ from approvals_app.services.settle import (
     refuse_invocation,
     release_invocation,
 )
+from audit_app.record import Actor
+from common.config.notifications import NotificationEvent
 from common.errors import ConflictError
 from common.settings_config import synthorg_config
-from notifications_app.config import NotificationEvent
 from notifications_app.services import notifications_queue
 from tools_app.models import InvocationStatus
-from tools_app.services.audit import Actor
 
 NEVER_APPROVED_BY_TIMEOUT = frozenset({RiskTier.HIGH, RiskTier.CRITICAL})
 SWEEP_BATCH = 500

@@ -10,10 +10,10 @@ from django.db import transaction
 from django.utils import timezone
 
 from approvals_app.models import ApprovalGrant, ApprovalRequest
+from audit_app.record import Actor, audit_record
 from common.errors import ConflictError, ForbiddenError, InvalidArgumentError
 from common.roles import ROLES_THAT_DECIDE, has_any_role
 from common.settings_config import synthorg_config
-from tools_app.services.audit import Actor, audit_record
 
 PATTERN_FIELDS_MAX = 20
 PATTERN_GLOB_MAX = 500

@@ -34,9 +34,9 @@ from approvals_app.policy import (
     rate_windows,
     route,
 )
-from approvals_app.selectors import approval_grants_live
+from approvals_app.selectors.requests import approval_grants_live
+from common.config.notifications import NotificationEvent
 from common.settings_config import synthorg_config
-from notifications_app.config import NotificationEvent
 from notifications_app.services import notifications_queue
 from tools_app.contracts import ToolContract
 from tools_app.models import Invocation

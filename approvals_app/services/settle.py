@@ -12,11 +12,11 @@ from django.db import transaction
 
 from approvals_app.events import ApprovalChange, approval_change_on_commit
 from approvals_app.models import ApprovalRequest, ApprovalStatus
-from notifications_app.config import NotificationEvent
+from audit_app.record import Actor, audit_record
+from common.config.notifications import NotificationEvent
+from common.platform.metrics.instruments import call_settled
 from notifications_app.services import notifications_queue
-from synthorg_site.metrics.instruments import call_settled
 from tools_app.models import Invocation, InvocationStatus
-from tools_app.services.audit import Actor, audit_record
 from tools_app.services.invocation_state import invocation_transition
 
 

@@ -14,8 +14,8 @@ from django.utils import timezone
 
 from approvals_app.models import ApprovalRequest, ApprovalStatus
 from approvals_app.services.settle import audit_settlement, close_request, refuse_invocation
+from audit_app.record import Actor
 from tools_app.models import InvocationStatus
-from tools_app.services.audit import Actor
 
 
 def approvals_withdraw_for_tool(

@@ -6,7 +6,7 @@ from typing import Any
 
 from django import template
 
-from approvals_app.selectors import inbox_pending_count
+from approvals_app.selectors.requests import inbox_pending_count
 
 register = template.Library()
 

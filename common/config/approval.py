@@ -15,9 +15,9 @@ from typing import Final, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from trust_app.policy.categories import ToolCategory
-from trust_app.policy.levels import ActionPattern
-from trust_app.policy.strict import StrictModel
+from common.strict import StrictModel
+from common.vocabulary.categories import ToolCategory
+from common.vocabulary.levels import ActionPattern
 
 
 class AutonomyPresetName(StrEnum):

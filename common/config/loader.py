@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from common.config.errors import ConfigError, ConfigProblem, problems_from
 from common.config.model import SynthOrgConfig
-from trust_app.policy.action_types import (
+from common.vocabulary.action_types import (
     DEFAULT_ACTION_TYPES,
     ActionTypeError,
     ActionTypeRegistry,

@@ -17,15 +17,15 @@ from typing import Final, Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from trust_app.policy.levels import context_action_types
-from trust_app.policy.network import (
+from common.strict import StrictModel
+from common.vocabulary.levels import context_action_types
+from common.vocabulary.network import (
     Endpoint,
     NetworkTargetError,
     is_local_or_private,
     parse_host_port,
     parse_url,
 )
-from trust_app.policy.strict import StrictModel
 
 SERVER_NAME_RE: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
 # A variable the stdio server reads, or a header the HTTP server receives.

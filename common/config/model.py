@@ -7,6 +7,8 @@ from types import MappingProxyType
 
 from pydantic import Field, field_validator
 
+from common.config.notifications import NotificationsSection
+from common.config.sandbox import SandboxingConfig
 from common.config.sections import (
     ApprovalSection,
     AutonomySection,
@@ -17,12 +19,10 @@ from common.config.sections import (
     check_tool_names,
 )
 from common.config.trust import DisabledTrust, TrustSection
-from notifications_app.config import NotificationsSection
-from tools_app.sandbox.config import SandboxingConfig
-from trust_app.policy.action_types import ActionTypeRegistry
-from trust_app.policy.levels import AccessLevelPolicy
-from trust_app.policy.names import name_key
-from trust_app.policy.strict import StrictModel
+from common.strict import StrictModel
+from common.vocabulary.action_types import ActionTypeRegistry
+from common.vocabulary.levels import AccessLevelPolicy
+from common.vocabulary.names import name_key
 
 
 class SynthOrgConfig(StrictModel):

@@ -31,19 +31,19 @@ from common.config.approval import (
     RiskTierName,
 )
 from common.config.mcp import McpServer, McpToolRules, check_server_names
-from trust_app.policy.action_types import (
+from common.strict import StrictModel
+from common.vocabulary.action_types import (
     DEFAULT_ACTION_TYPES,
     ActionTypeRegistry,
     check_action_type_syntax,
 )
-from trust_app.policy.levels import (
+from common.vocabulary.levels import (
     AccessLevelOverride,
     AccessLevelPolicy,
     LevelName,
     resolve_levels,
 )
-from trust_app.policy.names import name_key
-from trust_app.policy.strict import StrictModel
+from common.vocabulary.names import name_key
 
 
 class ToolAccessSection(StrictModel):

@@ -12,9 +12,9 @@ from typing import Annotated, Final, Literal
 
 from pydantic import Field, model_validator
 
-from trust_app.policy.categories import ToolCategory
-from trust_app.policy.levels import LevelName
-from trust_app.policy.strict import StrictModel
+from common.strict import StrictModel
+from common.vocabulary.categories import ToolCategory
+from common.vocabulary.levels import LevelName
 
 Transition = Literal["sandboxed_to_restricted", "restricted_to_standard", "standard_to_elevated"]
 TO_ELEVATED: Final = "standard_to_elevated"

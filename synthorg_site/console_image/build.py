@@ -1,7 +1,7 @@
 """Build the console image ``synthorg-console:<version>`` without a registry.
 
 The base is the sandbox image, itself made without a registry when none answers
-(tools_app/sandbox/image.py); the context comes from :mod:`.context`; the build runs
+(tools_app/sandbox/backends/docker/image.py); the context comes from :mod:`.context`; the build runs
 with no network. An image whose label ``synthorg.source`` matches the digest of the
 current source and base is reused as it is. ``manage.py synthorg_console build-image``
 calls :func:`build_console_image`.
@@ -23,8 +23,12 @@ from synthorg_site.console_image.context import (
     source_files,
 )
 from synthorg_site.console_image.errors import ConsoleImageError
-from tools_app.sandbox.engine import connect, sdk_errors
-from tools_app.sandbox.image import SANDBOX_IMAGE, build_sandbox_image, default_cache_dir
+from tools_app.sandbox.backends.docker.engine import connect, sdk_errors
+from tools_app.sandbox.backends.docker.image import (
+    SANDBOX_IMAGE,
+    build_sandbox_image,
+    default_cache_dir,
+)
 
 CONSOLE_IMAGE_REPOSITORY = "synthorg-console"
 CONSOLE_IMAGE_VERSION = "0.1.0"

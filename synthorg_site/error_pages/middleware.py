@@ -9,8 +9,8 @@ from asgiref.sync import iscoroutinefunction, markcoroutinefunction, sync_to_asy
 from django.http import HttpRequest
 from django.http.response import HttpResponseBase
 
+from common.envelope import is_api_path
 from synthorg_site.error_pages.views import error_page
-from synthorg_site.http_edge.envelope import is_api_path
 
 
 def _needs_page(request: HttpRequest, response: HttpResponseBase) -> bool:

@@ -16,11 +16,11 @@ import structlog
 from asgiref.sync import sync_to_async
 from django.conf import settings
 
-from synthorg_site.http_edge.envelope import error_bytes, is_api_path
-from synthorg_site.logs import REQUEST_ID_HEADER, bound_request_id
-from tools_app.services.request_refusal import RefusedRequest, request_refusal_record
+from audit_app.refusals import RefusedRequest, request_refusal_record
+from common.envelope import error_bytes, is_api_path
+from common.platform.logs import REQUEST_ID_HEADER, bound_request_id
 from trust_app.auth import agent_for_token, person_for_token
-from trust_app.tokens import token_kind
+from trust_app.tokens.bearer import token_kind
 
 Scope = dict[str, Any]
 MCP_GATEWAY_PATHS = frozenset({"/mcp", "/mcp/"})

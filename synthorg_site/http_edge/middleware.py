@@ -18,7 +18,7 @@ from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.http import HttpRequest, HttpResponse, HttpResponseBase, JsonResponse
 from django.urls import Resolver404, resolve
 
-from synthorg_site.http_edge.envelope import (
+from common.envelope import (
     DEFAULT_MESSAGE,
     code_for_status,
     error_document,

@@ -8,7 +8,7 @@ from typing import Any
 
 from django.conf import settings
 
-from synthorg_site.http_edge.envelope import CODE_FOR_STATUS, DEFAULT_MESSAGE
+from common.envelope import CODE_FOR_STATUS, DEFAULT_MESSAGE
 
 ERROR_SCHEMA: dict[str, Any] = {
     "type": "object",

@@ -9,9 +9,9 @@ from asgiref.sync import sync_to_async
 from django.contrib.auth import get_user
 from django.http import HttpRequest
 
-from tools_app.services.request_refusal import RefusedRequest, request_refusal_record
+from audit_app.refusals import RefusedRequest, request_refusal_record
 from trust_app.auth import agent_for_token, bearer_token, person_for_token
-from trust_app.tokens import token_kind
+from trust_app.tokens.bearer import token_kind
 
 log = structlog.get_logger(__name__)
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from django.http import HttpRequest, HttpResponse
 
+from common.envelope import is_api_path
 from synthorg_site.error_pages.views import csrf_failure as csrf_failure_page
-from synthorg_site.http_edge.envelope import is_api_path
 from synthorg_site.http_edge.middleware import envelope_response
 from synthorg_site.http_edge.refusals import refusal_audit
 

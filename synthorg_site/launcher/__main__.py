@@ -17,7 +17,9 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from synthorg_site import runtime
+from common.platform import runtime
+from common.platform.metrics.process import ENV_NAME as MULTIPROC_ENV
+from common.platform.metrics.process import multiprocess_dir_wipe
 from synthorg_site.launcher.children import (
     Child,
     ChildFailedError,
@@ -29,8 +31,6 @@ from synthorg_site.launcher.children import (
 from synthorg_site.launcher.embedded_redis import RedisBinaryMissingError, redis_server_argv
 from synthorg_site.launcher.private_state import secure_private_state
 from synthorg_site.launcher.stop_signals import StopSignals
-from synthorg_site.metrics.process import ENV_NAME as MULTIPROC_ENV
-from synthorg_site.metrics.process import multiprocess_dir_wipe
 
 EXIT_CHILD_DIED = 1
 EXIT_CANNOT_START = 2

@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from synthorg_site.private_state import private_dir
+from common.platform.private_state import private_dir
 
 
 class RedisBinaryMissingError(RuntimeError):

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
-from synthorg_site import runtime
-from synthorg_site.private_state import PRIVATE_UMASK, ensure_var_layout, repair_modes
+from common.platform import runtime
+from common.platform.private_state import PRIVATE_UMASK, ensure_var_layout, repair_modes
 
 
 def secure_private_state(say: Callable[[str], None]) -> None:

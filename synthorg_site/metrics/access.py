@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from django.http import HttpRequest
 
 from trust_app.auth import agent_token_verdict, bearer_token
-from trust_app.token_life import Scope
-from trust_app.tokens import token_kind
+from trust_app.tokens.bearer import token_kind
+from trust_app.tokens.life import Scope
 
 WHAT_IS_ALLOWED = (
     "GET /metrics takes Authorization: Bearer <token with the metrics scope>, "

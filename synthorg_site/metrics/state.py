@@ -38,7 +38,7 @@ def _approvals() -> Iterator[GaugeMetricFamily]:
 
 
 def _queues() -> Iterator[GaugeMetricFamily]:
-    from common.redis import redis_client
+    from common.platform.redis import redis_client
     from synthorg_site.celery import QUEUES
 
     client = redis_client()
@@ -55,7 +55,7 @@ def _queues() -> Iterator[GaugeMetricFamily]:
 
 
 def _workers() -> Iterator[GaugeMetricFamily]:
-    from synthorg_site.heartbeat import worker_heartbeats
+    from common.platform.heartbeat import worker_heartbeats
 
     beats = worker_heartbeats()
     yield GaugeMetricFamily(

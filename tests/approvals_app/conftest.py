@@ -14,7 +14,7 @@ from common.settings_config import config_reload
 from tools_app.models import Invocation
 from tools_app.services.invocation_submit import CallRequest, invocation_submit
 from trust_app.models import Agent
-from trust_app.services import agent_create, person_create
+from trust_app.services.agents import agent_create, person_create
 
 PASSWORD = "pw-approvals-123456"
 

@@ -45,7 +45,7 @@ def test_anonymous_agent_and_auditor_sockets_are_refused(
     make_person: Callable[..., Any],
     make_agent_row: Callable[..., Any],
 ) -> None:
-    from trust_app.services import agent_create
+    from trust_app.services.agents import agent_create
 
     agent_token = agent_create(name="socket-agent", access_level="elevated").token
     auditor = session_cookie(make_person("auditor"))

@@ -15,7 +15,7 @@ from websockets.typing import Origin
 
 from approvals_app.live import shared_row, shared_row_fits
 from approvals_app.models import ApprovalRequest
-from approvals_app.selectors import approval_request
+from approvals_app.selectors.requests import approval_request
 from common.testing import run_fresh
 from tests.approvals_app.test_consumers import session_cookie, ws_url
 

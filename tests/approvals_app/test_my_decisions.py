@@ -12,7 +12,7 @@ from common.testing import RunningProcess
 from tests.common.permission_suite import PermissionSuite, signed_in
 from tests.tools_app.api import conftest as api_fixtures
 from tests.tools_app.api.conftest import AgentClient
-from trust_app.services import person_create
+from trust_app.services.agents import person_create
 
 make_agent = api_fixtures.make_agent
 

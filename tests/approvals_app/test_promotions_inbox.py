@@ -18,8 +18,8 @@ from tests.approvals_app.conftest import PASSWORD
 from tests.approvals_app.test_consumers import session_cookie, ws_url
 from tests.trust_app.test_trust_support import TERMINAL_GATED
 from trust_app.models import PromotionRequest, PromotionStatus, TrustState
-from trust_app.services_trust import trust_reset
-from trust_app.services_trust_evidence import task_outcome_report
+from trust_app.services.evidence import task_outcome_report
+from trust_app.services.trust import trust_reset
 
 
 def ask_for_promotion(agent: Any, reporter: Any) -> PromotionRequest:
@@ -135,7 +135,7 @@ def test_new_decided_and_withdrawn_promotions_are_pushed_live(
             assert ">2</span>" in frame
 
             def approve() -> None:
-                from trust_app.services_trust_promotion import promotion_decide
+                from trust_app.services.promotion import promotion_decide
 
                 promotion_decide(request=one, person=admin, decision="approve", reason="earned")
 

@@ -18,9 +18,10 @@ from approvals_app.services import (
     approvals_escalate_due,
     approvals_expire_due,
 )
+from audit_app.models import AuditEvent
+from audit_app.record import Actor
 from common.errors import ConflictError, ForbiddenError, InvalidArgumentError
-from tools_app.models import AuditEvent, Invocation
-from tools_app.services.audit import Actor
+from tools_app.models import Invocation
 
 pytestmark = pytest.mark.django_db
 

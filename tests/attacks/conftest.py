@@ -12,9 +12,9 @@ import pytest
 from common.testing import require
 from tests.tools_app.api.conftest import make_agent
 from tests.tools_app.sandbox.conftest import docker_client, make_workspace
-from tools_app.sandbox.namespace import NamespaceSandbox, probe_namespace
+from tools_app.sandbox.backends.namespace import NamespaceSandbox, probe_namespace
+from tools_app.sandbox.backends.subprocess import SubprocessSandbox
 from tools_app.sandbox.protocol import SandboxBackend
-from tools_app.sandbox.subprocess import SubprocessSandbox
 
 __all__ = ["docker_client", "make_agent"]
 
@@ -59,7 +59,7 @@ def backend(request: pytest.FixtureRequest) -> Iterator[SandboxBackend]:
         require(ok, f"namespaces cannot be created here: {reason}")
         built = namespace
     else:
-        from tools_app.sandbox.docker import DockerSandbox, DockerSettings
+        from tools_app.sandbox.backends.docker.backend import DockerSandbox, DockerSettings
 
         request.getfixturevalue("docker_client")
         built = DockerSandbox(DockerSettings())

@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pytest
 
+from common.platform.private_state import loose_modes
 from common.testing import wait_until
 from synthorg_site.launcher.embedded_redis import redis_server_argv
-from synthorg_site.private_state import loose_modes
 from tests.attacks.probe import probe_as_sandbox_user
 
 BASE_DIR = Path(__file__).resolve().parents[2]

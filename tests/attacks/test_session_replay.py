@@ -16,7 +16,7 @@ import pytest
 from django.contrib.sessions.models import Session
 
 from tests.tools_app.api.conftest import AgentClient
-from trust_app.services import person_create
+from trust_app.services.agents import person_create
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
+from audit_app.models import AuditEvent
 from tests.tools_app.api.conftest import AgentClient, make_agent  # noqa: F401 - fixture
-from tools_app.models import AuditEvent
-from trust_app.services import person_create
+from trust_app.services.agents import person_create
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
 

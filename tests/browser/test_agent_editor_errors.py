@@ -14,7 +14,7 @@ from playwright.sync_api import expect
 from tests.browser.page_checks import HEIGHT, WIDTHS
 from tests.browser.test_approvals import PASSWORD
 from trust_app.models import Agent
-from trust_app.services import agent_create, person_create
+from trust_app.services.agents import agent_create, person_create
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
 

@@ -18,7 +18,7 @@ from common.settings_config import config_reload
 from common.testing import free_port
 from tests.browser.test_inbox_reconnect import daphne_on
 from trust_app.models import TrustChange, TrustScoreSample
-from trust_app.services import agent_create, person_create
+from trust_app.services.agents import agent_create, person_create
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
 PASSWORD = "pw-browser-levels-1"

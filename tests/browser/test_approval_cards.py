@@ -12,7 +12,7 @@ import pytest
 from playwright.sync_api import expect
 
 from trust_app.models import AgentPermissions
-from trust_app.services import agent_create, person_create
+from trust_app.services.agents import agent_create, person_create
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
 PASSWORD = "pw-browser-cards-1"

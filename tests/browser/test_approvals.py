@@ -14,7 +14,7 @@ from playwright.sync_api import expect
 
 from approvals_app.models import ApprovalRequest
 from approvals_app.services import approvals_expire_due
-from trust_app.services import agent_create, person_create
+from trust_app.services.agents import agent_create, person_create
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
 PASSWORD = "pw-browser-approvals-1"

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from django.db import transaction
 
-from tools_app.models import AuditEvent
-from tools_app.services.audit import Actor, audit_record
-from trust_app.services import agent_create, person_create
+from audit_app.models import AuditEvent
+from audit_app.record import Actor, audit_record
+from trust_app.services.agents import agent_create, person_create
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
 

@@ -16,12 +16,12 @@ from django.db import transaction
 
 from approvals_app.models import ApprovalRequest
 from approvals_app.services import approval_decide
+from audit_app.models import AuditEvent
+from audit_app.record import Actor, audit_record
 from common.testing import RunningProcess
 from tests.tools_app.api import conftest as api_fixtures
 from tests.tools_app.api.conftest import AgentClient
-from tools_app.models import AuditEvent
-from tools_app.services.audit import Actor, audit_record
-from trust_app.services import agent_create, person_create
+from trust_app.services.agents import agent_create, person_create
 
 pytestmark = [
     pytest.mark.browser,

@@ -20,10 +20,10 @@ from typing import Any
 import pytest
 from django.urls import URLPattern, URLResolver, get_resolver
 
+from audit_app.models import AuditEvent
 from tests.browser.page_checks import HEIGHT, WIDTHS, axe_findings, axe_source, width_findings
 from tests.browser.test_approvals import PASSWORD, Agent
-from tools_app.models import AuditEvent
-from trust_app.services import person_create
+from trust_app.services.agents import person_create
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
 

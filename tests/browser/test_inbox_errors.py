@@ -17,7 +17,7 @@ from playwright.sync_api import expect
 from approvals_app.models import ApprovalRequest, ApprovalStatus
 from tests.browser.page_checks import HEIGHT, WIDTHS
 from tests.browser.test_approvals import PASSWORD, Agent
-from trust_app.services import person_create
+from trust_app.services.agents import person_create
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
 DECIDE = "**/approvals/decide/"

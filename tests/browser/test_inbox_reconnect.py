@@ -16,7 +16,7 @@ from approvals_app.services import approval_decide
 from common.testing import free_port, http_status, python_argv, running, wait_until
 from tests.browser.page_checks import HEIGHT, WIDTHS
 from tests.browser.test_approvals import PASSWORD, Agent, in_thread
-from trust_app.services import person_create
+from trust_app.services.agents import person_create
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
 

@@ -18,8 +18,8 @@ from tests.browser.test_approvals import PASSWORD, in_thread
 from tests.browser.test_inbox_reconnect import daphne_on, operator_inbox
 from tests.trust_app.test_trust_support import TERMINAL_GATED
 from trust_app.models import PromotionRequest, PromotionStatus, TrustState
-from trust_app.services import agent_create, person_create, person_token_issue
-from trust_app.services_trust_evidence import task_outcome_report
+from trust_app.services.agents import agent_create, person_create, person_token_issue
+from trust_app.services.evidence import task_outcome_report
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
 

@@ -13,12 +13,12 @@ from django.utils import timezone
 from playwright.sync_api import expect
 
 from approvals_app.events import ApprovalChange, InboxKind, publish_approval_change
+from audit_app.record import Actor
 from tools_app.models import ToolDefinition
-from tools_app.services.audit import Actor
 from tools_app.services.tool_registry import tool_enabled_set, tool_registry_sync
 from trust_app.models import AgentToken, PromotionRequest
-from trust_app.services import agent_create, person_create
-from trust_app.tokens import token_digest
+from trust_app.services.agents import agent_create, person_create
+from trust_app.tokens.bearer import token_digest
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
 PASSWORD = "pw-browser-small-1"

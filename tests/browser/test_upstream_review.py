@@ -6,11 +6,11 @@ from typing import Any
 
 import pytest
 
+from audit_app.models import AuditEvent
 from tests.browser.test_admin_agents import PASSWORD, sign_in
 from tests.tools_app.bridge.upstream import listings
 from tools_app.bridge.pinning import definitions_review, upstream_standing
-from tools_app.models import AuditEvent
-from trust_app.services import person_create
+from trust_app.services.agents import person_create
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
 

@@ -25,13 +25,14 @@ from websockets.sync.client import connect
 from websockets.typing import Origin
 
 from approvals_app.models import ApprovalRequest
+from audit_app.models import AuditEvent
 from common.testing import wait_until
 from tests.approvals_app.conftest import PASSWORD
 from tests.support.cluster import Cluster, cluster
 from tests.tools_app.mcp.conftest import with_mcp
-from tools_app.lease import LEASE_PREFIX
-from tools_app.models import AuditEvent, Invocation
-from trust_app.services import agent_create, person_create, person_token_issue
+from tools_app.models import Invocation
+from tools_app.worker.lease import LEASE_PREFIX
+from trust_app.services.agents import agent_create, person_create, person_token_issue
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
@@ -218,8 +219,8 @@ def test_a_worker_killed_mid_call_loses_and_doubles_nothing(
 
 
 def _broker(nodes: Cluster) -> Celery:
+    from common.platform.runtime import celery_broker_url
     from synthorg_site.celery import app
-    from synthorg_site.runtime import celery_broker_url
 
     # Not the current app: tasks the rest of the session sends from this process must
     # still go to the session's own broker, not the cluster's.

@@ -23,9 +23,9 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 
-from tools_app.models import AuditEvent
+from audit_app.models import AuditEvent
 from trust_app.models import AgentToken
-from trust_app.services import agent_create, person_create
+from trust_app.services.agents import agent_create, person_create
 
 EVERYONE = frozenset({"operator", "admin", "auditor"})
 DECIDERS = frozenset({"operator", "admin"})

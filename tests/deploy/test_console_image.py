@@ -23,7 +23,7 @@ from common.testing import free_port, http_status, wait_until
 from synthorg_site.console_image.build import SOURCE_LABEL, build_console_image
 from tests.support.pipeline import own_redis
 from tests.tools_app.sandbox.conftest import docker_engine
-from trust_app.services import agent_create
+from trust_app.services.agents import agent_create
 
 pytestmark = [pytest.mark.docker, pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 

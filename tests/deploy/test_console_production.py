@@ -15,10 +15,10 @@ import httpx
 import psycopg
 import pytest
 
+from audit_app.chain import new_audit_key
 from common.testing import free_port, http_status, wait_until
 from tests.deploy.test_console_image import MANAGED, console_image  # noqa: F401 (fixture)
 from tests.support.pipeline import own_redis
-from tools_app.audit_chain import new_audit_key
 
 pytestmark = [pytest.mark.docker, pytest.mark.integration]
 

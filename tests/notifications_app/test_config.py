@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from common.config import ConfigError, parse_config
-from notifications_app.config import ALL_EVENTS, ALL_TIERS, WebhookChannel
+from common.config.notifications import ALL_EVENTS, ALL_TIERS, WebhookChannel
 
 
 def problems(section: object) -> str:

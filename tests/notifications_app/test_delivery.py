@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from approvals_app.models import ApprovalRequest
 from approvals_app.services import approval_decide, approvals_escalate_due
+from audit_app.models import AuditEvent
 from notifications_app.models import Notification
 from notifications_app.services import (
     notification_deliver,
@@ -25,7 +26,6 @@ from notifications_app.signing import SIGNATURE_HEADER, verify
 from synthorg_site.health import health_report
 from tests.notifications_app.conftest import SIGNING_KEY, webhook
 from tests.notifications_app.receiver import receiver
-from tools_app.models import AuditEvent
 
 pytestmark = pytest.mark.django_db
 

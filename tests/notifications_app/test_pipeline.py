@@ -19,7 +19,7 @@ from tests.notifications_app.receiver import Receiver, receiver
 from tests.support.pipeline import Pipeline, configured_pipeline
 from tests.tools_app.api import conftest as api_fixtures
 from tests.tools_app.api.conftest import AgentClient
-from trust_app.services import person_create, person_token_issue
+from trust_app.services.agents import person_create, person_token_issue
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 

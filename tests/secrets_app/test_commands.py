@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
+from audit_app.models import AuditEvent
 from secrets_app.broker import secrets_for_call
 from secrets_app.keys import key_file
 from secrets_app.models import Secret, SecretGrant, SecretVersion
-from tools_app.models import AuditEvent
 from trust_app.models import Agent
 
 pytestmark = pytest.mark.django_db

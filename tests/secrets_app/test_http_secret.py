@@ -23,15 +23,16 @@ from django.test import Client
 
 from approvals_app.models import ApprovalRequest
 from approvals_app.services import approval_decide
+from audit_app.models import AuditEvent
+from audit_app.record import Actor
 from common.testing import RunningProcess
 from secrets_app.services import secret_grant, secret_set, secret_ungrant
 from tests.tools_app.api import conftest as api_fixtures
 from tests.tools_app.api.conftest import AgentClient
 from tests.tools_app.net.servers import LoopbackHttpServer, RecordedRequest, Reply
-from tools_app.models import AuditEvent, Invocation
-from tools_app.services.audit import Actor
+from tools_app.models import Invocation
 from trust_app.models import AgentPermissions
-from trust_app.services import person_create
+from trust_app.services.agents import person_create
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from audit_app.models import AuditEvent
+from audit_app.record import Actor
 from secrets_app.broker import SecretNotGrantedError, secrets_for_server
 from secrets_app.services import secret_grant, secret_set
-from tools_app.models import AuditEvent
-from tools_app.services.audit import Actor
 from trust_app.models import Agent
 
 pytestmark = pytest.mark.django_db

@@ -9,12 +9,12 @@ import secrets
 import pytest
 from django.test import Client
 
+from audit_app.record import Actor
 from secrets_app.models import SecretVersion
 from secrets_app.services import secret_grant, secret_set
 from tests.common.permission_suite import ADMINS, PermissionSuite, signed_in
-from tools_app.services.audit import Actor
 from trust_app.models import Agent
-from trust_app.services import agent_create, person_create
+from trust_app.services.agents import agent_create, person_create
 
 pytestmark = pytest.mark.django_db
 

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from synthorg_site.agent_http import is_agent_call
-from trust_app.tokens import AGENT_TOKEN_PREFIX, PERSON_TOKEN_PREFIX
+from trust_app.tokens.bearer import AGENT_TOKEN_PREFIX, PERSON_TOKEN_PREFIX
 
 AGENT = f"Bearer {AGENT_TOKEN_PREFIX}_abc".encode()
 PERSON = f"Bearer {PERSON_TOKEN_PREFIX}_abc".encode()

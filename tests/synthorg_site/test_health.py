@@ -7,10 +7,10 @@ import urllib.request
 
 import pytest
 
-from common.redis import redis_client
+from common.platform.heartbeat import SANDBOX_PROBE_PREFIX, WORKER_KEY_PREFIX
+from common.platform.redis import redis_client
 from common.testing import RunningProcess, http_status, wait_until
-from synthorg_site.health import SANDBOX_PROBE_PREFIX, health_report
-from synthorg_site.heartbeat import WORKER_KEY_PREFIX
+from synthorg_site.health import health_report
 
 pytestmark = pytest.mark.integration
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from synthorg_site import runtime
+from common.platform import runtime
 from synthorg_site.launcher.stop_signals import STOP_SIGNALS, StopSignals
 
 

@@ -9,8 +9,8 @@ import uuid
 import pytest
 from django.test import Client
 
+from common.platform.logs import logging_config, request_id_from
 from common.testing import RunningProcess, wait_until
-from synthorg_site.logs import logging_config, request_id_from
 from tools_app.tasks import execute_invocation
 
 

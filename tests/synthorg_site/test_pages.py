@@ -6,7 +6,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 
-from trust_app.services import person_create
+from trust_app.services.agents import person_create
 
 pytestmark = pytest.mark.django_db
 

@@ -10,8 +10,7 @@ import pytest
 from channels_redis.core import RedisChannelLayer
 from django.conf import settings
 
-from common.testing import BASE_DIR, python_argv
-from synthorg_site.redis_options import (
+from common.platform.redis_options import (
     BLOCKING_READ_MARGIN_SECONDS,
     RedisTimeouts,
     RedisTimeoutSettingError,
@@ -20,6 +19,7 @@ from synthorg_site.redis_options import (
     client_options,
     redis_timeouts,
 )
+from common.testing import BASE_DIR, python_argv
 
 TIMEOUTS = RedisTimeouts(socket_timeout=15, connect_timeout=5, health_check_interval=30)
 

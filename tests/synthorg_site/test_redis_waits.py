@@ -21,6 +21,7 @@ import redis.exceptions
 from channels_redis.core import RedisChannelLayer
 from django.conf import settings
 
+from common.platform.redis_options import channel_layer_host
 from common.testing import (
     free_port,
     http_status,
@@ -30,8 +31,7 @@ from common.testing import (
     running,
     wait_until,
 )
-from synthorg_site.redis_options import channel_layer_host
-from trust_app.services import agent_create, person_create, person_token_issue
+from trust_app.services.agents import agent_create, person_create, person_token_issue
 
 pytestmark = pytest.mark.integration
 

@@ -7,8 +7,8 @@ import stat
 import subprocess
 from pathlib import Path
 
+from common.platform.safety import ProductionSettings, unsafe_production_settings
 from common.testing import BASE_DIR, python_argv
-from synthorg_site.safety import ProductionSettings, unsafe_production_settings
 
 
 def _check(env_overrides: dict[str, str], tmp_path: Path) -> subprocess.CompletedProcess[str]:

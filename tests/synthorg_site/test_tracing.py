@@ -19,10 +19,10 @@ import httpx
 import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
+from common.platform.tracing import tracing_configured
 from common.testing import free_port, http_status, python_argv, running, wait_until
 from synthorg_site.celery import QUEUES
-from synthorg_site.tracing import tracing_configured
-from trust_app.services import agent_create
+from trust_app.services.agents import agent_create
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 

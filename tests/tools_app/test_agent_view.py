@@ -32,7 +32,7 @@ from tools_app.models import Invocation
 from tools_app.registry import tool_catalog
 from tools_app.sanitize.controls import is_invisible
 from trust_app.models import AgentPermissions
-from trust_app.services import person_create, workspace_grant
+from trust_app.services.agents import person_create, workspace_grant
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 

@@ -15,16 +15,16 @@ from django.db import connection, transaction
 from django.test import Client
 from django.utils import timezone
 
-from tests.common.permission_suite import PermissionSuite, signed_in
-from tools_app.models import AuditEvent, AuditVerification
-from tools_app.selectors_audit_browse import audit_chain_status
-from tools_app.services.audit import Actor, audit_record
-from tools_app.services.audit_verification import (
+from audit_app.models import AuditEvent, AuditVerification
+from audit_app.record import Actor, audit_record
+from audit_app.selectors.browse import audit_chain_status
+from audit_app.services.verification import (
     audit_verification_run,
     audit_verifications_abandon,
 )
-from tools_app.tasks import sweep_abandoned_verifications
-from trust_app.services import agent_create, person_create
+from audit_app.tasks import sweep_abandoned_verifications
+from tests.common.permission_suite import PermissionSuite, signed_in
+from trust_app.services.agents import agent_create, person_create
 
 pytestmark = pytest.mark.django_db
 

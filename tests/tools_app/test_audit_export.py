@@ -12,8 +12,7 @@ from typing import Any
 import pytest
 from django.db import connection
 
-from common.testing import require
-from tools_app.audit_export import (
+from audit_app.export import (
     COPY_CHUNK_BYTES,
     csv_lines,
     csv_lines_copied,
@@ -22,8 +21,9 @@ from tools_app.audit_export import (
     jsonl_lines_copied,
     jsonl_lines_encoded,
 )
-from tools_app.models import AuditEvent
-from tools_app.selectors_audit import AuditFilters, audit_filters_parse
+from audit_app.models import AuditEvent
+from audit_app.selectors.events import AuditFilters, audit_filters_parse
+from common.testing import require
 
 pytestmark = pytest.mark.django_db
 

@@ -12,8 +12,7 @@ from django.core.management import CommandError, call_command
 from django.db import connection, transaction
 from django.utils import timezone
 
-from common.testing import run_at_once
-from tools_app.audit_chain import (
+from audit_app.chain import (
     AUDIT_CHAIN_KEYED,
     AUDIT_KEY_ROTATED,
     CHAINED_FIELDS,
@@ -22,12 +21,13 @@ from tools_app.audit_chain import (
     event_hash,
     keyed_event_hash,
 )
-from tools_app.audit_checkpoint import audit_checkpoint_write
-from tools_app.audit_keys import audit_key_ring, key_file
-from tools_app.audit_verify import audit_chain_verify
-from tools_app.models import AuditEvent, AuditVerification
-from tools_app.services.audit import Actor, audit_record
-from trust_app.services import agent_create
+from audit_app.checkpoint import audit_checkpoint_write
+from audit_app.keys import audit_key_ring, key_file
+from audit_app.models import AuditEvent, AuditVerification
+from audit_app.record import Actor, audit_record
+from audit_app.verify import audit_chain_verify
+from common.testing import run_at_once
+from trust_app.services.agents import agent_create
 
 pytestmark = pytest.mark.django_db
 
@@ -307,8 +307,8 @@ def test_beat_writes_checkpoints_at_the_configured_interval(
 ) -> None:
     from django.conf import settings
 
+    from audit_app.tasks import audit_checkpoint
     from synthorg_site.celery import app
-    from tools_app.tasks import audit_checkpoint
 
     entry = app.conf.beat_schedule["audit-checkpoint"]
     assert entry["task"] == "tools_app.audit_checkpoint"

@@ -16,11 +16,12 @@ from django.db import transaction
 from django.test import Client
 from django.utils import timezone
 
+from audit_app.models import AuditEvent
+from audit_app.record import Actor, audit_record
 from tests.common.permission_suite import signed_in
-from tools_app.models import AuditEvent, Invocation
-from tools_app.services.audit import Actor, audit_record
+from tools_app.models import Invocation
 from trust_app.models import Agent
-from trust_app.services import agent_create, person_create
+from trust_app.services.agents import agent_create, person_create
 
 pytestmark = pytest.mark.django_db
 
@@ -170,7 +171,7 @@ def test_api_refuses_bad_filters_with_the_envelope(auditor: Client) -> None:
 
 
 def test_api_answers_a_personal_token(calls: list[AuditEvent]) -> None:
-    from trust_app.services import person_token_issue
+    from trust_app.services.agents import person_token_issue
 
     person = person_create(username="script", role="auditor", password=None)
     token = person_token_issue(person=person)

@@ -7,10 +7,10 @@ from datetime import UTC, datetime
 import pytest
 from django.db import connection
 
+from audit_app.models import AuditEvent
+from audit_app.selectors import events as selectors_audit
+from audit_app.selectors.events import audit_events, audit_filters_parse, audit_page
 from common.testing import require
-from tools_app import selectors_audit
-from tools_app.models import AuditEvent
-from tools_app.selectors_audit import audit_events, audit_filters_parse, audit_page
 
 pytestmark = pytest.mark.django_db
 

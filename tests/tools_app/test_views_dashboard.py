@@ -11,11 +11,11 @@ from django.test import Client
 from django.utils import timezone
 
 from approvals_app.models import ApprovalRequest, ApprovalStatus
+from audit_app.record import Actor, audit_record
 from tests.common.permission_suite import EVERYONE, PermissionSuite, signed_in
 from tools_app.models import Invocation
-from tools_app.services.audit import Actor, audit_record
 from trust_app.models import Agent, PromotionRequest
-from trust_app.services import agent_create, person_create
+from trust_app.services.agents import agent_create, person_create
 
 pytestmark = pytest.mark.django_db
 

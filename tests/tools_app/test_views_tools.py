@@ -5,10 +5,11 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
+from audit_app.models import AuditEvent
 from tests.common.permission_suite import ADMINS, EVERYONE, PermissionSuite, signed_in
-from tools_app.models import AuditEvent, ToolDefinition
+from tools_app.models import ToolDefinition
 from tools_app.registry import tool_catalog
-from trust_app.services import person_create
+from trust_app.services.agents import person_create
 
 pytestmark = pytest.mark.django_db
 

@@ -9,10 +9,10 @@ from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 from django.test import Client
 
+from audit_app.models import AuditEvent
 from common.roles import Role, roles_of
-from tools_app.models import AuditEvent
 from trust_app.models import Agent, AgentToken, PersonToken
-from trust_app.tokens import token_digest
+from trust_app.tokens.bearer import token_digest
 
 pytestmark = pytest.mark.django_db
 

@@ -12,12 +12,12 @@ import httpx
 import pytest
 from django.utils import timezone
 
+from audit_app.models import AuditEvent
+from audit_app.record import Actor
 from tests.synthorg_site.http_edge.conftest import stranger_budget_reset
-from tools_app.models import AuditEvent
-from tools_app.services.audit import Actor
 from trust_app.models import Agent, AgentToken
-from trust_app.services import agent_create
-from trust_app.services_tokens import agent_token_issue, agent_token_revoke, agent_token_rotate
+from trust_app.services.agents import agent_create
+from trust_app.services.tokens import agent_token_issue, agent_token_revoke, agent_token_rotate
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from trust_app.token_life import (
+from trust_app.tokens.life import (
     DEFAULT_SCOPES,
     Scope,
     TokenScopesInvalidError,

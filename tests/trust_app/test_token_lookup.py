@@ -8,13 +8,13 @@ from typing import Any
 import pytest
 from django.db.models import Model
 
-from tools_app.services.audit import Actor
+from audit_app.record import Actor
 from trust_app.auth import agent_for_token, agent_token_verdict
 from trust_app.models import Agent, AgentPermissions, AgentToken
-from trust_app.services import agent_create, agent_token_revoke
-from trust_app.token_life import Scope
-from trust_app.token_lookup import find_agent_token
-from trust_app.tokens import token_digest
+from trust_app.services.agents import agent_create, agent_token_revoke
+from trust_app.tokens.bearer import token_digest
+from trust_app.tokens.life import Scope
+from trust_app.tokens.lookup import find_agent_token
 
 pytestmark = pytest.mark.django_db
 

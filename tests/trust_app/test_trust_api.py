@@ -11,6 +11,7 @@ import pytest
 from django.test import Client
 from django.urls import include, path
 
+from audit_app.models import AuditEvent
 from tests.trust_app.test_trust_support import (  # noqa: F401
     SEED_MILESTONE,
     TERMINAL_GATED,
@@ -19,12 +20,11 @@ from tests.trust_app.test_trust_support import (  # noqa: F401
     settled_call,
     trust_config,
 )
-from tools_app.models import AuditEvent
 from trust_app.models import PromotionRequest, TaskOutcome
 
 # The site plus the trust page, as the site's urls will include it.
 urlpatterns = [
-    path("", include("trust_app.urls_trust")),
+    path("", include("trust_app.views.trust")),
     path("", include("synthorg_site.urls")),
 ]
 pytestmark = [pytest.mark.django_db, pytest.mark.urls(__name__)]

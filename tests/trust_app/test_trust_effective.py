@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from common.vocabulary.levels import FileSystemScope, GitAccess, NetworkMode, TerminalAccess
 from tests.trust_app.policy.factories import CATEGORY_ACTION, WORKSPACE, tool
 from trust_app.policy import (
     ALL_CATEGORIES,
@@ -21,7 +22,6 @@ from trust_app.policy import (
     list_permitted,
 )
 from trust_app.policy.effective import stricter
-from trust_app.policy.levels import FileSystemScope, GitAccess, NetworkMode, TerminalAccess
 
 PROJECT = "/srv/agents/alpha"
 ORDERED = ("sandboxed", "restricted", "standard", "elevated")

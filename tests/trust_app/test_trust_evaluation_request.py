@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from common.redis import redis_client
+from common.platform.redis import redis_client
 from trust_app import tasks
 
 

@@ -11,13 +11,13 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
+from audit_app.models import AuditEvent
 from tests.trust_app.test_trust_support import (  # noqa: F401
     TERMINAL_GATED,
     make_agent,
     make_person,
     trust_config,
 )
-from tools_app.models import AuditEvent
 from trust_app.models import TrustChange, TrustScoreSample
 
 pytestmark = pytest.mark.django_db

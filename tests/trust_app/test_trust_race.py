@@ -18,8 +18,8 @@ from tests.trust_app.test_trust_support import (  # noqa: F401
     trust_config,
 )
 from trust_app.models import PromotionRequest, PromotionStatus, TrustChange, TrustState
-from trust_app.services_trust_evidence import task_outcome_report
-from trust_app.services_trust_promotion import promotion_decide
+from trust_app.services.evidence import task_outcome_report
+from trust_app.services.promotion import promotion_decide
 
 DECIDERS = 6
 

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from django.utils import timezone
 
+from audit_app.models import AuditEvent
 from common.errors import ConflictError, ForbiddenError, InvalidArgumentError
 from tests.trust_app.policy.factories import tool
 from tests.trust_app.test_trust_support import (  # noqa: F401
@@ -20,7 +21,6 @@ from tests.trust_app.test_trust_support import (  # noqa: F401
     settled_call,
     trust_config,
 )
-from tools_app.models import AuditEvent
 from trust_app.models import (
     PromotionRequest,
     PromotionStatus,
@@ -29,15 +29,15 @@ from trust_app.models import (
     TrustState,
 )
 from trust_app.policy import decide
-from trust_app.selectors import agent_policy
-from trust_app.selectors_trust import agent_earned_levels, agent_trust_summary, pending_promotions
-from trust_app.services_trust import trust_evaluate, trust_reset
-from trust_app.services_trust_evidence import (
+from trust_app.selectors.agents import agent_policy
+from trust_app.selectors.trust import agent_earned_levels, agent_trust_summary, pending_promotions
+from trust_app.services.evidence import (
     invocation_feedback_record,
     task_outcome_report,
     trust_invocation_outcome_record,
 )
-from trust_app.services_trust_promotion import promotion_decide
+from trust_app.services.promotion import promotion_decide
+from trust_app.services.trust import trust_evaluate, trust_reset
 
 pytestmark = pytest.mark.django_db
 LS = {"command": "ls"}

@@ -7,11 +7,12 @@ from typing import Any
 import pytest
 from django.test import Client
 
+from audit_app.models import AuditEvent
 from tests.common.permission_suite import ADMINS, DECIDERS, PermissionSuite, signed_in
-from tools_app.models import AuditEvent, Invocation
+from tools_app.models import Invocation
 from trust_app.models import Agent, AgentPermissions, AgentToken
-from trust_app.services import agent_create, person_create
-from trust_app.tokens import token_digest
+from trust_app.services.agents import agent_create, person_create
+from trust_app.tokens.bearer import token_digest
 
 pytestmark = pytest.mark.django_db
 

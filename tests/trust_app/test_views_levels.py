@@ -12,7 +12,7 @@ from django.test import Client
 from tests.common.permission_suite import signed_in
 from tests.trust_app.test_trust_support import trust_config  # noqa: F401
 from trust_app.models import Agent
-from trust_app.services import agent_create, person_create
+from trust_app.services.agents import agent_create, person_create
 
 pytestmark = pytest.mark.django_db
 WEIGHTED_FROM_SANDBOXED = "trust:\n  strategy: weighted\n  initial_level: sandboxed\n"

@@ -12,14 +12,14 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.test import Client
 
+from audit_app.models import AuditEvent
 from tests.common.permission_suite import ADMINS, PermissionSuite, signed_in
-from tools_app.models import AuditEvent
 from trust_app.auth import agent_token_verdict
 from trust_app.models import Agent, AgentToken
-from trust_app.services import agent_create, person_create
-from trust_app.token_life import Scope
-from trust_app.token_shown_once import SESSION_KEY
-from trust_app.tokens import AGENT_TOKEN_PREFIX, token_digest
+from trust_app.services.agents import agent_create, person_create
+from trust_app.tokens.bearer import AGENT_TOKEN_PREFIX, token_digest
+from trust_app.tokens.life import Scope
+from trust_app.tokens.shown_once import SESSION_KEY
 
 pytestmark = pytest.mark.django_db
 

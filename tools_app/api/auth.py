@@ -12,8 +12,8 @@ from rest_framework.permissions import BasePermission
 from common.errors import ForbiddenError, UnauthenticatedError
 from trust_app.auth import agent_token_verdict, bearer_token
 from trust_app.models import Agent
-from trust_app.token_life import Scope
-from trust_app.tokens import token_kind
+from trust_app.tokens.bearer import token_kind
+from trust_app.tokens.life import Scope
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,8 @@ from rest_framework import exceptions
 from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.response import Response
 
+from common.envelope import code_for_status, error_document
 from common.errors import RateLimitedError, SynthOrgError
-from synthorg_site.http_edge.envelope import code_for_status, error_document
 from synthorg_site.http_edge.middleware import REFUSAL_MARK, RefusalNote
 from tools_app.agent_view import agent_message, agent_structure
 

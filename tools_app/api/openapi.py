@@ -269,7 +269,7 @@ class AgentTokenScheme(OpenApiAuthenticationExtension):
 
 
 class PersonTokenScheme(OpenApiAuthenticationExtension):
-    target_class = "common.api_people.PersonTokenAuthentication"
+    target_class = "trust_app.api.people.PersonTokenAuthentication"
     name = "personToken"
 
     def get_security_definition(self, auto_schema: Any) -> dict[str, Any]:

@@ -1,10 +1,9 @@
 from django.urls import path
 
-from tools_app.api import audit, views
+from tools_app.api import views
 
 urlpatterns = [
     path("me/", views.MeView.as_view(), name="api-me"),
-    path("audit/events/", audit.AuditEventListView.as_view(), name="api-audit-events"),
     path("tools/", views.ToolListView.as_view(), name="api-tools"),
     path("tools/<str:name>/", views.ToolDetailView.as_view(), name="api-tool"),
     path(

@@ -21,6 +21,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from audit_app.record import Actor
 from common.errors import NotFoundError, PayloadTooLargeError, RateLimitedError, SynthOrgError
 from tools_app.api import openapi
 from tools_app.api.auth import AgentView
@@ -34,13 +35,16 @@ from tools_app.canonical import arguments_hash
 from tools_app.events import carried_body, wait_for_terminal, watch_invocation
 from tools_app.models import Invocation
 from tools_app.ratelimit import rate_limit_hit
-from tools_app.selectors import invocation_for_agent, permitted_contract, permitted_tools
-from tools_app.services.audit import Actor
+from tools_app.selectors.invocations import (
+    invocation_for_agent,
+    permitted_contract,
+    permitted_tools,
+)
 from tools_app.services.invocation_batch import invocation_batch_submit
 from tools_app.services.invocation_cancel import invocation_cancel
 from tools_app.services.invocation_submit import CallRequest, invocation_submit
 from trust_app.models import Agent
-from trust_app.selectors import agent_policy
+from trust_app.selectors.agents import agent_policy
 
 
 def _check_size(request: Request) -> None:
@@ -93,7 +97,7 @@ async def _wait_and_load(invocation: Invocation, wait: int) -> Invocation:
 class MeView(AgentView, APIView):
     @extend_schema(summary="Who this agent is", responses={200: openapi.ME})
     def get(self, request: Request) -> Response:
-        from trust_app.selectors_trust import agent_effective_level
+        from trust_app.selectors.trust import agent_effective_level
 
         agent = self.agent_of(request)
         # trust.level is the level that applies: the lower of the admin's and trust's.

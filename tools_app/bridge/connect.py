@@ -29,13 +29,13 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from common.config.mcp import McpServer
+from common.config.sandbox import SandboxingConfig
 from tools_app.bridge.definitions import UpstreamTool
 from tools_app.bridge.launch import per_agent, stdio_launch
 from tools_app.egress.decision import explicit_address_entries
 from tools_app.net.guard import CheckedEndpoint, EgressGuard
 from tools_app.net.policy import EgressPolicy
 from tools_app.net.transport import EgressPinMismatchError
-from tools_app.sandbox.config import SandboxingConfig
 
 OnListChanged = Callable[[], Awaitable[None]]
 log = structlog.get_logger("synthorg.bridge")

@@ -49,7 +49,7 @@ class ServerEgress:
     """The running egress proxy of one warm server (open it with ``open``)."""
 
     def __init__(self, server: McpServer) -> None:
-        from tools_app.egress_worker import proxy_limits, proxy_resolver
+        from tools_app.worker.egress import proxy_limits, proxy_resolver
 
         self.server = server
         decider = EgressDecider(

@@ -26,13 +26,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from common.config.mcp import McpServer
-from tools_app.egress.inside import MOUNT_POINT as EGRESS_INSIDE
-from tools_app.egress.inside import forwarded_argv, proxy_env
-from tools_app.sandbox.config import SandboxingConfig
+from common.config.sandbox import SandboxingConfig
+from tools_app.egress.mount import MOUNT_POINT as EGRESS_INSIDE
+from tools_app.egress.mount import forwarded_argv, proxy_env
+from tools_app.sandbox.backends.namespace import (
+    HOME_INSIDE,
+    TMP_INSIDE,
+    WORKSPACE_INSIDE,
+    NamespaceSandbox,
+)
 from tools_app.sandbox.env import build_sandbox_env, is_refused_for_a_secret
 from tools_app.sandbox.errors import SandboxUnavailableError
-from tools_app.sandbox.identity import resolve_identity
-from tools_app.sandbox.namespace import HOME_INSIDE, TMP_INSIDE, WORKSPACE_INSIDE, NamespaceSandbox
+from tools_app.sandbox.linux.identity import resolve_identity
 from tools_app.sandbox.paths import resolve_workspace, restrict_path
 from tools_app.sandbox.protocol import MountMode, NetworkPolicy, SandboxSpec, WorkspaceMount
 from tools_app.sandbox.workspace import check_workspace_access

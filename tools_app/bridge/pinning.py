@@ -14,13 +14,13 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from audit_app.record import Actor, audit_record
 from common.errors import ConflictError, InvalidArgumentError, NotFoundError
 from tools_app.bridge.definitions import CATEGORY, UpstreamTool
 from tools_app.bridge.review import PinEvent, PinState, review_definition, standing_reason
 from tools_app.bridge.scan import Finding, Severity, blocking, scan_tool
 from tools_app.bridge.standing import PinStatus, Standing
 from tools_app.models import UpstreamToolPin
-from tools_app.services.audit import Actor, audit_record
 
 log = structlog.get_logger(__name__)
 

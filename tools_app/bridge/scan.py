@@ -23,9 +23,9 @@ from typing import Any, Final
 
 from confusable_homoglyphs import confusables
 
+from common.vocabulary.names import name_key, name_skeleton
 from tools_app.bridge.definitions import UpstreamTool
 from tools_app.sanitize.controls import INVISIBLE
-from trust_app.policy.names import name_key, name_skeleton
 
 MAX_DEPTH: Final = 64
 

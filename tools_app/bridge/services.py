@@ -14,13 +14,14 @@ import structlog
 from django.db import transaction
 from django.utils import timezone
 
+from audit_app.models import AuditEvent
+from audit_app.record import Actor, audit_record
 from common.config.mcp import McpServer
 from tools_app.bridge.classify import bridged_contract
 from tools_app.bridge.definitions import CATEGORY, UpstreamTool
 from tools_app.bridge.pinning import definitions_review
 from tools_app.contracts import ContractError, ToolRegistry
-from tools_app.models import AuditEvent, ToolDefinition, UpstreamToolRecord
-from tools_app.services.audit import Actor, audit_record
+from tools_app.models import ToolDefinition, UpstreamToolRecord
 
 log = structlog.get_logger("synthorg.bridge")
 

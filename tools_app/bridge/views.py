@@ -13,7 +13,7 @@ from common.errors import SynthOrgError
 from common.roles import Role
 from tools_app.bridge.pinning import upstream_pin_accept, upstream_pin_reject
 from tools_app.bridge.selectors import upstream_pins_for_review
-from trust_app.views_access import page_for
+from trust_app.views.access import page_for
 
 TEMPLATE = "tools/upstream.html"
 

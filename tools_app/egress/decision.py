@@ -15,9 +15,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from common.vocabulary.network import NetworkTargetError, normalize_host, parse_host_rule
 from tools_app.net import CheckedEndpoint, EgressGuard, EgressPolicy, Resolver
 from tools_app.net.errors import EgressHostNotAllowedError, EgressUrlInvalidError
-from trust_app.policy.network import NetworkTargetError, normalize_host, parse_host_rule
 
 NETWORK_MODES: Final = ("none", "allowlist_only", "open")
 

@@ -1,7 +1,7 @@
 """PURE: what a tool asks of the worker to give its sandbox network: an egress session.
 
 ``EgressGateway`` is handed to tools in ``ToolContext.egress``; the worker's
-implementation (``tools_app.egress_worker``) adds its resolver, limits and the
+implementation (``tools_app.worker.egress``) adds its resolver, limits and the
 audit writer. ``LocalEgressGateway`` is the same without audit (embedding, benches).
 """
 

@@ -14,9 +14,9 @@ from typing import Final
 
 import h11
 
+from common.vocabulary.network import NetworkTargetError, parse_host_port
 from tools_app.net.errors import EgressError
 from tools_app.net.urls import parse_target
-from trust_app.policy.network import NetworkTargetError, parse_host_port
 
 HEAD_END: Final = b"\r\n\r\n"
 # Hop-by-hop headers and the proxy's own: never passed to the destination.

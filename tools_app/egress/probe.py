@@ -14,7 +14,7 @@ from pathlib import Path
 
 from tools_app.egress.decision import NetworkGrant
 from tools_app.egress.gateway import LocalEgressGateway
-from tools_app.egress.inside import FORWARD_PORT
+from tools_app.egress.mount import FORWARD_PORT
 from tools_app.sandbox.errors import SandboxError
 from tools_app.sandbox.protocol import (
     Limits,

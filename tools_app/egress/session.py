@@ -19,12 +19,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tools_app.egress.decision import EgressDecider
-from tools_app.egress.inside import FORWARDER_NAME, SOCKET_NAME
 from tools_app.egress.limits import ProxyLimits
+from tools_app.egress.mount import FORWARDER_NAME, SOCKET_NAME
 from tools_app.egress.records import ConnectionRecord
 from tools_app.egress.server import EgressProxy
 
-FORWARDER_SOURCE = Path(__file__).with_name("forwarder.py")
+FORWARDER_SOURCE = Path(__file__).parent / "inside" / "forwarder.py"
 
 RecordsSink = Callable[[list[ConnectionRecord], int], None]
 """Receives the records and how many connections were refused without one."""

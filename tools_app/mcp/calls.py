@@ -32,7 +32,7 @@ from typing import Any
 
 from django.conf import settings
 
-from common.redis import redis_client
+from common.platform.redis import redis_client
 from tools_app.canonical import arguments_hash
 from trust_app.policy import name_key
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import uuid
 
+from audit_app.record import Actor
 from tools_app.mcp.calls import call_for_request, cancel_requested
 from tools_app.models import Invocation, InvocationStatus
-from tools_app.services.audit import Actor
 from tools_app.services.invocation_cancel import invocation_cancel
 from trust_app.models import Agent
 

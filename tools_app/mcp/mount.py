@@ -31,15 +31,15 @@ from django.http.request import split_domain_port, validate_host
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from synthorg_site.logs import REQUEST_ID_HEADER, request_id_from
+from audit_app.refusals import RefusedRequest, request_refusal_record
+from common.platform.logs import REQUEST_ID_HEADER, request_id_from
 from tools_app.mcp.cancel import mcp_request_cancel
 from tools_app.mcp.envelope import INVALID_REQUEST, Envelope, EnvelopeProblem, read_envelope
 from tools_app.mcp.server import CALLER_SCOPE_KEY, EXCHANGE_SCOPE_KEY, McpCaller, gateway_server
 from tools_app.mcp.waiting import McpExchange
-from tools_app.services.request_refusal import RefusedRequest, request_refusal_record
 from trust_app.auth import agent_token_verdict, person_for_token
-from trust_app.token_life import Scope as TokenScope
-from trust_app.tokens import token_kind
+from trust_app.tokens.bearer import token_kind
+from trust_app.tokens.life import Scope as TokenScope
 
 MCP_PATHS = frozenset({"/mcp", "/mcp/"})
 

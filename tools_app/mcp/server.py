@@ -37,10 +37,10 @@ from tools_app.mcp.results import (
 from tools_app.mcp.taking import call_outcome, call_take
 from tools_app.mcp.waiting import McpExchange, ProgressSink, wait_for_outcome
 from tools_app.registry import tool_catalog
-from tools_app.selectors import permitted_tools
+from tools_app.selectors.invocations import permitted_tools
 from tools_app.services.invocation_submit import CallRequest
 from trust_app.models import Agent
-from trust_app.selectors import agent_policy
+from trust_app.selectors.agents import agent_policy
 
 SERVER_NAME = "synthorg-console"
 CALLER_SCOPE_KEY = "synthorg.mcp_caller"

@@ -1,5 +1,3 @@
-from tools_app.models.audit import AuditEvent
-from tools_app.models.audit_verification import AuditVerification, VerificationStatus
 from tools_app.models.bridge import UpstreamToolPin
 from tools_app.models.bridge_records import UpstreamToolRecord
 from tools_app.models.disclosure import ToolDisclosureState
@@ -10,13 +8,10 @@ from tools_app.models.registry import ToolDefinition
 __all__ = [
     "TERMINAL_STATUSES",
     "AgentMemory",
-    "AuditEvent",
-    "AuditVerification",
     "Invocation",
     "InvocationStatus",
     "ToolDefinition",
     "ToolDisclosureState",
     "UpstreamToolPin",
     "UpstreamToolRecord",
-    "VerificationStatus",
 ]

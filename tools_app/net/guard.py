@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from common.vocabulary.network import Endpoint
 from tools_app.net.addresses import (
     METADATA_HOSTS,
     blocked_reason,
@@ -25,7 +26,6 @@ from tools_app.net.errors import EgressHostNotAllowedError
 from tools_app.net.policy import EgressPolicy, describe
 from tools_app.net.resolver import Resolver, SystemResolver
 from tools_app.net.urls import HTTP_SCHEMES, Target, parse_target
-from trust_app.policy.network import Endpoint
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from common.vocabulary.network import Endpoint, HostRule, NetworkTargetError, parse_host_rule
 from tools_app.net.errors import EgressUrlInvalidError
-from trust_app.policy.network import Endpoint, HostRule, NetworkTargetError, parse_host_rule
 
 
 def parse_rules(entries: Iterable[str], *, what: str) -> tuple[HostRule, ...]:

@@ -1,7 +1,7 @@
 """Strict URL parsing: one reading of a URL, the one the connection will use.
 
 The host is normalised by the same function the decision engine uses
-(``trust_app.policy.network.normalize_host``), so the policy and the guard can
+(``common.vocabulary.network.normalize_host``), so the policy and the guard can
 never disagree on which host a URL names: IPv4 in decimal, octal, hex and short
 forms becomes a dotted quad, IPv4-mapped IPv6 becomes IPv4, IDNA, case, one
 trailing dot and percent-encoding are folded. Userinfo never names the host
@@ -15,8 +15,8 @@ import re
 from dataclasses import dataclass
 from typing import Final
 
+from common.vocabulary.network import NetworkTargetError, normalize_host
 from tools_app.net.errors import EgressUrlInvalidError
-from trust_app.policy.network import NetworkTargetError, normalize_host
 
 HTTP_SCHEMES: Final = frozenset({"http", "https"})
 DEFAULT_PORTS: Final = {"http": 80, "https": 443, "ssh": 22}

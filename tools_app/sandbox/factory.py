@@ -11,14 +11,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from tools_app.sandbox.config import SandboxingConfig, _category
-from tools_app.sandbox.docker import DockerSandbox, DockerSettings
+from common.config.sandbox import SandboxingConfig, _category
+from tools_app.sandbox.backends.docker.backend import DockerSandbox, DockerSettings
+from tools_app.sandbox.backends.namespace import NamespaceSandbox
+from tools_app.sandbox.backends.subprocess import SubprocessSandbox
 from tools_app.sandbox.errors import SandboxConfigInvalidError
 from tools_app.sandbox.lifecycle import LifecycleStrategy
 from tools_app.sandbox.logship import LogSink, default_sink
-from tools_app.sandbox.namespace import NamespaceSandbox
 from tools_app.sandbox.protocol import NetworkPolicy, SandboxBackend
-from tools_app.sandbox.subprocess import SubprocessSandbox
 
 
 def docker_settings(config: SandboxingConfig) -> DockerSettings:

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tools_app.sandbox.engine import sdk_errors
+from tools_app.sandbox.backends.docker.engine import sdk_errors
 from tools_app.sandbox.logship import ContainerLogShipper
 from tools_app.sandbox.protocol import MountMode, NetworkPolicy, Owner
 

@@ -31,7 +31,7 @@ class ObservedSandbox:
 
     def run(self, spec: SandboxSpec) -> SandboxResult:
         """Run ``spec`` in the inner backend, timed and traced."""
-        from synthorg_site.metrics.instruments import sandbox_ran
+        from common.platform.metrics.instruments import sandbox_ran
 
         with _tracer.start_as_current_span(
             "sandbox.run", attributes={"synthorg.sandbox.backend": self.name}

@@ -12,14 +12,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tools_app.egress.probe import probe_egress
-from tools_app.sandbox.engine import sdk_errors
+from tools_app.sandbox.backends.docker.engine import sdk_errors
 from tools_app.sandbox.errors import SandboxError
+from tools_app.sandbox.linux.userns import NESTED_USERNS_PROBE, nested_userns_verdict
 from tools_app.sandbox.protocol import Limits, ProbeReport, SandboxSpec, WorkspaceMount
-from tools_app.sandbox.userns import NESTED_USERNS_PROBE, nested_userns_verdict
 
 if TYPE_CHECKING:
-    from tools_app.sandbox.config import SandboxingConfig
-    from tools_app.sandbox.docker import DockerSandbox
+    from common.config.sandbox import SandboxingConfig
+    from tools_app.sandbox.backends.docker.backend import DockerSandbox
 
 
 def _nested_verdict(stdout: str) -> str:
@@ -88,7 +88,7 @@ def probe_docker(backend: DockerSandbox) -> ProbeReport:
 
 def probe_backends(config: SandboxingConfig | None = None) -> list[ProbeReport]:
     """Probe subprocess, namespace and docker as configured (defaults when ``config`` is None)."""
-    from tools_app.sandbox.config import SandboxingConfig
+    from common.config.sandbox import SandboxingConfig
     from tools_app.sandbox.factory import build_backend
 
     cfg = config or SandboxingConfig()

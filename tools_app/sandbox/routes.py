@@ -8,8 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from types import MappingProxyType
 
-from tools_app.sandbox.config import DEFAULT_OVERRIDES, SandboxingConfig
-from trust_app.policy.categories import ALL_CATEGORIES
+from common.config.sandbox import DEFAULT_OVERRIDES, SandboxingConfig
+from common.vocabulary.categories import ALL_CATEGORIES
 
 WHY_BACKEND = MappingProxyType(
     {

@@ -21,13 +21,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tools_app.sandbox.capture import CaptureOutcome, CaptureStop, capture_output
-from tools_app.sandbox.cgroup_pool import acquire_cgroup, release_cgroup
-from tools_app.sandbox.cgroups import CallCgroup, CgroupSupport
 from tools_app.sandbox.errors import SandboxError
-from tools_app.sandbox.identity import SandboxIdentity
-from tools_app.sandbox.limits import count_user_processes, rlimits_for
+from tools_app.sandbox.linux.cgroup_pool import acquire_cgroup, release_cgroup
+from tools_app.sandbox.linux.cgroups import CallCgroup, CgroupSupport
+from tools_app.sandbox.linux.identity import SandboxIdentity
+from tools_app.sandbox.linux.limits import count_user_processes, rlimits_for
 from tools_app.sandbox.protocol import KilledBy, Limits
-from tools_app.sandbox.spawn import ExecFailure, Spawned, SpawnServer, spawn_server
+from tools_app.sandbox.spawn.client import ExecFailure, Spawned, SpawnServer, spawn_server
 
 # Messages runtimes print when an allocation is refused by RLIMIT_AS.
 MEMORY_FAILURE_MARKERS: tuple[bytes, ...] = (

@@ -20,8 +20,8 @@ import stat
 import threading
 from pathlib import Path
 
-from tools_app.sandbox.identity import SandboxIdentity
-from tools_app.sandbox.limits import pid_alive
+from tools_app.sandbox.linux.identity import SandboxIdentity
+from tools_app.sandbox.linux.limits import pid_alive
 
 POOL_SIZE = 8
 PREFIX = "call-"

@@ -17,7 +17,7 @@ import stat
 from pathlib import Path
 
 from tools_app.sandbox.errors import SandboxWorkspaceAccessError
-from tools_app.sandbox.identity import SandboxIdentity
+from tools_app.sandbox.linux.identity import SandboxIdentity
 
 
 def _permits(st: os.stat_result, identity: SandboxIdentity, want: int) -> bool:

@@ -20,7 +20,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from trust_app.tokens import TOKEN_PATTERN
+from trust_app.tokens.bearer import TOKEN_PATTERN
 
 MARKER_PREFIX = "[REDACTED:"
 # Ends text cut to a size limit, so a reader knows there was more.

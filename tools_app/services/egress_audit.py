@@ -12,8 +12,8 @@ from typing import Any
 
 from django.db import transaction
 
+from audit_app.record import Actor, audit_record
 from tools_app.egress.records import ConnectionRecord, EgressOutcome
-from tools_app.services.audit import Actor, audit_record
 
 CONNECTION_KIND = "egress.connection"
 UNRECORDED_KIND = "egress.unrecorded"

@@ -24,18 +24,17 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from audit_app.record import Actor, audit_record
+from common.platform.metrics.instruments import call_settled
 from common.settings_config import synthorg_config
 from secrets_app.broker import SecretNotGrantedError, SecretUnavailableError
 from secrets_app.references import SecretReferenceError
 from secrets_app.substitution import CallSecrets, call_secrets_resolve
-from synthorg_site.metrics.instruments import call_settled
 from tools_app.agent_view import agent_message, agent_output, agent_structure
 from tools_app.api.representation import invocation_json
 from tools_app.bridge.definitions import CATEGORY as BRIDGE_CATEGORY
 from tools_app.bridge.pinning import upstream_standing
 from tools_app.builtin.base import ToolContext, ToolFailedError, ToolOutcome, ToolRefusedError
-from tools_app.egress_worker import invocation_egress
-from tools_app.lease import holder_is_alive, invocation_lease
 from tools_app.models import Invocation, InvocationStatus
 from tools_app.quota.guard import guard_workspace
 from tools_app.registry import schema_validator, tool_catalog
@@ -46,15 +45,16 @@ from tools_app.sanitize import TRUNCATION_MARKER
 from tools_app.sanitize.known import known_secrets_for
 from tools_app.sanitize.redaction import redact_counted
 from tools_app.secrets import call_known_secrets, call_secrets
-from tools_app.selectors import disabled_tool_keys
-from tools_app.services.audit import Actor, audit_record
+from tools_app.selectors.invocations import disabled_tool_keys
 from tools_app.services.invocation_claim import invocation_claim
 from tools_app.services.invocation_state import invocation_transition
 from tools_app.services.runnable import RULE_UPSTREAM_HELD
-from tools_app.worker_runtime import sandbox_backends
+from tools_app.worker.egress import invocation_egress
+from tools_app.worker.lease import holder_is_alive, invocation_lease
+from tools_app.worker.runtime import sandbox_backends
 from trust_app.policy import name_key
-from trust_app.selectors import agent_policy
-from trust_app.services_trust_evidence import trust_invocation_outcome_note
+from trust_app.selectors.agents import agent_policy
+from trust_app.services.evidence import trust_invocation_outcome_note
 
 log = structlog.get_logger("synthorg.invocation")
 

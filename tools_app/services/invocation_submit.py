@@ -23,25 +23,25 @@ from approvals_app.services import (
     approval_request_open,
     approval_route,
 )
+from audit_app.record import Actor, audit_record
 from common.errors import ConflictError, InvalidArgumentError, NotFoundError, RateLimitedError
+from common.platform.logs import current_request_id
+from common.platform.metrics.instruments import call_decided, call_settled
 from secrets_app.broker import SecretNotGrantedError
 from secrets_app.references import SecretReferenceError
 from secrets_app.substitution import secret_names, secret_references_check
-from synthorg_site.logs import current_request_id
-from synthorg_site.metrics.instruments import call_decided, call_settled
 from tools_app.canonical import arguments_hash
 from tools_app.contracts import ToolContract
 from tools_app.models import Invocation, InvocationStatus
 from tools_app.registry import backend_for, schema_validator, tool_catalog, tool_view
 from tools_app.sanitize import redact_structure
 from tools_app.secrets import known_secrets
-from tools_app.selectors import disabled_tool_keys
-from tools_app.services.audit import Actor, audit_record
+from tools_app.selectors.invocations import disabled_tool_keys
 from tools_app.services.runnable import preflight_refusal, sandbox_refusal
 from trust_app.models import Agent
 from trust_app.policy import Decision, Outcome, decide, name_key
-from trust_app.selectors import agent_policy
-from trust_app.services_trust_evidence import trust_invocation_outcome_note
+from trust_app.selectors.agents import agent_policy
+from trust_app.services.evidence import trust_invocation_outcome_note
 
 MAX_SCHEMA_ERRORS = 10
 

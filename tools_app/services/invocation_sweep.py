@@ -7,8 +7,8 @@ from datetime import timedelta
 from django.conf import settings
 from django.utils import timezone
 
-from tools_app.lease import holder_is_alive
 from tools_app.models import Invocation, InvocationStatus
+from tools_app.worker.lease import holder_is_alive
 
 
 def invocations_abandoned_settle() -> int:

@@ -24,9 +24,9 @@ from typing import Any
 
 import structlog
 
-from common.redis import redis_client
+from common.platform.heartbeat import SANDBOX_PROBE_PREFIX
+from common.platform.redis import redis_client
 from common.settings_config import synthorg_config
-from synthorg_site.health import SANDBOX_PROBE_PREFIX
 from tools_app.bridge.definitions import CATEGORY as BRIDGE_CATEGORY
 from tools_app.bridge.pinning import RULE_HELD as RULE_UPSTREAM_HELD
 from tools_app.bridge.pinning import upstream_standing

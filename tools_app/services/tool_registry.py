@@ -6,10 +6,10 @@ from typing import Any
 
 from django.db import transaction
 
+from audit_app.record import Actor, audit_record
 from common.errors import InvalidArgumentError, NotFoundError
 from tools_app.models import ToolDefinition
 from tools_app.registry import tool_catalog
-from tools_app.services.audit import Actor, audit_record
 
 
 @transaction.atomic

@@ -8,13 +8,13 @@ from dataclasses import dataclass, field
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
+from audit_app.record import Actor, audit_record
 from secrets_app.services import secret_grant, secret_ungrant
-from tools_app.services.audit import Actor, audit_record
 from trust_app.agents_code.plan import Change, Plan, agents_plan
 from trust_app.agents_code.schema import AgentsFile
 from trust_app.models import Agent
-from trust_app.services import agent_create
-from trust_app.services_permissions import agent_permissions_update
+from trust_app.services.agents import agent_create
+from trust_app.services.permissions import agent_permissions_update
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from secrets_app.models import SecretGrant
 from trust_app.agents_code.schema import AgentEntry, AgentsFile, SecretGrantEntry
 from trust_app.models import Agent
-from trust_app.services_permissions import agent_permissions_state
+from trust_app.services.permissions import agent_permissions_state
 
 
 def agents_export() -> AgentsFile:

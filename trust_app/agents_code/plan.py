@@ -17,7 +17,7 @@ from secrets_app.models import Secret, SecretGrant
 from secrets_app.references import SECRET_SLOTS, is_valid_name
 from trust_app.agents_code.schema import AgentEntry, AgentsFile, SecretGrantEntry
 from trust_app.models import Agent
-from trust_app.services_permissions import (
+from trust_app.services.permissions import (
     AgentPermissionsState,
     agent_permissions_check,
     agent_permissions_state,

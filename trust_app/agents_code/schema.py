@@ -25,7 +25,7 @@ import yaml
 from pydantic import Field, ValidationError, model_validator
 
 from common.config.errors import ConfigError, ConfigProblem, problems_from
-from trust_app.policy.strict import StrictModel
+from common.strict import StrictModel
 
 AUTONOMY_VALUES = ("full", "semi", "supervised", "locked")
 

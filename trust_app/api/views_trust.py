@@ -11,22 +11,22 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from common.api_people import PersonView, roles_required
 from common.errors import InvalidArgumentError, NotFoundError
 from common.roles import Role
+from common.vocabulary.categories import ALL_CATEGORIES
 from tools_app.api import openapi
 from tools_app.models import Invocation
+from trust_app.api.people import PersonView, roles_required
 from trust_app.models import Agent, PromotionRequest, PromotionStatus, TaskDifficulty
-from trust_app.policy.categories import ALL_CATEGORIES
-from trust_app.selectors_trust import agent_trust_summary, promotion_as_dict, promotion_list
-from trust_app.services_trust import trust_reset
-from trust_app.services_trust_evidence import (
+from trust_app.selectors.trust import agent_trust_summary, promotion_as_dict, promotion_list
+from trust_app.services.evidence import (
     NOTE_MAX,
     TASK_ID_MAX,
     invocation_feedback_record,
     task_outcome_report,
 )
-from trust_app.services_trust_promotion import promotion_decide
+from trust_app.services.promotion import promotion_decide
+from trust_app.services.trust import trust_reset
 
 DECIDERS = roles_required(Role.OPERATOR, Role.ADMIN)
 

@@ -4,7 +4,7 @@ No Django here: services load models, build ``AgentPolicy`` and ``ToolView``
 objects, call ``decide`` / ``list_permitted`` and store the ``Decision``.
 """
 
-from trust_app.policy.action_types import (
+from common.vocabulary.action_types import (
     BUILTIN_ACTION_TYPES,
     DEFAULT_ACTION_TYPES,
     ActionTypeError,
@@ -13,21 +13,13 @@ from trust_app.policy.action_types import (
     ActionTypeUnknownError,
     action_type_matches,
 )
-from trust_app.policy.agent import (
-    AccessLevelUnknownError,
-    AgentPolicy,
-    AgentWorkspaceInvalidError,
-    build_agent_policy,
-)
-from trust_app.policy.categories import (
+from common.vocabulary.categories import (
     ALL_CATEGORIES,
     DEFAULT_ACTION_TYPE,
     SafetyClass,
     ToolCategory,
 )
-from trust_app.policy.decision import Decision, Outcome, Rule
-from trust_app.policy.engine import decide, list_permitted
-from trust_app.policy.levels import (
+from common.vocabulary.levels import (
     DEFAULT_LEVELS,
     AccessLevelOverride,
     AccessLevelPolicy,
@@ -35,7 +27,15 @@ from trust_app.policy.levels import (
     SubConstraintOverrides,
     resolve_levels,
 )
-from trust_app.policy.names import name_key, name_skeleton
+from common.vocabulary.names import name_key, name_skeleton
+from trust_app.policy.agent import (
+    AccessLevelUnknownError,
+    AgentPolicy,
+    AgentWorkspaceInvalidError,
+    build_agent_policy,
+)
+from trust_app.policy.decision import Decision, Outcome, Rule
+from trust_app.policy.engine import decide, list_permitted
 from trust_app.policy.tool_view import ArgumentRole, ToolListing, ToolView
 
 __all__ = [

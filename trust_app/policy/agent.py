@@ -14,9 +14,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Final
 
-from trust_app.policy.action_types import ActionPatternSet
-from trust_app.policy.effective import stricter
-from trust_app.policy.levels import (
+from common.vocabulary.action_types import ActionPatternSet
+from common.vocabulary.levels import (
     DEFAULT_LEVELS,
     LEVEL_RANK,
     AccessLevelPolicy,
@@ -24,8 +23,9 @@ from trust_app.policy.levels import (
     LevelName,
     SubConstraintOverrides,
 )
-from trust_app.policy.names import name_key, name_skeleton
-from trust_app.policy.network import HostRule, parse_host_rule
+from common.vocabulary.names import name_key, name_skeleton
+from common.vocabulary.network import HostRule, parse_host_rule
+from trust_app.policy.effective import stricter
 from trust_app.policy.paths import PathResolver
 
 _MAX_SHARED_PROFILES: Final = 10_000

@@ -13,10 +13,8 @@ import shlex
 from collections.abc import Mapping
 from typing import Final
 
-from trust_app.policy.agent import AgentPolicy
-from trust_app.policy.categories import NETWORK_CATEGORIES, SafetyClass, ToolCategory
-from trust_app.policy.decision import Rule
-from trust_app.policy.levels import (
+from common.vocabulary.categories import NETWORK_CATEGORIES, SafetyClass, ToolCategory
+from common.vocabulary.levels import (
     GIT_ACTIONS,
     ISOLATION_RANK,
     CodeExecution,
@@ -25,13 +23,15 @@ from trust_app.policy.levels import (
     NetworkMode,
     TerminalAccess,
 )
-from trust_app.policy.network import (
+from common.vocabulary.network import (
     Endpoint,
     NetworkTargetError,
     is_local_or_private,
     parse_host_port,
     parse_url,
 )
+from trust_app.policy.agent import AgentPolicy
+from trust_app.policy.decision import Rule
 from trust_app.policy.paths import check_path_characters, check_path_scope
 from trust_app.policy.tool_view import ToolView
 

@@ -18,8 +18,8 @@ from collections.abc import Sequence
 from enum import StrEnum
 from typing import Final, TypeVar
 
-from trust_app.policy.action_types import BUILTIN_ACTION_TYPES
-from trust_app.policy.levels import (
+from common.vocabulary.action_types import BUILTIN_ACTION_TYPES
+from common.vocabulary.levels import (
     GIT_ACTIONS,
     AccessLevelPolicy,
     CodeExecution,

@@ -18,8 +18,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Final
 
+from common.vocabulary.categories import ALL_CATEGORIES, SafetyClass
 from trust_app.policy.agent import AgentPolicy
-from trust_app.policy.categories import ALL_CATEGORIES, SafetyClass
 from trust_app.policy.constraints import argument_violation, static_verdict
 from trust_app.policy.decision import Decision, Outcome, Rule
 from trust_app.policy.tool_view import ToolListing, ToolView

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from trust_app.policy.names import name_key, name_skeleton
+from common.vocabulary.names import name_key, name_skeleton
 
 
 class ArgumentRole(StrEnum):

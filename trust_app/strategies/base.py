@@ -19,7 +19,7 @@ from datetime import datetime
 from types import MappingProxyType
 from typing import ClassVar, Final, Protocol
 
-from trust_app.policy.levels import LEVEL_RANK, LevelName
+from common.vocabulary.levels import LEVEL_RANK, LevelName
 from trust_app.strategies.evidence import Evidence
 
 # The ordered levels trust moves an agent along, lowest first.

@@ -14,8 +14,8 @@ from types import MappingProxyType
 from typing import ClassVar, Final
 
 from common.config.trust import PerCategoryTrust, PromotionCriteria
-from trust_app.policy.categories import ToolCategory
-from trust_app.policy.levels import LevelName
+from common.vocabulary.categories import ToolCategory
+from common.vocabulary.levels import LevelName
 from trust_app.strategies.base import (
     ELEVATED,
     AgentFacts,

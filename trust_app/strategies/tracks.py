@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 from typing import Final
 
-from trust_app.policy.categories import ALL_CATEGORIES, ToolCategory
+from common.vocabulary.categories import ALL_CATEGORIES, ToolCategory
 from trust_app.strategies.base import ALL_TRACKS
 
 TRACK_ALIASES: Final[Mapping[str, frozenset[str]]] = MappingProxyType(

@@ -21,7 +21,7 @@ from types import MappingProxyType
 from typing import ClassVar, Final
 
 from common.config.trust import WeightedTrust
-from trust_app.policy.levels import LevelName
+from common.vocabulary.levels import LevelName
 from trust_app.strategies.base import (
     ALL_TRACKS,
     ELEVATED,

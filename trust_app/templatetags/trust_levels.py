@@ -14,6 +14,6 @@ register = template.Library()
 @register.simple_tag
 def effective_level(agent: Any) -> EffectiveLevel:
     """The lower of the admin's level and the level trust holds ``agent`` at."""
-    from trust_app.selectors_trust import agent_effective_level
+    from trust_app.selectors.trust import agent_effective_level
 
     return agent_effective_level(agent)

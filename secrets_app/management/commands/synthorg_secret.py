@@ -10,6 +10,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from audit_app.record import Actor
 from common.errors import SynthOrgError
 from secrets_app.keyring import SecretValueUnreadableError
 from secrets_app.selectors import secret_list
@@ -20,7 +21,6 @@ from secrets_app.services import (
     secret_ungrant,
     secrets_rotate_keys,
 )
-from tools_app.services.audit import Actor
 from trust_app.models import Agent
 
 _ACTOR = Actor.system("manage.py synthorg_secret")

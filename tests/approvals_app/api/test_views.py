@@ -16,7 +16,7 @@ from django.utils import timezone
 from approvals_app.models import ApprovalRequest
 from tests.approvals_app.conftest import PASSWORD
 from tools_app.models import Invocation
-from trust_app.services import person_token_issue
+from trust_app.services.agents import person_token_issue
 
 pytestmark = pytest.mark.django_db
 
@@ -83,7 +83,7 @@ def test_auditors_agents_and_strangers_are_refused(
     if role == "auditor":
         headers = bearer(make_person("auditor"))
     elif role == "agent":
-        from trust_app.services import agent_create
+        from trust_app.services.agents import agent_create
 
         created = agent_create(name="forger", access_level="elevated")
         headers = {"Authorization": f"Bearer {created.token}"}
@@ -179,7 +179,7 @@ def test_twenty_concurrent_decisions_exactly_one_wins(
 def test_a_call_over_the_tools_max_calls_per_minute_is_429_with_retry_after(
     approval_config: Callable[[str], None],
 ) -> None:
-    from trust_app.services import agent_create
+    from trust_app.services.agents import agent_create
 
     approval_config("tools:\n  test_echo: {max_calls_per_minute: 1}\n")
     name = f"limited-{uuid.uuid4().hex[:8]}"

@@ -14,7 +14,7 @@ from django.http import HttpRequest, HttpResponse
 from django.test import Client, override_settings
 from django.urls import include, path
 
-from trust_app.services import agent_create, person_create
+from trust_app.services.agents import agent_create, person_create
 
 pytestmark = pytest.mark.django_db
 PASSWORD = "pw-error-pages-1"

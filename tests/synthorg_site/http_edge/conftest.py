@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from common.redis import redis_client
+from audit_app.models import AuditEvent
+from common.platform.redis import redis_client
 from tests.approvals_app.conftest import make_agent_row, make_person, submit  # noqa: F401
 from tests.tools_app.api.conftest import AgentClient, make_agent  # noqa: F401 - a fixture
-from tools_app.models import AuditEvent, Invocation
+from tools_app.models import Invocation
 
 
 def refusals_for(response: Any) -> list[AuditEvent]:

@@ -9,9 +9,9 @@ import pytest
 from django.http import HttpRequest, HttpResponse, HttpResponseServerError, JsonResponse
 from django.test import RequestFactory
 
+from audit_app.models import AuditEvent
+from common.platform.logs import RequestIdMiddleware
 from synthorg_site.http_edge.middleware import ApiErrorEnvelopeMiddleware
-from synthorg_site.logs import RequestIdMiddleware
-from tools_app.models import AuditEvent
 
 pytestmark = pytest.mark.django_db
 

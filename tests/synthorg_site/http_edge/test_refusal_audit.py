@@ -13,6 +13,8 @@ import pytest
 from django.conf import settings
 
 from approvals_app.models import ApprovalRequest
+from audit_app.models import AuditEvent
+from audit_app.refusals import COUNTED_KIND, request_refusals_summarise
 from tests.approvals_app.conftest import PASSWORD
 from tests.synthorg_site.http_edge.conftest import (
     assert_envelope,
@@ -20,9 +22,7 @@ from tests.synthorg_site.http_edge.conftest import (
     stranger_budget_reset,
 )
 from tests.tools_app.api.conftest import AgentClient
-from tools_app.models import AuditEvent
-from tools_app.services.request_refusal import COUNTED_KIND, request_refusals_summarise
-from trust_app.services import person_token_issue
+from trust_app.services.agents import person_token_issue
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 

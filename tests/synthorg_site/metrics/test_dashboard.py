@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 import re
 
+from common.platform.metrics.instruments import _instruments
 from common.testing import BASE_DIR
-from synthorg_site.metrics.instruments import _instruments
 from synthorg_site.metrics.state import ConsoleStateCollector
 
 DASHBOARD = BASE_DIR / "deploy" / "grafana" / "synthorg-console.json"

@@ -10,9 +10,9 @@ import pytest
 from django.test import Client, override_settings
 from prometheus_client.parser import text_string_to_metric_families
 
+from audit_app.models import AuditEvent
 from tests.synthorg_site.http_edge.conftest import stranger_budget_reset
-from tools_app.models import AuditEvent
-from trust_app.services import agent_create
+from trust_app.services.agents import agent_create
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 

@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from trust_app.models import Agent, AgentPermissions
-from trust_app.services import agent_create
+from trust_app.services.agents import agent_create
 
 
 @dataclass

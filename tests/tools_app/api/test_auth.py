@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from tests.tools_app.api.conftest import AgentClient
 from trust_app.models import AgentToken
-from trust_app.services import person_create, person_token_issue
+from trust_app.services.agents import person_create, person_token_issue
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 

@@ -85,7 +85,7 @@ def test_a_lost_answer_is_retried_and_the_call_runs_once(
 ) -> None:
     """The console acts, the answer is lost on the way back; the client sends the call
     again with the same idempotency key and gets the same invocation: one run."""
-    from trust_app.services import workspace_grant
+    from trust_app.services.agents import workspace_grant
 
     agent = make_agent()
     workspace = Path(agent.agent.workspace)
@@ -104,7 +104,7 @@ def test_without_retries_the_lost_answer_is_unavailable_though_the_call_ran(
     daphne_server: str, make_agent: Callable[..., AgentClient]
 ) -> None:
     """The control: the lost answer really came after the console acted."""
-    from trust_app.services import workspace_grant
+    from trust_app.services.agents import workspace_grant
 
     agent = make_agent()
     workspace = Path(agent.agent.workspace)

@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
+from audit_app.models import AuditEvent
 from tests.tools_app.api.conftest import AgentClient
 from tests.tools_app.egress.servers import ByteServer
 from tests.tools_app.net.servers import LoopbackHttpServer, Reply
-from tools_app.models import AuditEvent
 from tools_app.services.egress_audit import CONNECTION_KIND
 from trust_app.models import AgentPermissions
 

@@ -11,10 +11,11 @@ from typing import Any
 
 import pytest
 
+from audit_app.models import AuditEvent
 from common.testing import RunningProcess
 from tests.tools_app.api.conftest import AgentClient
 from tools_app.events import CARRIED_BODY_MAX_CHARS, publish_invocation_status, watch_invocation
-from tools_app.models import AuditEvent, Invocation
+from tools_app.models import Invocation
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
@@ -129,7 +130,7 @@ def test_another_agents_invocation_is_404(make_agent: Callable[..., AgentClient]
 def test_built_in_file_tools_run_through_the_pipeline(
     make_agent: Callable[..., AgentClient],
 ) -> None:
-    from trust_app.services import workspace_grant
+    from trust_app.services.agents import workspace_grant
 
     client = make_agent()
     workspace = Path(client.agent.workspace)
@@ -156,7 +157,7 @@ def test_a_consequential_call_without_an_idempotency_key_runs_once(
 ) -> None:
     """The key is optional for every tool: write_file (a tool that asks clients for a
     key) runs without one, once per request, exactly like the call that sends one."""
-    from trust_app.services import workspace_grant
+    from trust_app.services.agents import workspace_grant
 
     client = make_agent()
     workspace = Path(client.agent.workspace)

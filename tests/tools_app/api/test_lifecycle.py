@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from common.redis import redis_client
+from audit_app.models import AuditEvent
+from common.platform.redis import redis_client
 from common.testing import RunningProcess, wait_until
 from tests.tools_app.api.conftest import AgentClient
-from tools_app.lease import LEASE_PREFIX
-from tools_app.models import AuditEvent, Invocation
+from tools_app.models import Invocation
+from tools_app.worker.lease import LEASE_PREFIX
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 

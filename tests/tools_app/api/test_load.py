@@ -10,7 +10,7 @@ import pytest
 
 from common.testing import RunningProcess
 from tools_app.models import Invocation
-from trust_app.services import agent_create
+from trust_app.services.agents import agent_create
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 

@@ -11,7 +11,7 @@ import pytest
 from django.test import Client
 
 from tests.trust_app.test_trust_support import trust_config  # noqa: F401
-from trust_app.services import agent_create
+from trust_app.services.agents import agent_create
 
 pytestmark = [pytest.mark.django_db]
 WEIGHTED_FROM_SANDBOXED = "trust:\n  strategy: weighted\n  initial_level: sandboxed\n"

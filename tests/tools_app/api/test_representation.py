@@ -9,7 +9,7 @@ from django.conf import settings
 
 from tools_app.api.representation import invocation_json
 from tools_app.models import Invocation
-from trust_app.services import agent_create
+from trust_app.services.agents import agent_create
 
 pytestmark = pytest.mark.django_db
 

@@ -25,16 +25,16 @@ from django.test import Client
 from websockets.typing import Origin
 
 from approvals_app.models import ApprovalRequest
-from common.redis import redis_client
+from audit_app.models import AuditEvent
+from audit_app.record import Actor
+from common.platform.heartbeat import SANDBOX_PROBE_PREFIX
+from common.platform.redis import redis_client
 from common.testing import run_fresh
-from synthorg_site.health import SANDBOX_PROBE_PREFIX
 from tests.approvals_app.conftest import PASSWORD
 from tests.approvals_app.test_consumers import session_cookie, ws_url
 from tests.tools_app.api.conftest import AgentClient
-from tools_app.models import AuditEvent
-from tools_app.services.audit import Actor
 from tools_app.services.tool_registry import tool_enabled_set
-from trust_app.services import person_create, person_token_issue
+from trust_app.services.agents import person_create, person_token_issue
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 

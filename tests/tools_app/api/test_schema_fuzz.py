@@ -17,7 +17,7 @@ from schemathesis.generation import GenerationMode
 
 from common.testing import RunningProcess
 from tests.tools_app.api.conftest import AgentClient
-from trust_app.services import person_create, person_token_issue
+from trust_app.services.agents import person_create, person_token_issue
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 

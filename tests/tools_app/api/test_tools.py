@@ -6,12 +6,13 @@ from collections.abc import Callable
 
 import pytest
 
+from audit_app.models import AuditEvent
+from audit_app.record import Actor
 from tests.tools_app.api.conftest import AgentClient
-from tools_app.models import AuditEvent, ToolDefinition
+from tools_app.models import ToolDefinition
 from tools_app.registry import tool_catalog
-from tools_app.services.audit import Actor
 from tools_app.services.tool_registry import tool_enabled_set
-from trust_app.services import person_create
+from trust_app.services.agents import person_create
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 

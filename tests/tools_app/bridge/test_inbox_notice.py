@@ -13,7 +13,7 @@ from websockets.typing import Origin
 from common.testing import run_fresh
 from tools_app.bridge.definitions import UpstreamTool
 from tools_app.bridge.pinning import definitions_review
-from trust_app.services import person_create
+from trust_app.services.agents import person_create
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from common.config.mcp import McpServer
+from common.config.sandbox import SandboxingConfig
 from tools_app.bridge.launch import stdio_launch
-from tools_app.egress.inside import FORWARDER_NAME, MOUNT_POINT
-from tools_app.sandbox.config import SandboxingConfig
+from tools_app.egress.mount import FORWARDER_NAME, MOUNT_POINT
 
 VALUE = "svc-value-that-must-stay-out-of-argv-1234"
 

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 from django.contrib.auth import get_user_model
 
+from audit_app.models import AuditEvent
 from common.errors import ConflictError, InvalidArgumentError
 from tools_app.bridge.definitions import UpstreamTool
 from tools_app.bridge.pinning import (
@@ -17,10 +18,10 @@ from tools_app.bridge.pinning import (
 )
 from tools_app.bridge.standing import PinStatus
 from tools_app.contracts import ToolContract
-from tools_app.models import AuditEvent, UpstreamToolPin
+from tools_app.models import UpstreamToolPin
 from tools_app.services.runnable import RULE_UPSTREAM_HELD, preflight_refusal, upstream_refusal
 from trust_app.policy import Decision, Outcome
-from trust_app.services import person_create
+from trust_app.services.agents import person_create
 
 pytestmark = pytest.mark.django_db
 
@@ -214,7 +215,7 @@ def _waiting_call(tool: str) -> Any:
     from approvals_app.models import ApprovalRequest
     from tools_app.models import Invocation
     from tools_app.services.invocation_submit import CallRequest, invocation_submit
-    from trust_app.services import agent_create
+    from trust_app.services.agents import agent_create
 
     agent = agent_create(
         name=f"waiting-{tool.replace('_', '-')}", access_level="standard", autonomy="locked"

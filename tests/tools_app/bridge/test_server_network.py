@@ -16,12 +16,12 @@ from typing import Any
 
 import pytest
 
+from audit_app.models import AuditEvent
 from tests.tools_app.bridge.bridged import NET_SERVER, bridged_servers, call, server_name
 from tests.tools_app.egress.servers import ByteServer
 from tests.tools_app.net.servers import LoopbackHttpServer, Reply
 from tests.tools_app.sandbox.conftest import make_workspace
 from tools_app.bridge.pool import bridge_pool
-from tools_app.models import AuditEvent
 from trust_app.models import Agent
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]

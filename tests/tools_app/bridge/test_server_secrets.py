@@ -24,6 +24,8 @@ from typing import Any
 import pytest
 from django.db import connection
 
+from audit_app.models import AuditEvent
+from audit_app.record import Actor
 from common.config.mcp import McpServer
 from common.testing import in_fresh_thread, wait_until
 from secrets_app.services import secret_grant, secret_set
@@ -32,8 +34,6 @@ from tests.tools_app.sandbox.conftest import make_workspace
 from tools_app.bridge.discovery import discover_server
 from tools_app.bridge.pool import bridge_pool
 from tools_app.builtin.base import ToolRefusedError
-from tools_app.models import AuditEvent
-from tools_app.services.audit import Actor
 from trust_app.models import Agent
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from audit_app.models import AuditEvent
 from common.config.mcp import McpServer
 from tools_app.bridge.catalog import forget_records
 from tools_app.bridge.definitions import UpstreamTool
@@ -13,7 +14,7 @@ from tools_app.bridge.services import (
     bridge_servers_unconfigured,
 )
 from tools_app.builtin.base import ToolRefusedError
-from tools_app.models import AuditEvent, ToolDefinition, UpstreamToolRecord
+from tools_app.models import ToolDefinition, UpstreamToolRecord
 from tools_app.registry import tool_catalog
 
 pytestmark = pytest.mark.django_db

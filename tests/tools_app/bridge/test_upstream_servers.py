@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import pytest
 
+from audit_app.models import AuditEvent
 from tests.tools_app.bridge.upstream import listings
 from tools_app.bridge.pinning import definitions_review, upstream_standing
 from tools_app.bridge.standing import PinStatus
-from tools_app.models import AuditEvent, UpstreamToolPin
+from tools_app.models import UpstreamToolPin
 
 pytestmark = pytest.mark.django_db
 

@@ -8,11 +8,12 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 
+from audit_app.models import AuditEvent
 from tests.common.permission_suite import ADMINS, DECIDERS, PermissionSuite, signed_in
 from tools_app.bridge.definitions import UpstreamTool
 from tools_app.bridge.pinning import definitions_review, upstream_standing
-from tools_app.models import AuditEvent, UpstreamToolPin
-from trust_app.services import person_create
+from tools_app.models import UpstreamToolPin
+from trust_app.services.agents import person_create
 
 pytestmark = pytest.mark.django_db
 

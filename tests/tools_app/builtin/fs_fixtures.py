@@ -19,8 +19,9 @@ import pytest
 
 from common.testing import require
 from tools_app.builtin.base import ToolContext
-from tools_app.sandbox.identity import DEFAULT_SANDBOX_USER, resolve_identity
-from tools_app.sandbox.namespace import NamespaceSandbox, probe_namespace
+from tools_app.sandbox.backends.namespace import NamespaceSandbox, probe_namespace
+from tools_app.sandbox.backends.subprocess import SubprocessSandbox
+from tools_app.sandbox.linux.identity import DEFAULT_SANDBOX_USER, resolve_identity
 from tools_app.sandbox.protocol import (
     Owner,
     ProbeReport,
@@ -28,7 +29,6 @@ from tools_app.sandbox.protocol import (
     SandboxResult,
     SandboxSpec,
 )
-from tools_app.sandbox.subprocess import SubprocessSandbox
 from tools_app.sandbox.workspace import grant_workspace
 
 WORKSPACE_ROOT = Path("/tmp/synthorg-test-workspaces")

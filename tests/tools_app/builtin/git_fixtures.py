@@ -15,8 +15,8 @@ from typing import Any
 
 from tools_app.builtin.base import ToolContext
 from tools_app.egress import LocalEgressGateway
-from tools_app.sandbox.identity import DEFAULT_SANDBOX_USER, resolve_identity
-from tools_app.sandbox.namespace import NamespaceSandbox
+from tools_app.sandbox.backends.namespace import NamespaceSandbox
+from tools_app.sandbox.linux.identity import DEFAULT_SANDBOX_USER, resolve_identity
 from tools_app.sandbox.protocol import (
     Owner,
     ProbeReport,

@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 
 from tests.tools_app.builtin.fs_fixtures import CountingSandbox, make_context, namespace_backend
-from tools_app.builtin import code
 from tools_app.builtin.base import RefusalCode, ToolFailedError, ToolOutcome, ToolRefusedError
+from tools_app.builtin.code import tools as code
 from tools_app.contracts import ToolRegistry
+from tools_app.sandbox.backends.subprocess import SubprocessSandbox
 from tools_app.sandbox.protocol import NetworkPolicy
-from tools_app.sandbox.subprocess import SubprocessSandbox
 
 NETWORK_PROBE = (
     "import socket\n"

@@ -21,11 +21,11 @@ from tests.tools_app.builtin.test_database_support import (
     sqlite_path,
 )
 from tools_app.builtin.base import RefusalCode, ToolFailedError, ToolOutcome, ToolRefusedError
-from tools_app.builtin.database import DbMutateTool, SchemaInspectTool, SqlQueryTool
-from tools_app.builtin.database_config import connection_passwords
-from tools_app.builtin.database_postgres import StatementTimeoutError, postgres_read
-from tools_app.builtin.database_sql import split_statements
-from tools_app.builtin.database_sqlite import sqlite_read
+from tools_app.builtin.database.config import connection_passwords
+from tools_app.builtin.database.postgres import StatementTimeoutError, postgres_read
+from tools_app.builtin.database.sql import split_statements
+from tools_app.builtin.database.sqlite import sqlite_read
+from tools_app.builtin.database.tools import DbMutateTool, SchemaInspectTool, SqlQueryTool
 
 __all__ = ["pg_url", "sqlite_path"]
 

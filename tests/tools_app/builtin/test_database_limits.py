@@ -19,9 +19,9 @@ from common.testing import wait_until
 from tests.tools_app.builtin.test_database_support import ROWS, db_context, pg_url, sqlite_path
 from tests.tools_app.sandbox.proc import reset_rss_high_water, rss_high_water_kib
 from tools_app.builtin.base import RefusalCode, ToolFailedError, ToolOutcome, ToolRefusedError
-from tools_app.builtin.database import DbMutateTool, SqlQueryTool
-from tools_app.builtin.database_confined import ChildLimits, run_confined
-from tools_app.builtin.database_rows import StatementTimeoutError
+from tools_app.builtin.database.confined import ChildLimits, run_confined
+from tools_app.builtin.database.rows import StatementTimeoutError
+from tools_app.builtin.database.tools import DbMutateTool, SqlQueryTool
 
 __all__ = ["pg_url", "sqlite_path"]
 
@@ -168,7 +168,7 @@ def test_a_child_past_its_wall_clock_is_killed() -> None:
 CHILD_OF_A_KILLED_WORKER = """
 import os, sys, time
 sys.path.insert(0, {root!r})
-from tools_app.builtin.database_confined import ChildLimits, run_confined
+from tools_app.builtin.database.confined import ChildLimits, run_confined
 
 def work():
     with open({pid_file!r}, "w") as handle:

@@ -17,8 +17,8 @@ import psycopg
 import pytest
 
 from tools_app.builtin.base import ToolContext
+from tools_app.sandbox.backends.subprocess import SubprocessSandbox
 from tools_app.sandbox.protocol import Owner
-from tools_app.sandbox.subprocess import SubprocessSandbox
 
 ROWS = 25
 # The test server trusts local connections, so any password works; this one must

@@ -12,13 +12,13 @@ from common.testing import RunningProcess
 from tests.tools_app.api import conftest as api_fixtures
 from tests.tools_app.api.conftest import AgentClient
 from tools_app.builtin.base import RefusalCode, ToolContext, ToolFailedError, ToolRefusedError
-from tools_app.builtin.discovery import ListToolsTool, LoadToolResourceTool, LoadToolTool
-from tools_app.builtin.discovery_budget import estimate_tokens
+from tools_app.builtin.discovery.budget import estimate_tokens
+from tools_app.builtin.discovery.tools import ListToolsTool, LoadToolResourceTool, LoadToolTool
 from tools_app.registry import tool_catalog
+from tools_app.sandbox.backends.subprocess import SubprocessSandbox
 from tools_app.sandbox.protocol import Owner
-from tools_app.sandbox.subprocess import SubprocessSandbox
 from trust_app.models import Agent
-from trust_app.services import agent_create
+from trust_app.services.agents import agent_create
 
 # The agent API fixtures, shared with the API tests.
 make_agent = api_fixtures.make_agent

@@ -20,7 +20,6 @@ from tests.tools_app.builtin.fs_fixtures import (
     make_context,
     namespace_backend,
 )
-from tools_app.builtin import file_system as fs
 from tools_app.builtin.base import (
     BuiltinTool,
     RefusalCode,
@@ -28,13 +27,14 @@ from tools_app.builtin.base import (
     ToolOutcome,
     ToolRefusedError,
 )
+from tools_app.builtin.file_system import tools as fs
 from tools_app.contracts import ToolRegistry
+from tools_app.sandbox.backends.subprocess import SubprocessSandbox
 from tools_app.sandbox.protocol import (
     MountMode,
     SandboxSpec,
     WorkspaceMount,
 )
-from tools_app.sandbox.subprocess import SubprocessSandbox
 
 
 @pytest.fixture(params=["subprocess", "namespace"])

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tools_app.builtin.fs_links import WorkspaceUncheckableError, multiply_linked
+from tools_app.builtin.file_system.links import WorkspaceUncheckableError, multiply_linked
 
 
 def test_a_linked_file_is_found_however_deep(tmp_path: Path) -> None:

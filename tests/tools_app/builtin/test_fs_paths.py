@@ -5,7 +5,12 @@ from __future__ import annotations
 import pytest
 
 from tools_app.builtin.base import RefusalCode, ToolRefusedError
-from tools_app.builtin.fs_paths import ALWAYS_DENIED, AgentPath, PathRules, check_agent_path
+from tools_app.builtin.file_system.paths import (
+    ALWAYS_DENIED,
+    AgentPath,
+    PathRules,
+    check_agent_path,
+)
 
 WS = "/srv/ws/agent-1"
 RULES = PathRules(workspace_roots=(WS, "/real/ws/agent-1"))

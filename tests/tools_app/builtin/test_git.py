@@ -22,7 +22,9 @@ from tests.tools_app.builtin.git_fixtures import (
 )
 from tests.tools_app.net.servers import LoopbackDnsServer
 from tools_app.builtin.base import BuiltinTool, RefusalCode, ToolRefusedError
-from tools_app.builtin.git import (
+from tools_app.builtin.git.command import LAUNCHER_ARGV
+from tools_app.builtin.git.inside.launcher import read_spec
+from tools_app.builtin.git.tools import (
     TOOLS,
     GitCloneTool,
     GitPushTool,
@@ -32,11 +34,9 @@ from tools_app.builtin.git import (
     git_log,
     git_status,
 )
-from tools_app.builtin.git_command import LAUNCHER_ARGV
-from tools_app.builtin.git_launcher import read_spec
 from tools_app.contracts import ToolRegistry
 from tools_app.net.dnswire import TYPE_A
-from tools_app.sandbox.subprocess import SubprocessSandbox
+from tools_app.sandbox.backends.subprocess import SubprocessSandbox
 
 ROOT = Path("/tmp/synthorg-test-workspaces")
 

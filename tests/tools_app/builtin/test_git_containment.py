@@ -34,7 +34,8 @@ from tests.tools_app.builtin.git_fixtures import (
 )
 from tests.tools_app.net.servers import LoopbackDnsServer
 from tools_app.builtin.base import RefusalCode, ToolFailedError, ToolRefusedError
-from tools_app.builtin.git import (
+from tools_app.builtin.git.inside.launcher import read_spec
+from tools_app.builtin.git.tools import (
     GitCloneTool,
     GitPushTool,
     git_commit,
@@ -42,7 +43,6 @@ from tools_app.builtin.git import (
     git_log,
     git_status,
 )
-from tools_app.builtin.git_launcher import read_spec
 from tools_app.egress import LocalEgressGateway, NetworkGrant
 from tools_app.net.dnswire import TYPE_A
 from tools_app.sandbox.protocol import MountMode, NetworkPolicy, SandboxSpec, WorkspaceMount

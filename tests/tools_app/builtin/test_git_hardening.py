@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tools_app.builtin.git_hardening import ALLOWED_LOCAL_KEYS, HARDENING_ENV, HARDENING_OPTIONS
-from tools_app.builtin.git_launcher import rule_matches
+from tools_app.builtin.git.hardening import ALLOWED_LOCAL_KEYS, HARDENING_ENV, HARDENING_OPTIONS
+from tools_app.builtin.git.inside.launcher import rule_matches
 
 # One concrete key for each family git-config(1) documents as running a program or
 # pointing git at other files or hosts (see PROGRAM_KEY_FAMILIES).

@@ -13,12 +13,13 @@ from pathlib import Path
 
 import pytest
 
+from audit_app.models import AuditEvent
 from common.testing import RunningProcess
 from tests.tools_app.api import conftest as api_fixtures
 from tests.tools_app.api.conftest import AgentClient
 from tests.tools_app.builtin.git_fixtures import make_repo
-from tools_app.models import AuditEvent, Invocation
-from trust_app.services import workspace_grant
+from tools_app.models import Invocation
+from trust_app.services.agents import workspace_grant
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 

@@ -14,13 +14,13 @@ from common.testing import RunningProcess
 from tests.tools_app.api import conftest as api_fixtures
 from tests.tools_app.api.conftest import AgentClient
 from tools_app.builtin.base import RefusalCode, ToolContext, ToolRefusedError
-from tools_app.builtin.memory import MemoryRecallTool, MemorySearchTool, MemoryStoreTool
-from tools_app.builtin.memory_records import memory_find
+from tools_app.builtin.memory.records import memory_find
+from tools_app.builtin.memory.tools import MemoryRecallTool, MemorySearchTool, MemoryStoreTool
 from tools_app.models import AgentMemory
+from tools_app.sandbox.backends.subprocess import SubprocessSandbox
 from tools_app.sandbox.protocol import Owner
-from tools_app.sandbox.subprocess import SubprocessSandbox
 from trust_app.models import Agent
-from trust_app.services import agent_create
+from trust_app.services.agents import agent_create
 
 # The agent API fixtures, shared with the API tests.
 make_agent = api_fixtures.make_agent

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tools_app.builtin.shell_families import program_family
-from tools_app.builtin.shell_parse import (
+from tools_app.builtin.terminal.shell.families import program_family
+from tools_app.builtin.terminal.shell.parse import (
     ShellSyntaxRefusedError,
     parse_command_line,
     render,

@@ -20,11 +20,11 @@ from tests.tools_app.builtin.fs_fixtures import (
     make_context,
     namespace_backend,
 )
-from tools_app.builtin import terminal
 from tools_app.builtin.base import BuiltinTool, RefusalCode, ToolOutcome, ToolRefusedError
+from tools_app.builtin.terminal import tools as terminal
 from tools_app.contracts import ToolRegistry
+from tools_app.sandbox.backends.subprocess import SubprocessSandbox
 from tools_app.sandbox.protocol import MountMode, NetworkPolicy
-from tools_app.sandbox.subprocess import SubprocessSandbox
 
 FULL = {"terminal": "full"}
 

@@ -20,8 +20,8 @@ from tests.tools_app.builtin.fs_fixtures import (
     namespace_backend,
 )
 from tests.tools_app.builtin.git_fixtures import git, make_repo
-from tools_app.builtin import terminal
 from tools_app.builtin.base import RefusalCode, ToolOutcome, ToolRefusedError
+from tools_app.builtin.terminal import tools as terminal
 from tools_app.sandbox.protocol import MountMode, SandboxSpec, WorkspaceMount
 
 RESTRICTED = {"terminal": "restricted_commands"}  # the level's defaults: ls, cat, …, git

@@ -16,7 +16,7 @@ from tools_app.builtin.base import (
     ToolOutcome,
     ToolRefusedError,
 )
-from tools_app.builtin.web import (
+from tools_app.builtin.web.tools import (
     TOOLS,
     extract_links_tool,
     html_to_text_tool,

@@ -8,8 +8,8 @@ from types import MappingProxyType
 from typing import Any
 
 from tools_app.builtin.base import ToolContext
+from tools_app.sandbox.backends.subprocess import SubprocessSandbox
 from tools_app.sandbox.protocol import Owner
-from tools_app.sandbox.subprocess import SubprocessSandbox
 
 
 def web_context(

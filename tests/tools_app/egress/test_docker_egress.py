@@ -17,7 +17,7 @@ from tests.tools_app.egress.test_namespace_egress import (
 from tests.tools_app.net.servers import LoopbackHttpServer, Reply
 from tests.tools_app.sandbox.test_docker import SETTINGS
 from tools_app.egress import EgressOutcome
-from tools_app.sandbox.docker import DockerSandbox
+from tools_app.sandbox.backends.docker.backend import DockerSandbox
 from tools_app.sandbox.protocol import Owner
 
 

@@ -225,8 +225,8 @@ def test_the_probe_says_the_proxy_runs() -> None:
 def test_the_subprocess_runner_refuses_the_proxy_rather_than_share_the_host_network(
     workspace: Path,
 ) -> None:
+    from tools_app.sandbox.backends.subprocess import SubprocessSandbox
     from tools_app.sandbox.errors import SandboxUnavailableError
-    from tools_app.sandbox.subprocess import SubprocessSandbox
 
     spec = SandboxSpec(
         argv=("true",),

@@ -17,7 +17,7 @@ from mcp.shared.exceptions import MCPError
 from common.testing import RunningProcess, in_fresh_thread
 from tools_app.mcp.server import CALLER_SCOPE_KEY, McpCaller, _call_tool
 from trust_app.models import Agent
-from trust_app.services import agent_create
+from trust_app.services.agents import agent_create
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 

@@ -11,12 +11,12 @@ import pytest
 from django.conf import settings
 from django.utils import timezone
 
+from audit_app.models import AuditEvent
 from tests.synthorg_site.http_edge.conftest import stranger_budget_reset
 from tests.tools_app.api.conftest import AgentClient
 from tests.tools_app.mcp.conftest import with_mcp
-from tools_app.models import AuditEvent
 from trust_app.models import AgentToken
-from trust_app.services import person_create, person_token_issue
+from trust_app.services.agents import person_create, person_token_issue
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 

@@ -17,12 +17,13 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from approvals_app.models import ApprovalRequest
 from approvals_app.services import approval_decide
+from audit_app.models import AuditEvent
 from common.testing import RunningProcess, wait_until
 from tests.tools_app.api.conftest import AgentClient
 from tests.tools_app.mcp.conftest import run_fresh, with_mcp
-from tools_app.models import AuditEvent, Invocation
+from tools_app.models import Invocation
 from tools_app.registry import tool_catalog
-from trust_app.services import person_create, workspace_grant
+from trust_app.services.agents import person_create, workspace_grant
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 

@@ -16,9 +16,9 @@ import pytest
 
 from tests.tools_app.builtin.fs_fixtures import grant, make_context
 from tests.tools_app.sandbox.test_docker import SETTINGS
-from tools_app.builtin import terminal
 from tools_app.builtin.base import RefusalCode, ToolFailedError, ToolOutcome, ToolRefusedError
-from tools_app.builtin.file_system import TOOLS as FILE_TOOLS
+from tools_app.builtin.file_system.tools import TOOLS as FILE_TOOLS
+from tools_app.builtin.terminal import tools as terminal
 from tools_app.quota.guard import (
     SandboxQuotaExceededError,
     SandboxWorkspaceBusyError,
@@ -26,7 +26,7 @@ from tools_app.quota.guard import (
     workspace_turn,
 )
 from tools_app.quota.usage import workspace_usage
-from tools_app.sandbox.docker import DockerSandbox
+from tools_app.sandbox.backends.docker.backend import DockerSandbox
 from tools_app.sandbox.protocol import MountMode, SandboxBackend, SandboxSpec, WorkspaceMount
 
 QUOTA = 1024 * 1024

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
+from common.config.sandbox import DEFAULT_WORKSPACE_QUOTA, SandboxingConfig
 from tools_app.quota.guard import WorkspaceQuotaGuard, guard_workspace
-from tools_app.sandbox.config import DEFAULT_WORKSPACE_QUOTA, SandboxingConfig
-from tools_app.sandbox.subprocess import SubprocessSandbox
+from tools_app.sandbox.backends.subprocess import SubprocessSandbox
 
 
 def test_the_quota_is_on_by_default_and_takes_sizes() -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from common.testing import require
-from tools_app.sandbox.identity import DEFAULT_SANDBOX_USER, resolve_identity
+from tools_app.sandbox.linux.identity import DEFAULT_SANDBOX_USER, resolve_identity
 from tools_app.sandbox.workspace import grant_workspace
 
 WORKSPACE_ROOT = Path("/tmp/synthorg-test-workspaces")
@@ -88,8 +88,8 @@ def outside_dir() -> Iterator[Path]:
 
 def docker_engine():
     """A client for the engine at DOCKER_HOST, with the sandbox image built."""
-    from tools_app.sandbox.engine import connect
-    from tools_app.sandbox.image import build_sandbox_image
+    from tools_app.sandbox.backends.docker.engine import connect
+    from tools_app.sandbox.backends.docker.image import build_sandbox_image
 
     try:
         client = connect(None)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from tools_app.sandbox.config import SandboxingConfig, parse_size
+from common.config.sandbox import SandboxingConfig, parse_size
 
 
 def test_defaults_put_every_external_program_on_namespace():

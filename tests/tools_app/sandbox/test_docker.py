@@ -8,7 +8,11 @@ import pytest
 
 from tests.tools_app.sandbox.attacks import AttackSuite
 from tests.tools_app.sandbox.test_namespace import NETWORK_PROBE
-from tools_app.sandbox.docker import KEEPALIVE_COMMAND, DockerSandbox, DockerSettings
+from tools_app.sandbox.backends.docker.backend import (
+    KEEPALIVE_COMMAND,
+    DockerSandbox,
+    DockerSettings,
+)
 from tools_app.sandbox.lifecycle import (
     LABEL_AGENT,
     LABEL_MANAGED,

@@ -9,7 +9,7 @@ import pytest
 
 from common.testing import require
 from tests.tools_app.sandbox.test_namespace import namespace_backend
-from tools_app.sandbox.etc_view import COPY_MAX_TREE_ENTRIES, EtcView
+from tools_app.sandbox.linux.etc_view import COPY_MAX_TREE_ENTRIES, EtcView
 from tools_app.sandbox.protocol import SandboxSpec, WorkspaceMount
 
 

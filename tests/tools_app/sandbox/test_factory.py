@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from tools_app.sandbox.config import SandboxingConfig
-from tools_app.sandbox.docker import DockerSandbox
+from common.config.sandbox import SandboxingConfig
+from tools_app.sandbox.backends.docker.backend import DockerSandbox
+from tools_app.sandbox.backends.namespace import NamespaceSandbox
+from tools_app.sandbox.backends.subprocess import SubprocessSandbox
 from tools_app.sandbox.errors import SandboxConfigInvalidError, SandboxUnavailableError
 from tools_app.sandbox.factory import build_sandbox_backends, resolve_backend_for_category
-from tools_app.sandbox.namespace import NamespaceSandbox
 from tools_app.sandbox.protocol import NetworkPolicy, SandboxSpec, WorkspaceMount
-from tools_app.sandbox.subprocess import SubprocessSandbox
 
 
 def test_only_referenced_backends_are_built():

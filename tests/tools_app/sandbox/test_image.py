@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tools_app.sandbox.image import (
+from tools_app.sandbox.backends.docker.image import (
     SANDBOX_IMAGE,
     apt_mirror,
     build_sandbox_image,

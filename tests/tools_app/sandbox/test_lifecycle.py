@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tests.tools_app.sandbox.test_docker import managed_ids
-from tools_app.sandbox.docker import DockerSandbox, DockerSettings
+from tools_app.sandbox.backends.docker.backend import DockerSandbox, DockerSettings
 from tools_app.sandbox.lifecycle import (
     LABEL_KEY,
     LABEL_MANAGED,
@@ -233,7 +233,7 @@ def test_a_failing_log_sink_never_fails_the_call(docker_client, workspace):
 
 
 def test_lifecycle_strategy_names_match_the_config():
-    from tools_app.sandbox.config import LifecycleConfig
+    from common.config.sandbox import LifecycleConfig
 
     assert [s.value for s in LifecycleStrategy] == ["per-agent", "per-task", "per-call"]
     assert LifecycleConfig().strategy == LifecycleStrategy.PER_AGENT.value

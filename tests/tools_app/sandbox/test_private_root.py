@@ -25,7 +25,7 @@ import json, sys
 from pathlib import Path
 sys.path.insert(0, sys.argv[1])
 from tools_app.sandbox.protocol import MountMode, SandboxSpec, WorkspaceMount
-from tools_app.sandbox.subprocess import SubprocessSandbox
+from tools_app.sandbox.backends.subprocess import SubprocessSandbox
 root = Path(sys.argv[2])
 backend = SubprocessSandbox(scratch_root=root / "scratch", use_cgroup=False)
 script = (

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from common.config.sandbox import SandboxingConfig
 from tests.tools_app.sandbox.conftest import require
-from tools_app.sandbox.config import SandboxingConfig
 from tools_app.sandbox.probe import format_reports, probe_backends
 
 

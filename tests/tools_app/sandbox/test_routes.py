@@ -9,8 +9,8 @@ import httpx
 import pytest
 from django.core.management import call_command
 
+from common.config.sandbox import SandboxingConfig
 from common.testing import RunningProcess, wait_until
-from tools_app.sandbox.config import SandboxingConfig
 from tools_app.sandbox.routes import categories_of, category_routes, format_routes
 
 

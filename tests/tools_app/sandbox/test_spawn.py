@@ -18,6 +18,7 @@ import pytest
 
 from common.testing import require, wait_until
 from tests.tools_app.sandbox.proc import processes_with_marker
+from tools_app.sandbox.backends.subprocess import SubprocessSandbox
 from tools_app.sandbox.protocol import (
     MIB,
     KilledBy,
@@ -26,8 +27,7 @@ from tools_app.sandbox.protocol import (
     SandboxSpec,
     WorkspaceMount,
 )
-from tools_app.sandbox.spawn import ExecFailure, Spawned, spawn_server
-from tools_app.sandbox.subprocess import SubprocessSandbox
+from tools_app.sandbox.spawn.client import ExecFailure, Spawned, spawn_server
 
 WARM = ("python3", "-I", "-S", "-c")
 
@@ -368,7 +368,7 @@ FS_REQUESTS: dict[str, dict[str, object]] = {
 def test_file_runner_answers_the_same_warm_and_cold(backends, workspace, outside_dir, name):
     import json
 
-    from tools_app.builtin.fs_exec import RUNNER_ARGV
+    from tools_app.builtin.file_system.execution import RUNNER_ARGV
 
     (workspace / "leak").symlink_to(outside_dir / "secret.txt")
     request: dict[str, object] = {"anchor": "workspace", "floor": [".git"], **FS_REQUESTS[name]}
@@ -384,7 +384,7 @@ def test_file_runner_answers_the_same_warm_and_cold(backends, workspace, outside
 def test_file_runner_writes_the_same_warm_and_cold(backends, workspace):
     import json
 
-    from tools_app.builtin.fs_exec import RUNNER_ARGV
+    from tools_app.builtin.file_system.execution import RUNNER_ARGV
 
     for backend, target in zip(backends, ("warm.txt", "cold.txt"), strict=True):
         request = {

@@ -14,10 +14,10 @@ from pathlib import Path
 
 from common.testing import require, wait_until
 from tests.tools_app.sandbox.test_spawn import _alive
-from tools_app.sandbox import spawn as spawn_module
-from tools_app.sandbox.cgroups import detect_cgroup_support
+from tools_app.sandbox.backends.subprocess import SubprocessSandbox
+from tools_app.sandbox.linux.cgroups import detect_cgroup_support
 from tools_app.sandbox.protocol import MIB, KilledBy, Limits, SandboxSpec, WorkspaceMount
-from tools_app.sandbox.subprocess import SubprocessSandbox
+from tools_app.sandbox.spawn import client as spawn_module
 
 # -- the standby: a child already in the next call's cgroups -------------------
 

@@ -9,10 +9,10 @@ import pytest
 
 from common.testing import require
 from tests.tools_app.sandbox.attacks import AttackSuite
+from tools_app.sandbox.backends.subprocess import DEFAULT_SCRATCH_ROOT, SubprocessSandbox
 from tools_app.sandbox.errors import SandboxUserMissingError, SandboxWorkspaceAccessError
 from tools_app.sandbox.protocol import SandboxSpec, WorkspaceMount
 from tools_app.sandbox.scratch import POOL_SIZE
-from tools_app.sandbox.subprocess import DEFAULT_SCRATCH_ROOT, SubprocessSandbox
 
 
 class TestSubprocessSandbox(AttackSuite):

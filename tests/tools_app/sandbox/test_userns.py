@@ -16,9 +16,11 @@ import pytest
 from tests.tools_app.builtin.fs_fixtures import make_context
 from tests.tools_app.sandbox.test_docker import SETTINGS
 from tests.tools_app.sandbox.test_namespace import namespace_backend
-from tools_app.builtin import terminal
-from tools_app.sandbox.docker import DockerSandbox
-from tools_app.sandbox.image import SANDBOX_IMAGE
+from tools_app.builtin.terminal import tools as terminal
+from tools_app.sandbox.backends.docker.backend import DockerSandbox
+from tools_app.sandbox.backends.docker.image import SANDBOX_IMAGE
+from tools_app.sandbox.linux.seccomp import sandbox_seccomp_profile
+from tools_app.sandbox.linux.userns import DISABLE_USERNS_FLAG
 from tools_app.sandbox.probe import probe_docker
 from tools_app.sandbox.protocol import (
     MountMode,
@@ -27,8 +29,6 @@ from tools_app.sandbox.protocol import (
     SandboxSpec,
     WorkspaceMount,
 )
-from tools_app.sandbox.seccomp import sandbox_seccomp_profile
-from tools_app.sandbox.userns import DISABLE_USERNS_FLAG
 
 ATTEMPTS = {
     "unshare -r": "unshare -r sh -c 'echo NESTED-ROOT; id -u'",

@@ -17,7 +17,7 @@ from tools_app.models import Invocation, InvocationStatus
 from tools_app.services.invocation_claim import invocation_claim
 from tools_app.services.invocation_submit import CallRequest, invocation_submit
 from trust_app.models import Agent, AgentPermissions
-from trust_app.services import agent_create
+from trust_app.services.agents import agent_create
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -10,13 +10,13 @@ import pytest
 import yaml
 from django.core.management import CommandError, call_command
 
+from audit_app.models import AuditEvent
+from audit_app.record import Actor
 from secrets_app.models import SecretGrant
 from secrets_app.services import secret_grant, secret_set
-from tools_app.models import AuditEvent
-from tools_app.services.audit import Actor
 from trust_app.models import Agent, AgentPermissions
-from trust_app.services import agent_create, person_create
-from trust_app.services_permissions import agent_permissions_update
+from trust_app.services.agents import agent_create, person_create
+from trust_app.services.permissions import agent_permissions_update
 
 pytestmark = pytest.mark.django_db
 

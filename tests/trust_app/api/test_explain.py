@@ -7,9 +7,10 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from tools_app.models import AuditEvent, Invocation
+from audit_app.models import AuditEvent
+from tools_app.models import Invocation
 from trust_app.models import AgentPermissions
-from trust_app.services import agent_create, person_create, person_token_issue
+from trust_app.services.agents import agent_create, person_create, person_token_issue
 
 pytestmark = pytest.mark.django_db
 

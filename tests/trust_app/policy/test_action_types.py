@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from common.vocabulary.action_types import ActionPatternSet
 from trust_app.policy import (
     BUILTIN_ACTION_TYPES,
     ActionTypeMalformedError,
@@ -11,7 +12,6 @@ from trust_app.policy import (
     ActionTypeUnknownError,
     action_type_matches,
 )
-from trust_app.policy.action_types import ActionPatternSet
 
 
 def test_builtins_are_the_41_seed_types_plus_vcs_clone() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from trust_app.policy.network import (
+from common.vocabulary.network import (
     Endpoint,
     NetworkTargetError,
     parse_host_port,

@@ -47,7 +47,7 @@ class Command(BaseCommand):
             sys.exit(1)
 
     def _build(self, options: dict[str, Any]) -> None:
-        from tools_app.sandbox.image import build_sandbox_image
+        from tools_app.sandbox.backends.docker.image import build_sandbox_image
 
         use_registry = True if options["registry"] else False if options["rootfs"] else None
         try:

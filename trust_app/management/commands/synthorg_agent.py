@@ -14,17 +14,17 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
+from audit_app.record import Actor
 from common.errors import SynthOrgError
-from tools_app.services.audit import Actor
 from trust_app.models import AccessLevel, Agent, AgentToken, Autonomy
-from trust_app.services import agent_create
-from trust_app.services_tokens import (
+from trust_app.services.agents import agent_create
+from trust_app.services.tokens import (
     IssuedAgentToken,
     agent_token_issue,
     agent_token_revoke,
     agent_token_rotate,
 )
-from trust_app.token_life import SCOPE_VALUES
+from trust_app.tokens.life import SCOPE_VALUES
 
 ACTOR = Actor.system("synthorg_agent command")
 

@@ -14,9 +14,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from audit_app.record import Actor
 from common.config.errors import ConfigError
 from common.errors import SynthOrgError
-from tools_app.services.audit import Actor
 from trust_app.agents_code.apply import agents_apply
 from trust_app.agents_code.export import agents_export
 from trust_app.agents_code.plan import Plan, agents_plan

@@ -8,7 +8,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from common.errors import SynthOrgError
 from common.roles import ROLE_NAMES
-from trust_app.services import person_create, person_token_issue
+from trust_app.services.agents import person_create, person_token_issue
 
 
 class Command(BaseCommand):

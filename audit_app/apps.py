@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class AuditAppConfig(AppConfig):
+    name = "audit_app"
+    verbose_name = "Audit record"

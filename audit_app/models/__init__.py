@@ -1,0 +1,4 @@
+from audit_app.models.event import ActorType, AuditEvent
+from audit_app.models.verification import AuditVerification, VerificationStatus
+
+__all__ = ["ActorType", "AuditEvent", "AuditVerification", "VerificationStatus"]

@@ -1,0 +1,156 @@
+"""Reads that help a person move through the audit log: the values each filter may
+take, how many events match, the events either side of one, the newer page, and the
+chain's last verification."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.conf import settings
+from django.core.cache import cache
+from django.utils import timezone
+
+from audit_app.models import AuditEvent, AuditVerification, VerificationStatus
+from audit_app.selectors.events import EXACT_FILTERS, AuditFilters, audit_events
+from common.errors import InvalidArgumentError
+
+_CHOICES_CACHE_KEY = "audit:filter-choices:v1"
+# Filters offered as a select (few values); the others get an autocomplete list.
+SELECT_FILTERS = ("category", "action_type", "outcome", "status", "kind")
+AUTOCOMPLETE_FILTERS = ("agent", "tool", "actor")
+# An error lists at most this many of the known values.
+CHOICES_NAMED_IN_ERROR = 25
+
+
+def _choices_from_log() -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {}
+    for name, field in EXACT_FILTERS.items():
+        values = (
+            AuditEvent.objects.order_by(field)
+            .exclude(**{field: ""})
+            .values_list(field, flat=True)
+            .distinct()
+        )
+        found[name] = list(values)
+    return found
+
+
+def audit_filter_choices(*, fresh: bool = False) -> Mapping[str, list[str]]:
+    """For each exact filter, the values present in the log (kept briefly in the cache)."""
+    if not fresh:
+        cached = cache.get(_CHOICES_CACHE_KEY)
+        if cached is not None:
+            return dict(cached)
+    found = _choices_from_log()
+    cache.set(_CHOICES_CACHE_KEY, found, settings.SYNTHORG_AUDIT_FILTER_CHOICES_TTL)
+    return found
+
+
+def audit_filters_check_known(filters: AuditFilters) -> None:
+    """Refuse a filter value that no event has, naming the values that exist.
+
+    A value missing from the cached list is looked up afresh before it is refused,
+    so an event written a moment ago can be filtered for at once.
+    """
+    choices = audit_filter_choices()
+    for fresh in (False, True):
+        unknown = [
+            name
+            for name in EXACT_FILTERS
+            if getattr(filters, name) and getattr(filters, name) not in choices.get(name, [])
+        ]
+        if not unknown:
+            return
+        if not fresh:
+            choices = audit_filter_choices(fresh=True)
+    name = unknown[0]
+    known = choices.get(name, [])
+    listed = ", ".join(known[:CHOICES_NAMED_IN_ERROR]) or "none yet"
+    more = (
+        f" and {len(known) - CHOICES_NAMED_IN_ERROR} more"
+        if len(known) > CHOICES_NAMED_IN_ERROR
+        else ""
+    )
+    raise InvalidArgumentError(
+        f"{name}: no event has {getattr(filters, name)!r} (names are exact); "
+        f"the log holds: {listed}{more}"
+    )
+
+
+@dataclass(frozen=True)
+class MatchCount:
+    count: int
+    more: bool  # True when the count stopped at the limit
+
+    def __str__(self) -> str:
+        return f"more than {self.count:,}" if self.more else f"{self.count:,}"
+
+
+def audit_match_count(filters: AuditFilters) -> MatchCount:
+    """How many events match, counted up to SYNTHORG_AUDIT_COUNT_LIMIT."""
+    limit = settings.SYNTHORG_AUDIT_COUNT_LIMIT
+    counted = audit_events(filters).order_by()[: limit + 1].count()
+    return MatchCount(min(counted, limit), counted > limit)
+
+
+def audit_newer_page(
+    filters: AuditFilters, *, newer_than: int, size: int
+) -> tuple[list[AuditEvent], bool]:
+    """The `size` matching events just above `newer_than`, newest first, and whether
+    still newer ones exist."""
+    rows = list(
+        audit_events(filters).filter(id__gt=newer_than).order_by("id").defer("data")[: size + 1]
+    )
+    more = len(rows) > size
+    return list(reversed(rows[:size])), more
+
+
+def audit_has_newer(filters: AuditFilters, event_id: int) -> bool:
+    return audit_events(filters).filter(id__gt=event_id).exists()
+
+
+def audit_has_older(filters: AuditFilters, event_id: int) -> bool:
+    return audit_events(filters).filter(id__lt=event_id).exists()
+
+
+def audit_event_neighbours(event_id: int) -> tuple[int | None, int | None]:
+    """The ids of the events just before and just after `event_id` in the log."""
+    before = AuditEvent.objects.filter(id__lt=event_id).order_by("-id").values_list("id", flat=True)
+    after = AuditEvent.objects.filter(id__gt=event_id).order_by("id").values_list("id", flat=True)
+    return before.first(), after.first()
+
+
+@dataclass(frozen=True)
+class ChainStatus:
+    last: AuditVerification | None  # the newest finished verification
+    current: AuditVerification | None  # one queued or running now
+    abandoned: AuditVerification | None = None  # the newest run that stopped without a result
+
+
+def audit_chain_status() -> ChainStatus:
+    last = (
+        AuditVerification.objects.filter(
+            status__in=(VerificationStatus.PASSED, VerificationStatus.FAILED)
+        )
+        .order_by("-id")
+        .first()
+    )
+    # A run older than its time limit died with its worker: it is no longer shown as current.
+    recent = timezone.now() - timedelta(seconds=settings.SYNTHORG_AUDIT_VERIFY_TIME_LIMIT)
+    current = (
+        AuditVerification.objects.filter(
+            status__in=(VerificationStatus.QUEUED, VerificationStatus.RUNNING),
+            requested_at__gte=recent,
+        )
+        .order_by("-id")
+        .first()
+    )
+    abandoned = (
+        AuditVerification.objects.filter(status=VerificationStatus.ABANDONED)
+        .filter(id__gt=last.id if last is not None else 0)
+        .order_by("-id")
+        .first()
+    )
+    return ChainStatus(last, current, abandoned)

@@ -1,0 +1,168 @@
+"""Audit pages for auditors and admins: the log, one event, one call's timeline, exports."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http.response import HttpResponseBase
+from django.shortcuts import render
+from django.utils import timezone
+from django.utils.http import urlencode
+
+from audit_app.export import csv_lines, jsonl_lines, streamed
+from audit_app.selectors.browse import (
+    audit_chain_status,
+    audit_event_neighbours,
+    audit_filter_choices,
+    audit_filters_check_known,
+    audit_has_newer,
+    audit_has_older,
+    audit_match_count,
+    audit_newer_page,
+)
+from audit_app.selectors.events import (
+    EXACT_FILTERS,
+    PAGE_SIZE_DEFAULT,
+    AuditFilters,
+    audit_event_get,
+    audit_filters_parse,
+    audit_page,
+    audit_page_query,
+    cursor_parse,
+    event_output,
+    invocation_timeline,
+    page_size_parse,
+)
+from common.errors import InvalidArgumentError
+from common.roles import Role
+from trust_app.views.access import is_auditor, page_for
+
+AUDIT_ROLES = (Role.AUDITOR, Role.ADMIN)
+
+
+def _filters_or_error(request: HttpRequest) -> tuple[AuditFilters, str]:
+    """The request's filters; a malformed one becomes a message and no filter at all."""
+    try:
+        return audit_filters_parse(request.GET), ""
+    except InvalidArgumentError as exc:
+        return AuditFilters(), exc.message
+
+
+@page_for(*AUDIT_ROLES)
+def audit_list(request: HttpRequest) -> HttpResponse:
+    """The audit log, newest first, filtered, a keyset page at a time (older or newer)."""
+    filters, problem = _filters_or_error(request)
+    try:
+        cursor = cursor_parse(request.GET.get("cursor"))
+        newer = cursor_parse(request.GET.get("newer"))
+        size = page_size_parse(request.GET.get("limit"))
+        if not problem:
+            audit_filters_check_known(filters)
+    except InvalidArgumentError as exc:
+        cursor, newer, size, problem = None, None, page_size_parse(None), exc.message
+    events: list[Any] = []
+    older_query = newer_query = None
+    count = None
+    if not problem:  # a refused filter shows its error, never a misleading empty list
+        if newer is not None:
+            events, _ = audit_newer_page(filters, newer_than=newer, size=size)
+        else:
+            events = audit_page(filters, cursor=cursor, size=size).events
+        if events and audit_has_older(filters, events[-1].id):
+            older_query = audit_page_query(filters, events[-1].id, size)
+        if (
+            (cursor is not None or newer is not None)
+            and events
+            and audit_has_newer(filters, events[0].id)
+        ):
+            newer_query = _newer_query(filters, events[0].id, size)
+        count = audit_match_count(filters)
+    context = {
+        "filters": filters,
+        "problem": problem,
+        "events": events,
+        "count": count,
+        "first_page": cursor is None and newer is None,
+        "next_query": older_query,
+        "newer_query": newer_query,
+        "query": audit_page_query(filters, None),
+        "filter_names": list(EXACT_FILTERS),
+        "choices": audit_filter_choices(),
+        "chain": audit_chain_status(),
+    }
+    status = 400 if problem else 200
+    if request.htmx:  # type: ignore[attr-defined]
+        return render(request, "audit/list.html#results", context, status=status)
+    return render(request, "audit/list.html", context, status=status)
+
+
+def _newer_query(filters: AuditFilters, newer_than: int, size: int) -> str:
+    query = filters.as_query()
+    query["newer"] = str(newer_than)
+    if size != PAGE_SIZE_DEFAULT:
+        query["limit"] = str(size)
+    return urlencode(query)
+
+
+@page_for(*AUDIT_ROLES)
+def audit_event(request: HttpRequest, event_id: int) -> HttpResponse:
+    """One event: its fields, the decision trace and output of its call, and the call's timeline."""
+    event = audit_event_get(event_id)
+    if event is None:
+        raise Http404(f"no audit event #{event_id}")
+    output = event_output(event, with_raw=is_auditor(request))
+    timeline = invocation_timeline(event.invocation_id) if event.invocation_id else []
+    previous_id, next_id = audit_event_neighbours(event.id)
+    return render(
+        request,
+        "audit/event.html",
+        {
+            "event": event,
+            "output": output,
+            "timeline": timeline,
+            "previous_id": previous_id,
+            "next_id": next_id,
+            "chain": audit_chain_status(),
+        },
+    )
+
+
+@page_for(*AUDIT_ROLES)
+def audit_invocation(request: HttpRequest, invocation_id: uuid.UUID) -> HttpResponse:
+    """Every event of one call, in order."""
+    timeline = invocation_timeline(invocation_id)
+    if not timeline:
+        raise Http404(f"no audit events for invocation {invocation_id}")
+    return render(
+        request,
+        "audit/invocation.html",
+        {"invocation_id": invocation_id, "timeline": timeline},
+    )
+
+
+def _export(request: HttpRequest, fmt: str) -> HttpResponseBase:
+    try:
+        filters = audit_filters_parse(request.GET)
+    except InvalidArgumentError as exc:
+        return HttpResponse(exc.message + "\n", status=400, content_type="text/plain")
+    lines = csv_lines(filters) if fmt == "csv" else jsonl_lines(filters)
+    content_type = "text/csv; charset=utf-8" if fmt == "csv" else "application/x-ndjson"
+    response = StreamingHttpResponse(streamed(request, lines), content_type=content_type)
+    stamp = timezone.now().strftime("%Y%m%dT%H%M%SZ")
+    response["Content-Disposition"] = f'attachment; filename="audit-{stamp}.{fmt}"'
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+@page_for(*AUDIT_ROLES)
+def audit_export_csv(request: HttpRequest) -> HttpResponseBase:
+    """Every matching event as CSV, streamed."""
+    return _export(request, "csv")
+
+
+@page_for(*AUDIT_ROLES)
+def audit_export_jsonl(request: HttpRequest) -> HttpResponseBase:
+    """Every matching event as JSON Lines, streamed."""
+    return _export(request, "jsonl")

@@ -1,0 +1,165 @@
+"""PURE: the ``notifications`` config section: channels, and which events reach each.
+
+A channel is a webhook (JSON signed with HMAC-SHA256), a Slack-compatible incoming
+webhook, or email through Django's mail backend. Secrets (a webhook's signing key, a
+Slack URL, which holds a token) are named by environment variable, never written in
+the file.
+"""
+
+from __future__ import annotations
+
+import re
+from enum import StrEnum
+from typing import Annotated, Final, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from common.config.approval import RiskTierName
+from common.strict import StrictModel
+from common.vocabulary.network import NetworkTargetError, parse_url
+
+_CHANNEL_NAME_RE: Final = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+_ENV_NAME_RE: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
+_EMAIL_RE: Final = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+
+
+class NotificationEvent(StrEnum):
+    """What can happen to an approval request that a person may want to hear of."""
+
+    NEW = "new"
+    ESCALATED = "escalated"
+    EXPIRING = "expiring"
+    DECIDED = "decided"
+
+
+ALL_EVENTS: Final = tuple(NotificationEvent)
+ALL_TIERS: Final = tuple(RiskTierName)
+
+
+def _check_env_name(value: str | None) -> str | None:
+    if value is not None and not _ENV_NAME_RE.match(value):
+        raise ValueError("must be an environment variable name (letters, digits, '_')")
+    return value
+
+
+def _check_url(value: str | None) -> str | None:
+    if value is not None:
+        try:
+            parse_url(value, schemes=frozenset({"http", "https"}))
+        except NetworkTargetError as exc:
+            raise ValueError(f"url: {exc}") from exc
+    return value
+
+
+class _Channel(StrictModel):
+    name: str
+    events: tuple[NotificationEvent, ...] = ALL_EVENTS
+    risk_tiers: tuple[RiskTierName, ...] = ALL_TIERS
+    enabled: bool = True
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        if not _CHANNEL_NAME_RE.match(value):
+            raise ValueError("name must be 1-64 letters, digits, '_', '.', '-'")
+        return value
+
+    @field_validator("events", "risk_tiers")
+    @classmethod
+    def _not_empty(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if not value:
+            raise ValueError("list at least one, or leave the field out for all")
+        return tuple(dict.fromkeys(value))
+
+    def wants(self, event: str, risk_tier: str) -> bool:
+        return self.enabled and event in self.events and risk_tier in self.risk_tiers
+
+
+class _HttpChannel(_Channel):
+    url: str | None = None
+    url_env: str | None = None
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        return _check_url(value)
+
+    @field_validator("url_env")
+    @classmethod
+    def _url_env(cls, value: str | None) -> str | None:
+        return _check_env_name(value)
+
+    @model_validator(mode="after")
+    def _one_url(self) -> _HttpChannel:
+        if (self.url is None) == (self.url_env is None):
+            raise ValueError("give exactly one of url or url_env")
+        return self
+
+
+class WebhookChannel(_HttpChannel):
+    """JSON POST signed with HMAC-SHA256 under the key in ``secret_env``."""
+
+    type: Literal["webhook"]
+    secret_env: str
+
+    @field_validator("secret_env")
+    @classmethod
+    def _secret_env(cls, value: str) -> str:
+        return str(_check_env_name(value))
+
+
+class SlackChannel(_HttpChannel):
+    """A Slack-compatible incoming webhook (``{"text": ...}``); keep its URL in ``url_env``."""
+
+    type: Literal["slack"]
+
+
+class EmailChannel(_Channel):
+    """Email through Django's configured mail backend (``EMAIL_*`` settings)."""
+
+    type: Literal["email"]
+    to: tuple[str, ...]
+
+    @field_validator("to")
+    @classmethod
+    def _addresses(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if not value:
+            raise ValueError("list at least one address")
+        bad = [address for address in value if not _EMAIL_RE.match(address)]
+        if bad:
+            raise ValueError(f"not an email address: {', '.join(bad)}")
+        return value
+
+
+NotificationChannel = Annotated[
+    WebhookChannel | SlackChannel | EmailChannel, Field(discriminator="type")
+]
+
+
+class NotificationsSection(StrictModel):
+    """``notifications``: where approval events are sent, and the links they carry."""
+
+    console_url: str | None = None
+    expiring_within_seconds: int = Field(default=120, ge=5, le=86_400)
+    channels: tuple[NotificationChannel, ...] = ()
+
+    @field_validator("console_url")
+    @classmethod
+    def _console_url(cls, value: str | None) -> str | None:
+        return _check_url(value)
+
+    @field_validator("channels")
+    @classmethod
+    def _distinct(
+        cls, value: tuple[WebhookChannel | SlackChannel | EmailChannel, ...]
+    ) -> tuple[WebhookChannel | SlackChannel | EmailChannel, ...]:
+        seen: set[str] = set()
+        for channel in value:
+            key = channel.name.lower()
+            if key in seen:
+                raise ValueError(f"channel name {channel.name!r} is used twice")
+            seen.add(key)
+        return value
+
+    def channel(self, name: str) -> WebhookChannel | SlackChannel | EmailChannel | None:
+        return next((c for c in self.channels if c.name == name), None)

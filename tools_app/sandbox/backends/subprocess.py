@@ -1,0 +1,189 @@
+"""SubprocessSandbox: the console's own file runner, as a confined child process.
+
+Clean environment, restricted PATH, working directory inside the workspace,
+rlimits, an unprivileged user, a cgroup where the machine has one, and a kill
+that reaches every process the call made. Each command also runs in a private
+root (``private_root``, carried out by ``spawn_confine``): its own mount,
+IPC and pid namespaces, seeing only read-only system directories and its own
+workspace and scratch directory, and its own network namespace with no
+network at all unless the call asks for the network (``NetworkPolicy.BRIDGE``,
+git clone and push, as on the namespace backend). Where those namespaces
+cannot be made the backend refuses every call with the reason; it never runs
+a command with the host's view. Only file_system (the console's own runner)
+may use it (see ``config``); external programs run on namespace or docker.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+
+from tools_app.sandbox.backends.namespace import ETC_ENTRIES
+from tools_app.sandbox.env import build_sandbox_env
+from tools_app.sandbox.errors import SandboxError, SandboxUnavailableError
+from tools_app.sandbox.linux.cgroups import CgroupSupport, detect_cgroup_support
+from tools_app.sandbox.linux.etc_view import etc_view
+from tools_app.sandbox.linux.identity import DEFAULT_SANDBOX_USER, resolve_identity
+from tools_app.sandbox.linux.private_root import private_root_plan, stage_dir
+from tools_app.sandbox.paths import (
+    DEFAULT_SANDBOX_PATH,
+    SAFE_PATH_PREFIXES,
+    resolve_cwd,
+    resolve_workspace,
+    restrict_path,
+)
+from tools_app.sandbox.protocol import NetworkPolicy, ProbeReport, SandboxResult, SandboxSpec
+from tools_app.sandbox.result import result_from_outcome
+from tools_app.sandbox.runner import run_confined
+from tools_app.sandbox.scratch import ScratchDir
+from tools_app.sandbox.workspace import check_workspace_access
+
+DEFAULT_SCRATCH_ROOT = Path("/tmp/synthorg-sandbox")  # noqa: S108 - a 0711 root, private subdirs
+
+
+class SubprocessSandbox:
+    """Runs a command as a confined child process of the worker."""
+
+    name = "subprocess"
+    isolates_network = True
+
+    def __init__(
+        self,
+        *,
+        run_as_user: str = DEFAULT_SANDBOX_USER,
+        restricted_path: bool = True,
+        extra_safe_path_prefixes: Iterable[str] = (),
+        max_timeout_seconds: float | None = None,
+        kill_grace_seconds: float = 0.5,
+        exit_drain_seconds: float = 0.2,
+        scratch_root: Path = DEFAULT_SCRATCH_ROOT,
+        use_cgroup: bool = True,
+        worker_env: dict[str, str] | None = None,
+        warm_python: bool = True,
+    ) -> None:
+        self.run_as_user = run_as_user
+        self.restricted_path = restricted_path
+        self.safe_prefixes = (*SAFE_PATH_PREFIXES, *extra_safe_path_prefixes)
+        self.max_timeout_seconds = max_timeout_seconds
+        self.kill_grace_seconds = kill_grace_seconds
+        self.exit_drain_seconds = exit_drain_seconds
+        self.scratch_root = scratch_root
+        self.use_cgroup = use_cgroup
+        self._worker_env = worker_env
+        # ``python3 -I -S -c`` commands run in the spawn server's started
+        # interpreter instead of a new one; same confinement and results.
+        self.warm_python = warm_python
+        # The same /etc entries the namespace backend shows, copied once.
+        self._etc_view = etc_view(ETC_ENTRIES)
+
+    def _cgroup_support(self) -> CgroupSupport:
+        if not self.use_cgroup:
+            return CgroupSupport(None, "cgroups switched off in config")
+        return detect_cgroup_support()
+
+    def _sandbox_path(self, candidate: str | None) -> str:
+        if not self.restricted_path:
+            return candidate or DEFAULT_SANDBOX_PATH
+        return restrict_path(candidate, safe_prefixes=self.safe_prefixes)
+
+    def run(self, spec: SandboxSpec) -> SandboxResult:
+        """Run ``spec`` as a child process; refusals raise a SandboxError."""
+        if spec.network is NetworkPolicy.PROXY:
+            raise SandboxUnavailableError(
+                self.name,
+                "the egress proxy is served only in the namespace and docker sandboxes; "
+                "route this tool's category to one of them",
+            )
+        identity = resolve_identity(self.run_as_user, backend=self.name)
+        workspace = resolve_workspace(spec.workspace.host_path)
+        cwd = resolve_cwd(workspace, spec.cwd)
+        check_workspace_access(workspace, identity, writable=spec.workspace.writable)
+        worker_env = self._worker_env if self._worker_env is not None else os.environ
+        path = self._sandbox_path(spec.env.get("PATH", worker_env.get("PATH")))
+        timeout = spec.timeout_seconds
+        if self.max_timeout_seconds is not None:
+            timeout = min(timeout, self.max_timeout_seconds)
+        scratch = ScratchDir(self.scratch_root, identity)
+        try:
+            env = build_sandbox_env(
+                worker_env,
+                spec.env,
+                path=path,
+                home=str(scratch.path),
+                tmpdir=str(scratch.path),
+                granted=spec.secret_env,
+            )
+            env["PWD"] = str(cwd)
+            with self._etc_view.lease() as etc:
+                plan = private_root_plan(
+                    stage=stage_dir(self.scratch_root),
+                    workspace=workspace,
+                    writable=spec.workspace.writable,
+                    scratch=scratch.path,
+                    etc=etc,
+                    identity=identity,
+                    extra_ro=self.safe_prefixes,
+                    network=spec.network is NetworkPolicy.BRIDGE,
+                )
+                outcome = run_confined(
+                    list(spec.argv),
+                    env=env,
+                    cwd=cwd,
+                    stdin=spec.stdin,
+                    timeout_seconds=timeout,
+                    limits=spec.limits,
+                    identity=identity,
+                    cgroup_support=self._cgroup_support(),
+                    kill_grace_seconds=self.kill_grace_seconds,
+                    exit_drain_seconds=self.exit_drain_seconds,
+                    warm_python=self.warm_python,
+                    private_root=plan,
+                )
+        finally:
+            scratch.remove()
+        return result_from_outcome(self.name, outcome)
+
+    def probe(self) -> ProbeReport:
+        """Run ``true`` for real through this backend."""
+        return probe_by_running(self)
+
+    def close(self) -> None:
+        """Nothing of this backend is held between calls.
+
+        The spawn server, pooled cgroups and scratch directories belong to the
+        worker process (shared by its backends) and go when it exits.
+        """
+
+
+def probe_by_running(backend: SubprocessSandbox) -> ProbeReport:
+    """Run a trivial command in a throwaway workspace and report what happened."""
+    import tempfile
+
+    from tools_app.sandbox.protocol import Limits, WorkspaceMount
+
+    with tempfile.TemporaryDirectory(prefix="synthorg-probe-") as tmp:
+        os.chmod(tmp, 0o755)  # noqa: S103 - the sandbox user must enter it
+        spec = SandboxSpec(
+            argv=("true",),
+            workspace=WorkspaceMount(Path(tmp)),
+            timeout_seconds=10,
+            limits=Limits(),
+        )
+        cgroup = backend._cgroup_support()
+        details: dict[str, object] = {
+            "cgroup": cgroup.reason,
+            "private_root": "own mount, network, IPC and pid namespaces; only the workspace, "
+            "its scratch directory and read-only system directories are visible",
+        }
+        try:
+            result = backend.run(spec)
+        except SandboxError as exc:
+            return ProbeReport(backend.name, False, exc.reason, details)
+    if result.exit_code != 0:
+        return ProbeReport(
+            backend.name, False, f"`true` exited {result.exit_code}: {result.stderr[:300]}", details
+        )
+    return ProbeReport(
+        backend.name, True, "ran `true` as a confined child process in a private root", details
+    )

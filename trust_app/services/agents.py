@@ -1,0 +1,172 @@
+"""Writers for agents, people and their tokens. Each runs in one transaction with its audit row."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.db import transaction
+
+from audit_app.record import Actor, audit_record
+from common.errors import ConflictError, InvalidArgumentError
+from common.roles import ROLE_NAMES, Role
+from trust_app.models import AccessLevel, Agent, Autonomy, PersonToken
+from trust_app.services import tokens as services_tokens
+from trust_app.tokens.bearer import PERSON_TOKEN_PREFIX, issue_token
+
+AGENT_NAME_MAX = 100
+
+
+@dataclass(frozen=True)
+class AgentCreated:
+    agent: Agent
+    token: str
+
+
+def _choice(value: str, choices: type[Any], field: str) -> str:
+    allowed = [c.value for c in choices]
+    if value not in allowed:
+        raise InvalidArgumentError(f"{field} {value!r} is not one of: {', '.join(allowed)}")
+    return value
+
+
+def groups_ensure() -> list[Group]:
+    """The three groups of API.md, created when missing."""
+    return [Group.objects.get_or_create(name=role.group)[0] for role in Role]
+
+
+@transaction.atomic
+def agent_create(
+    *,
+    name: str,
+    access_level: str,
+    autonomy: str = Autonomy.SEMI,
+    workspace: str | None = None,
+    owner: Any | None = None,
+    actor: Actor | None = None,
+) -> AgentCreated:
+    """Create an agent and its first token; the token's plaintext is returned once."""
+    name = name.strip()
+    if not name or len(name) > AGENT_NAME_MAX:
+        raise InvalidArgumentError(f"agent name must be 1 to {AGENT_NAME_MAX} characters")
+    _choice(access_level, AccessLevel, "access level")
+    _choice(autonomy, Autonomy, "autonomy")
+    if Agent.objects.filter(name=name).exists():
+        raise ConflictError(f"an agent named {name!r} already exists")
+    from django.conf import settings
+
+    workspace_path = Path(workspace or Path(settings.VAR_DIR) / "workspaces" / name).resolve()
+    if not workspace_path.exists():
+        workspace_path.mkdir(parents=True)
+        workspace_grant(workspace_path)
+    agent = Agent.objects.create(
+        name=name,
+        access_level=access_level,
+        autonomy=autonomy,
+        workspace=str(workspace_path),
+        owner=owner,
+    )
+    token = services_tokens.agent_token_create(agent=agent, label="initial").plaintext
+    audit_record(
+        kind="agent.created",
+        actor=actor or Actor.system(),
+        agent=agent,
+        outcome="created",
+        data={
+            "access_level": access_level,
+            "autonomy": autonomy,
+            "workspace": str(workspace_path),
+            "owner": owner.get_username() if owner else None,
+        },
+    )
+    return AgentCreated(agent=agent, token=token)
+
+
+def workspace_grant(path: Path) -> None:
+    """Let the sandbox user work in a workspace the console just created.
+
+    A directory an admin named that already existed is left as it is: the sandbox
+    refuses calls there with the command to grant access instead.
+    """
+    from common.settings_config import synthorg_config
+    from tools_app.sandbox.errors import SandboxUserMissingError
+    from tools_app.sandbox.linux.identity import resolve_identity
+    from tools_app.sandbox.workspace import grant_workspace
+
+    run_as = synthorg_config().sandboxing.subprocess.run_as_user
+    try:
+        identity = resolve_identity(run_as, backend="subprocess")
+    except SandboxUserMissingError:
+        return  # calls will be refused with the reason until the user exists
+    if identity.switch:
+        grant_workspace(path, identity, writable=True)
+
+
+# Tokens have their own writers (issue, rotate, revoke); the names stay importable here.
+agent_token_issue = services_tokens.agent_token_issue
+agent_token_revoke = services_tokens.agent_token_revoke
+
+
+@transaction.atomic
+def person_create(
+    *,
+    username: str,
+    role: str,
+    password: str | None,
+    superuser: bool = False,
+    actor: Actor | None = None,
+) -> Any:
+    """Create a person in the group of their role (a superuser may also use /admin/)."""
+    if role not in ROLE_NAMES:
+        raise InvalidArgumentError(f"role {role!r} is not one of: {', '.join(ROLE_NAMES)}")
+    user_model = get_user_model()
+    if user_model.objects.filter(username=username).exists():
+        raise ConflictError(f"a person named {username!r} already exists")
+    user = user_model.objects.create_user(
+        username=username, password=password, is_staff=superuser, is_superuser=superuser
+    )
+    if password is None:
+        user.set_unusable_password()
+        user.save(update_fields=["password"])
+    groups_ensure()
+    user.groups.add(Group.objects.get(name=Role(role).group))
+    audit_record(
+        kind="person.created",
+        actor=actor or Actor.system(),
+        outcome="created",
+        data={"username": username, "role": role, "superuser": superuser},
+    )
+    return user
+
+
+@transaction.atomic
+def person_token_issue(*, person: Any, label: str = "", actor: Actor | None = None) -> str:
+    issued = issue_token(PERSON_TOKEN_PREFIX)
+    PersonToken.objects.create(
+        person=person, public_id=issued.public_id, digest=issued.digest, label=label
+    )
+    audit_record(
+        kind="person.token_issued",
+        actor=actor or Actor.person(person),
+        outcome="issued",
+        data={"person": person.get_username(), "token": issued.public_id},
+    )
+    return issued.plaintext
+
+
+def agent_explain(*, agent: Agent, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """The Decision and trace for a hypothetical call; nothing is run or recorded."""
+    from tools_app.registry import tool_catalog, tool_view
+    from tools_app.selectors.invocations import disabled_tool_keys
+    from trust_app.policy import decide, name_key
+    from trust_app.selectors.agents import agent_policy
+
+    contract = tool_catalog().contract(tool)
+    if contract is None:
+        raise InvalidArgumentError(f"unknown tool {tool!r}")
+    enabled = name_key(contract.name) not in disabled_tool_keys()
+    decision = decide(agent_policy(agent), tool_view(contract, enabled=enabled), arguments)
+    return {"tool": contract.name, "agent": agent.name, "decision": decision.as_dict()}
