@@ -19,7 +19,6 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
-from approvals_app.events import OPERATORS_GROUP
 from approvals_app.inbox_diff import diff_frames, parse_have
 from approvals_app.live import (
     INBOX_VIEW,
@@ -31,6 +30,7 @@ from approvals_app.live import (
     shared_row_fits,
     upstream_held_html,
 )
+from common.inbox import OPERATORS_GROUP
 
 # Close code sent before the handshake completes: the browser sees a refused upgrade (403).
 REFUSED = 4403

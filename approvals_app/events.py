@@ -14,31 +14,21 @@ database does not. Messages go out on the process's one long-lived sender loop
 from __future__ import annotations
 
 import functools
-from typing import Any, Final
+from typing import Any
 
 import structlog
 from django.db import transaction
 
+from common.inbox import (  # noqa: F401  (the inbox's protocol, re-exported)
+    OPERATORS_GROUP,
+    ApprovalChange,
+    InboxKind,
+    promotion_change_on_commit,
+    upstream_held_on_commit,
+)
 from common.platform.channel_send import group_send
 
 log = structlog.get_logger("synthorg.approvals")
-
-OPERATORS_GROUP: Final = "operators"
-
-
-class InboxKind:
-    """The kinds of request the inbox holds."""
-
-    APPROVAL = "approval"
-    PROMOTION = "promotion"
-
-
-class ApprovalChange:
-    """What happened to a request, as the inbox shows it."""
-
-    NEW = "new"
-    UPDATED = "updated"
-    SETTLED = "settled"
 
 
 def publish_approval_change(
@@ -73,15 +63,3 @@ def approval_change_on_commit(request_id: Any, change: str, *, request: Any = No
             publish_approval_change, request_id, change, InboxKind.APPROVAL, request=request
         )
     )
-
-
-def promotion_change_on_commit(promotion_id: Any, change: str) -> None:
-    """Publish a promotion request's change once the caller's transaction commits."""
-    transaction.on_commit(
-        functools.partial(publish_approval_change, promotion_id, change, InboxKind.PROMOTION)
-    )
-
-
-def upstream_held_on_commit() -> None:
-    """Tell every inbox, after commit, that the set of held upstream MCP tools changed."""
-    transaction.on_commit(functools.partial(group_send, OPERATORS_GROUP, {"type": "upstream.held"}))

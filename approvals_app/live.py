@@ -15,7 +15,6 @@ from django.conf import settings
 from django.template.loader import render_to_string
 from django.utils import timezone
 
-from approvals_app.events import ApprovalChange, InboxKind
 from approvals_app.models import ApprovalRequest, ApprovalStatus
 from approvals_app.selectors.requests import (
     approval_grants,
@@ -24,6 +23,7 @@ from approvals_app.selectors.requests import (
     inbox_pending_count,
     promotion_request,
 )
+from common.inbox import ApprovalChange, InboxKind
 from common.roles import ROLES_THAT_DECIDE, Role, has_any_role, roles_of
 from tools_app.bridge.selectors import held_upstream_tools
 

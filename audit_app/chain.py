@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from tools_app.canonical import canonical_json
+from common.canonical import canonical_json
 
 GENESIS_HASH = "0" * 64
 # The event that marks where plain SHA-256 hashes end and keyed hashes begin.

@@ -39,13 +39,14 @@ django.setup()
 
 import httpx  # noqa: E402
 
+from common.config.sandbox import DEFAULT_SANDBOX_USER  # noqa: E402
 from common.testing import free_port, http_status, python_argv, running, wait_until  # noqa: E402
 from tools_app.builtin.base import ToolContext  # noqa: E402
 from tools_app.builtin.git.hardening import HARDENING_ENV, HARDENING_OPTIONS  # noqa: E402
 from tools_app.builtin.git.tools import git_diff, git_status  # noqa: E402
 from tools_app.sandbox.backends.namespace import NamespaceSandbox  # noqa: E402
 from tools_app.sandbox.backends.subprocess import SubprocessSandbox  # noqa: E402
-from tools_app.sandbox.linux.identity import DEFAULT_SANDBOX_USER, resolve_identity  # noqa: E402
+from tools_app.sandbox.linux.identity import resolve_identity  # noqa: E402
 from tools_app.sandbox.protocol import Owner, SandboxBackend, SandboxSpec, WorkspaceMount  # noqa: E402
 from tools_app.sandbox.workspace import grant_workspace  # noqa: E402
 from trust_app.services.agents import agent_create, workspace_grant  # noqa: E402

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 API_PREFIXES = ("/api/", "/mcp/")
@@ -57,3 +58,19 @@ def error_document(
 
 def error_bytes(code: str, message: str, details: dict[str, Any] | None = None) -> bytes:
     return json.dumps(error_document(code, message, details)).encode()
+
+
+# A view that answers a refusal in the envelope leaves a note on its response under this
+# attribute; the edge middleware audits it.
+REFUSAL_MARK = "_synthorg_refusal"
+
+
+@dataclass(frozen=True)
+class RefusalNote:
+    """A refusal a view answered in the envelope, left on its response to be audited."""
+
+    status: int
+    code: str
+    message: str
+    agent: Any | None = None
+    person: Any | None = None

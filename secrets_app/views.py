@@ -13,6 +13,7 @@ from django.views.decorators.http import require_POST
 
 from audit_app.record import Actor
 from common.errors import SynthOrgError
+from common.page_access import page_for
 from common.roles import Role
 from secrets_app.forms import SecretGrantForm, SecretRotateForm, SecretSetForm
 from secrets_app.keyring import SecretValueUnreadableError
@@ -25,7 +26,6 @@ from secrets_app.services import (
     secrets_rotate_keys,
 )
 from trust_app.models import Agent
-from trust_app.views.access import page_for
 
 TEMPLATE = "secrets/list.html"
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 
+from common.page_access import page_for
 from synthorg_site.dashboard import chart_tables, dashboard_metrics
-from trust_app.views.access import page_for
 
 
 @page_for()

@@ -14,9 +14,9 @@ from approvals_app.models import ApprovalStatus
 from approvals_app.representation import approval_json
 from approvals_app.selectors.requests import approval_request, approval_requests
 from approvals_app.services import GrantSpec, approval_decide
+from common import openapi
 from common.errors import InvalidArgumentError, NotFoundError
 from common.roles import Role
-from tools_app.api import openapi
 from trust_app.api.people import PersonView, roles_required
 
 LIST_MAX = 500

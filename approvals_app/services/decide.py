@@ -15,7 +15,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from approvals_app.events import ApprovalChange, approval_change_on_commit
+from approvals_app.events import approval_change_on_commit
 from approvals_app.models import ApprovalDecision, ApprovalRequest, ApprovalStatus
 from approvals_app.services.expiry import settle_expiry
 from approvals_app.services.grants import GrantSpec, approval_grant_create
@@ -27,6 +27,7 @@ from approvals_app.services.settle import (
 )
 from audit_app.record import Actor
 from common.errors import ConflictError, ForbiddenError, InvalidArgumentError, NotFoundError
+from common.inbox import ApprovalChange
 from common.roles import ROLES_THAT_DECIDE, has_any_role
 from tools_app.models import InvocationStatus
 

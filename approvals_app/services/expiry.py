@@ -14,7 +14,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from approvals_app.events import ApprovalChange, approval_change_on_commit
+from approvals_app.events import approval_change_on_commit
 from approvals_app.models import ApprovalRequest, ApprovalStatus, RiskTier
 from approvals_app.services.settle import (
     audit_settlement,
@@ -25,6 +25,7 @@ from approvals_app.services.settle import (
 from audit_app.record import Actor
 from common.config.notifications import NotificationEvent
 from common.errors import ConflictError
+from common.inbox import ApprovalChange
 from common.settings_config import synthorg_config
 from notifications_app.services import notifications_queue
 from tools_app.models import InvocationStatus

@@ -23,7 +23,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from approvals_app.events import ApprovalChange, approval_change_on_commit
+from approvals_app.events import approval_change_on_commit
 from approvals_app.models import ApprovalGrant, ApprovalRequest
 from approvals_app.policy import (
     BudgetQuery,
@@ -36,6 +36,7 @@ from approvals_app.policy import (
 )
 from approvals_app.selectors.requests import approval_grants_live
 from common.config.notifications import NotificationEvent
+from common.inbox import ApprovalChange
 from common.settings_config import synthorg_config
 from notifications_app.services import notifications_queue
 from tools_app.contracts import ToolContract

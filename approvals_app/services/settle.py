@@ -10,10 +10,11 @@ from datetime import datetime
 
 from django.db import transaction
 
-from approvals_app.events import ApprovalChange, approval_change_on_commit
+from approvals_app.events import approval_change_on_commit
 from approvals_app.models import ApprovalRequest, ApprovalStatus
 from audit_app.record import Actor, audit_record
 from common.config.notifications import NotificationEvent
+from common.inbox import ApprovalChange
 from common.platform.metrics.instruments import call_settled
 from notifications_app.services import notifications_queue
 from tools_app.models import Invocation, InvocationStatus

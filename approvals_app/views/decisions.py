@@ -13,8 +13,8 @@ from django.views.decorators.http import require_GET
 from approvals_app.selectors.decisions import decisions_with_outcomes
 from audit_app.selectors.events import cursor_parse
 from common.errors import InvalidArgumentError
+from common.page_access import page_for
 from common.roles import Role
-from trust_app.views.access import page_for
 
 DECISIONS_PAGE_SIZE = 50
 

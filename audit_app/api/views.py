@@ -21,8 +21,8 @@ from audit_app.selectors.events import (
     cursor_parse,
     page_size_parse,
 )
+from common import openapi
 from common.roles import Role
-from tools_app.api import openapi
 from trust_app.api.people import PersonView, roles_required
 
 

@@ -36,8 +36,8 @@ from audit_app.selectors.events import (
     page_size_parse,
 )
 from common.errors import InvalidArgumentError
+from common.page_access import is_auditor, page_for
 from common.roles import Role
-from trust_app.views.access import is_auditor, page_for
 
 AUDIT_ROLES = (Role.AUDITOR, Role.ADMIN)
 

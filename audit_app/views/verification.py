@@ -9,7 +9,7 @@ from django.views.decorators.http import require_GET, require_POST
 from audit_app.selectors.browse import audit_chain_status
 from audit_app.services.verification import audit_verification_request
 from audit_app.views.events import AUDIT_ROLES
-from trust_app.views.access import page_for
+from common.page_access import page_for
 
 
 @require_POST

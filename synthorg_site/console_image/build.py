@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from common.config.sandbox import SANDBOX_IMAGE
 from synthorg_site.console_image.context import (
     BASE_PYTHON,
     prepare_context,
@@ -24,11 +25,7 @@ from synthorg_site.console_image.context import (
 )
 from synthorg_site.console_image.errors import ConsoleImageError
 from tools_app.sandbox.backends.docker.engine import connect, sdk_errors
-from tools_app.sandbox.backends.docker.image import (
-    SANDBOX_IMAGE,
-    build_sandbox_image,
-    default_cache_dir,
-)
+from tools_app.sandbox.backends.docker.image import build_sandbox_image, default_cache_dir
 
 CONSOLE_IMAGE_REPOSITORY = "synthorg-console"
 CONSOLE_IMAGE_VERSION = "0.1.0"

@@ -11,7 +11,6 @@ with it (Django would redirect, and a redirect drops the body).
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any
 
 from asgiref.sync import iscoroutinefunction, markcoroutinefunction
@@ -20,25 +19,14 @@ from django.urls import Resolver404, resolve
 
 from common.envelope import (
     DEFAULT_MESSAGE,
+    REFUSAL_MARK,
+    RefusalNote,
     code_for_status,
     error_document,
     is_api_path,
 )
 from synthorg_site.http_edge.refusals import refusal_audit, refusal_audit_async
 from tools_app.agent_view import agent_message, agent_structure
-
-REFUSAL_MARK = "_synthorg_refusal"
-
-
-@dataclass(frozen=True)
-class RefusalNote:
-    """A refusal a view answered in the envelope, left on its response to be audited."""
-
-    status: int
-    code: str
-    message: str
-    agent: Any | None = None
-    person: Any | None = None
 
 
 def envelope_response(

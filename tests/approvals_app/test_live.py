@@ -108,7 +108,8 @@ def test_a_change_is_published_with_its_row_even_from_a_thread_running_an_event_
 ) -> None:
     from channels.layers import get_channel_layer
 
-    from approvals_app.events import OPERATORS_GROUP, publish_approval_change
+    from approvals_app.events import publish_approval_change
+    from common.inbox import OPERATORS_GROUP
 
     request = new_request(submit, make_agent_row())
     layer = get_channel_layer()

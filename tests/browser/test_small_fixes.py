@@ -12,8 +12,9 @@ import pytest
 from django.utils import timezone
 from playwright.sync_api import expect
 
-from approvals_app.events import ApprovalChange, InboxKind, publish_approval_change
+from approvals_app.events import publish_approval_change
 from audit_app.record import Actor
+from common.inbox import ApprovalChange, InboxKind
 from tools_app.models import ToolDefinition
 from tools_app.services.tool_registry import tool_enabled_set, tool_registry_sync
 from trust_app.models import AgentToken, PromotionRequest

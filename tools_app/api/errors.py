@@ -15,9 +15,8 @@ from rest_framework import exceptions
 from rest_framework.negotiation import DefaultContentNegotiation
 from rest_framework.response import Response
 
-from common.envelope import code_for_status, error_document
+from common.envelope import REFUSAL_MARK, RefusalNote, code_for_status, error_document
 from common.errors import RateLimitedError, SynthOrgError
-from synthorg_site.http_edge.middleware import REFUSAL_MARK, RefusalNote
 from tools_app.agent_view import agent_message, agent_structure
 
 _DRF_CODES: tuple[tuple[type[Exception], str, int], ...] = (

@@ -22,8 +22,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from audit_app.record import Actor
+from common import openapi
+from common.canonical import arguments_hash
 from common.errors import NotFoundError, PayloadTooLargeError, RateLimitedError, SynthOrgError
-from tools_app.api import openapi
 from tools_app.api.auth import AgentView
 from tools_app.api.representation import invocation_json
 from tools_app.api.serializers import (
@@ -31,7 +32,6 @@ from tools_app.api.serializers import (
     InvocationCreateSerializer,
     WaitQuerySerializer,
 )
-from tools_app.canonical import arguments_hash
 from tools_app.events import carried_body, wait_for_terminal, watch_invocation
 from tools_app.models import Invocation
 from tools_app.ratelimit import rate_limit_hit

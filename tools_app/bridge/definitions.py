@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from tools_app.canonical import canonical_json
+from common.canonical import canonical_json
 
 SEPARATOR = "__"
 CATEGORY = "mcp"

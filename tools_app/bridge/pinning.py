@@ -187,7 +187,7 @@ def _review_one(*, tool: UpstreamTool, findings: list[Finding], holding: list[Fi
 
 
 def _inbox_notice_on_commit() -> None:
-    from approvals_app.events import upstream_held_on_commit  # app layering
+    from common.inbox import upstream_held_on_commit
 
     upstream_held_on_commit()
 

@@ -10,10 +10,10 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_POST
 
 from common.errors import SynthOrgError
+from common.page_access import page_for
 from common.roles import Role
 from tools_app.bridge.pinning import upstream_pin_accept, upstream_pin_reject
 from tools_app.bridge.selectors import upstream_pins_for_review
-from trust_app.views.access import page_for
 
 TEMPLATE = "tools/upstream.html"
 

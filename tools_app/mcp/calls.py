@@ -32,8 +32,8 @@ from typing import Any
 
 from django.conf import settings
 
+from common.canonical import arguments_hash
 from common.platform.redis import redis_client
-from tools_app.canonical import arguments_hash
 from trust_app.policy import name_key
 
 _PREFIX = "synthorg:mcp"

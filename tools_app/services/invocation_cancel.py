@@ -7,9 +7,10 @@ import functools
 from django.db import transaction
 from django.utils import timezone
 
-from approvals_app.events import ApprovalChange, approval_change_on_commit
+from approvals_app.events import approval_change_on_commit
 from approvals_app.models import ApprovalRequest, ApprovalStatus
 from audit_app.record import Actor, audit_record
+from common.inbox import ApprovalChange
 from common.platform.metrics.instruments import call_settled
 from tools_app.models import Invocation, InvocationStatus
 from tools_app.services.invocation_state import invocation_transition

@@ -24,13 +24,13 @@ from approvals_app.services import (
     approval_route,
 )
 from audit_app.record import Actor, audit_record
+from common.canonical import arguments_hash
 from common.errors import ConflictError, InvalidArgumentError, NotFoundError, RateLimitedError
 from common.platform.logs import current_request_id
 from common.platform.metrics.instruments import call_decided, call_settled
 from secrets_app.broker import SecretNotGrantedError
 from secrets_app.references import SecretReferenceError
 from secrets_app.substitution import secret_names, secret_references_check
-from tools_app.canonical import arguments_hash
 from tools_app.contracts import ToolContract
 from tools_app.models import Invocation, InvocationStatus
 from tools_app.registry import backend_for, schema_validator, tool_catalog, tool_view

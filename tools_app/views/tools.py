@@ -10,11 +10,11 @@ from django.views.decorators.http import require_POST
 
 from audit_app.record import Actor
 from common.errors import InvalidArgumentError, NotFoundError
+from common.page_access import is_admin, page_for
 from common.roles import Role
 from common.settings_config import synthorg_config
 from tools_app.selectors.tools import tool_registry_entries
 from tools_app.services.tool_registry import tool_enabled_set
-from trust_app.views.access import is_admin, page_for
 
 REASON_MAX_LENGTH = 500
 

@@ -10,9 +10,9 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from common import openapi
 from common.errors import NotFoundError
 from common.roles import Role
-from tools_app.api import openapi
 from trust_app.api.people import PersonView, roles_required
 from trust_app.models import Agent
 from trust_app.services.agents import agent_explain

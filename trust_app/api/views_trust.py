@@ -11,10 +11,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from common import openapi
 from common.errors import InvalidArgumentError, NotFoundError
 from common.roles import Role
 from common.vocabulary.categories import ALL_CATEGORIES
-from tools_app.api import openapi
 from tools_app.models import Invocation
 from trust_app.api.people import PersonView, roles_required
 from trust_app.models import Agent, PromotionRequest, PromotionStatus, TaskDifficulty

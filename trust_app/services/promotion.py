@@ -16,9 +16,9 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from approvals_app.events import ApprovalChange, promotion_change_on_commit
 from audit_app.record import Actor, audit_record
 from common.errors import ConflictError, ForbiddenError, InvalidArgumentError
+from common.inbox import ApprovalChange, promotion_change_on_commit
 from common.roles import ROLES_THAT_DECIDE, has_any_role
 from trust_app.models import PromotionRequest, PromotionStatus
 from trust_app.selectors.trust import state_of, trust_strategy

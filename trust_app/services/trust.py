@@ -21,9 +21,9 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from approvals_app.events import ApprovalChange, promotion_change_on_commit
 from audit_app.record import Actor, audit_record
 from common.errors import ForbiddenError, InvalidArgumentError
+from common.inbox import ApprovalChange, promotion_change_on_commit
 from common.roles import Role, has_any_role
 from trust_app.models import (
     Agent,

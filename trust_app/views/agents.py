@@ -14,6 +14,7 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from audit_app.record import Actor
 from common.errors import InvalidArgumentError
+from common.page_access import is_admin, page_for
 from common.roles import Role
 from tools_app.registry import tool_catalog
 from trust_app.forms import (
@@ -36,7 +37,6 @@ from trust_app.services.permissions import (
     agent_permissions_state,
     agent_permissions_update,
 )
-from trust_app.views.access import is_admin, page_for
 
 READERS = (Role.OPERATOR, Role.ADMIN)
 

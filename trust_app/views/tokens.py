@@ -13,6 +13,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from audit_app.record import Actor
 from common.errors import SynthOrgError
+from common.page_access import page_for
 from common.roles import Role
 from trust_app.forms import TokenForm
 from trust_app.models import Agent, AgentToken
@@ -23,7 +24,6 @@ from trust_app.services.tokens import (
     agent_token_rotate,
 )
 from trust_app.tokens.shown_once import token_keep_for_showing, token_take_for_showing
-from trust_app.views.access import page_for
 from trust_app.views.agents import _agent_or_404
 
 

@@ -17,11 +17,12 @@ from typing import Any
 
 import pytest
 
+from common.config.sandbox import DEFAULT_SANDBOX_USER
 from common.testing import require
 from tools_app.builtin.base import ToolContext
 from tools_app.sandbox.backends.namespace import NamespaceSandbox, probe_namespace
 from tools_app.sandbox.backends.subprocess import SubprocessSandbox
-from tools_app.sandbox.linux.identity import DEFAULT_SANDBOX_USER, resolve_identity
+from tools_app.sandbox.linux.identity import resolve_identity
 from tools_app.sandbox.protocol import (
     Owner,
     ProbeReport,

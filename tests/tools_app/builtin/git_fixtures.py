@@ -13,10 +13,11 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from common.config.sandbox import DEFAULT_SANDBOX_USER
 from tools_app.builtin.base import ToolContext
 from tools_app.egress import LocalEgressGateway
 from tools_app.sandbox.backends.namespace import NamespaceSandbox
-from tools_app.sandbox.linux.identity import DEFAULT_SANDBOX_USER, resolve_identity
+from tools_app.sandbox.linux.identity import resolve_identity
 from tools_app.sandbox.protocol import (
     Owner,
     ProbeReport,

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from common.config.sandbox import DEFAULT_SANDBOX_USER
 from tests.tools_app.sandbox.proc import (
     open_fd_count,
     processes_with_environ,
@@ -25,7 +26,6 @@ from tests.tools_app.sandbox.proc import (
     rss_high_water_kib,
 )
 from tools_app.sandbox.errors import SandboxWorkspaceEscapeError
-from tools_app.sandbox.linux.identity import DEFAULT_SANDBOX_USER
 from tools_app.sandbox.linux.limits import count_user_processes
 from tools_app.sandbox.paths import SAFE_PATH_PREFIXES, is_within
 from tools_app.sandbox.protocol import (

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from common.config.sandbox import DEFAULT_SANDBOX_USER
 from common.testing import require
-from tools_app.sandbox.linux.identity import DEFAULT_SANDBOX_USER, resolve_identity
+from tools_app.sandbox.linux.identity import resolve_identity
 from tools_app.sandbox.workspace import grant_workspace
 
 WORKSPACE_ROOT = Path("/tmp/synthorg-test-workspaces")

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from common.config.sandbox import SANDBOX_IMAGE
 from tools_app.sandbox.backends.docker.image import (
-    SANDBOX_IMAGE,
     apt_mirror,
     build_sandbox_image,
     default_cache_dir,

@@ -15,13 +15,14 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
+from common.config.sandbox import DEFAULT_SANDBOX_USER
 from tools_app.egress.mount import MOUNT_POINT as EGRESS_INSIDE
 from tools_app.egress.mount import forwarded_argv, proxy_env
 from tools_app.sandbox.env import build_sandbox_env
 from tools_app.sandbox.errors import SandboxError, SandboxUnavailableError
 from tools_app.sandbox.linux.cgroups import CgroupSupport, detect_cgroup_support
 from tools_app.sandbox.linux.etc_view import EtcLayout, etc_view
-from tools_app.sandbox.linux.identity import DEFAULT_SANDBOX_USER, resolve_identity
+from tools_app.sandbox.linux.identity import resolve_identity
 from tools_app.sandbox.linux.userns import (
     DISABLE_USERNS_FLAG,
     NESTED_USERNS_PROBE,

@@ -19,12 +19,13 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
+from common.config.sandbox import DEFAULT_SANDBOX_USER
 from tools_app.sandbox.backends.namespace import ETC_ENTRIES
 from tools_app.sandbox.env import build_sandbox_env
 from tools_app.sandbox.errors import SandboxError, SandboxUnavailableError
 from tools_app.sandbox.linux.cgroups import CgroupSupport, detect_cgroup_support
 from tools_app.sandbox.linux.etc_view import etc_view
-from tools_app.sandbox.linux.identity import DEFAULT_SANDBOX_USER, resolve_identity
+from tools_app.sandbox.linux.identity import resolve_identity
 from tools_app.sandbox.linux.private_root import private_root_plan, stage_dir
 from tools_app.sandbox.paths import (
     DEFAULT_SANDBOX_PATH,

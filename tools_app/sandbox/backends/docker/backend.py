@@ -17,11 +17,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from common.config.sandbox import SANDBOX_IMAGE
 from tools_app.egress.mount import MOUNT_POINT as EGRESS_INSIDE
 from tools_app.egress.mount import forwarded_argv, proxy_env
 from tools_app.sandbox.backends.docker.engine import bind_mount, connect, sdk_errors
 from tools_app.sandbox.backends.docker.execution import ExecOutcome, run_exec, wrap_command
-from tools_app.sandbox.backends.docker.image import SANDBOX_IMAGE
 from tools_app.sandbox.capture import CaptureStop
 from tools_app.sandbox.env import build_sandbox_env
 from tools_app.sandbox.errors import SandboxUnavailableError
