@@ -12,7 +12,7 @@ help:
 	@echo "make run    start the console (SQLite, embedded Redis, demo organisation)"
 	@echo "make test   install and start what the tests need, then run lint and the whole suite"
 	@echo "make bench  run the benchmarks and print one table"
-	@echo "make lint   ruff and mypy"
+	@echo "make lint   ruff, mypy and the import contracts"
 
 env:
 	@scripts/require.sh run
@@ -33,6 +33,7 @@ lint:
 	.venv/bin/ruff check .
 	.venv/bin/ruff format --check .
 	SYNTHORG_ENV=test .venv/bin/mypy .
+	.venv/bin/lint-imports --no-cache
 
 bench:
 	@scripts/require.sh test

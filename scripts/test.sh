@@ -121,5 +121,7 @@ say "ruff"
 "$venv/ruff" format --check .
 say "mypy"
 "$venv/mypy" .
+say "import-linter"
+"$venv/lint-imports" --no-cache
 say "pytest"
 "$venv/pytest" -p no:cacheprovider "${@:2}"

@@ -120,6 +120,8 @@ INSTALLED_APPS = [
     "django_htmx",
     "template_partials",
     "common",
+    # The site itself: its management commands (synthorg_console); no models.
+    "synthorg_site",
     "trust_app",
     "tools_app",
     "audit_app",

@@ -20,6 +20,6 @@ def pending_approvals_count() -> int:
 @register.simple_tag
 def approval_card(request: Any) -> Any:
     """The card view of an approval request: the call as a person reads it, level, record."""
-    from approvals_app.cards.build import card_view
+    from approvals_app.selectors.cards import card_view
 
     return card_view(request)

@@ -7,7 +7,7 @@ Off unless the standard variables ask for it: ``OTEL_TRACES_EXPORTER`` (``otlp``
 ``OTEL_SDK_DISABLED=true`` wins over both. When on, each process (daphne, and each
 Celery prefork child) gets a tracer provider exporting in batches (``OTEL_BSP_*``),
 and Django, Celery (the trace context rides in the task's headers), psycopg and
-redis are instrumented. The sandbox run is a span of its own (tools_app.sandbox.observed).
+redis are instrumented. The sandbox run is a span of its own (tools_app.worker.observed).
 """
 
 from __future__ import annotations

@@ -22,9 +22,8 @@ from tests.trust_app.test_trust_support import (  # noqa: F401
 )
 from trust_app.models import PromotionRequest, TaskOutcome
 
-# The site plus the trust page, as the site's urls will include it.
+# The site, which includes the trust pages.
 urlpatterns = [
-    path("", include("trust_app.views.trust")),
     path("", include("synthorg_site.urls")),
 ]
 pytestmark = [pytest.mark.django_db, pytest.mark.urls(__name__)]

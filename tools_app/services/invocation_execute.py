@@ -39,7 +39,7 @@ from tools_app.models import Invocation, InvocationStatus
 from tools_app.quota.guard import guard_workspace
 from tools_app.registry import schema_validator, tool_catalog
 from tools_app.sandbox.errors import SandboxError
-from tools_app.sandbox.observed import ObservedSandbox
+from tools_app.worker.observed import ObservedSandbox
 from tools_app.sandbox.protocol import Owner
 from tools_app.sanitize import TRUNCATION_MARKER
 from tools_app.sanitize.known import known_secrets_for
