@@ -39,7 +39,6 @@ from tools_app.models import Invocation, InvocationStatus
 from tools_app.quota.guard import guard_workspace
 from tools_app.registry import schema_validator, tool_catalog
 from tools_app.sandbox.errors import SandboxError
-from tools_app.worker.observed import ObservedSandbox
 from tools_app.sandbox.protocol import Owner
 from tools_app.sanitize import TRUNCATION_MARKER
 from tools_app.sanitize.known import known_secrets_for
@@ -51,6 +50,7 @@ from tools_app.services.invocation_state import invocation_transition
 from tools_app.services.runnable import RULE_UPSTREAM_HELD
 from tools_app.worker.egress import invocation_egress
 from tools_app.worker.lease import holder_is_alive, invocation_lease
+from tools_app.worker.observed import ObservedSandbox
 from tools_app.worker.runtime import sandbox_backends
 from trust_app.policy import name_key
 from trust_app.selectors.agents import agent_policy
