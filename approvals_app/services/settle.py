@@ -15,9 +15,9 @@ from approvals_app.models import ApprovalRequest, ApprovalStatus
 from audit_app.record import Actor, audit_record
 from common.config.notifications import NotificationEvent
 from common.inbox import ApprovalChange
-from common.platform.metrics.instruments import call_settled
 from notifications_app.services import notifications_queue
 from tools_app.models import Invocation, InvocationStatus
+from tools_app.services.invocation_dispatch import invocation_dispatch_on_commit, invocation_settled
 from tools_app.services.invocation_state import invocation_transition
 
 
@@ -37,9 +37,7 @@ def release_invocation(invocation: Invocation) -> bool:
 
         transaction.on_commit(functools.partial(batch_release, batch_id=invocation.batch_id))
     else:
-        from tools_app.tasks import enqueue_invocation
-
-        transaction.on_commit(functools.partial(enqueue_invocation, invocation))
+        invocation_dispatch_on_commit(invocation)
     return True
 
 
@@ -57,7 +55,8 @@ def refuse_invocation(invocation: Invocation, *, status: str, code: str, message
         error_message=message,
     )
     if moved:
-        call_settled(tool=invocation.tool, status=status, created_at=invocation.created_at)
+        # A person's refusal or an expiry ends the call without it running: no trust evidence.
+        invocation_settled(invocation=invocation, status=status, evidence=False)
     return moved
 
 

@@ -24,7 +24,7 @@ from rest_framework.views import APIView
 from audit_app.record import Actor
 from common import openapi
 from common.canonical import arguments_hash
-from common.errors import NotFoundError, PayloadTooLargeError, RateLimitedError, SynthOrgError
+from common.errors import NotFoundError, PayloadTooLargeError, SynthOrgError
 from tools_app.api.auth import AgentView
 from tools_app.api.representation import invocation_json
 from tools_app.api.serializers import (
@@ -32,9 +32,9 @@ from tools_app.api.serializers import (
     InvocationCreateSerializer,
     WaitQuerySerializer,
 )
+from tools_app.decision import agent_rate_check
 from tools_app.events import carried_body, wait_for_terminal, watch_invocation
 from tools_app.models import Invocation
-from tools_app.ratelimit import rate_limit_hit
 from tools_app.selectors.invocations import (
     invocation_for_agent,
     permitted_contract,
@@ -56,18 +56,6 @@ def _check_size(request: Request) -> None:
         )
 
 
-def _check_rate(agent: Agent, calls: int = 1) -> None:
-    limit = settings.SYNTHORG_AGENT_RATE_LIMIT_PER_MINUTE
-    for _ in range(calls):
-        wait = rate_limit_hit(f"agent:{agent.id}", limit=limit, window_seconds=60)
-        if wait:
-            raise RateLimitedError(
-                f"agent {agent.name} is over its limit of {limit} calls per minute; "
-                f"retry in {wait}s",
-                retry_after=wait,
-            )
-
-
 def _load(invocation_id: uuid.UUID) -> Invocation:
     return Invocation.objects.select_related("approval").get(id=invocation_id)
 
@@ -77,7 +65,7 @@ def _load_json(invocation_id: uuid.UUID) -> dict[str, Any]:
 
 
 def _rate_and_submit(agent: Agent, call: CallRequest, invocation_id: uuid.UUID) -> Any:
-    _check_rate(agent)
+    agent_rate_check(agent)
     return invocation_submit(agent=agent, call=call, invocation_id=invocation_id)
 
 
@@ -233,7 +221,7 @@ class InvocationBatchView(AgentView, AsyncAPIView):
         body = BatchSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         data = body.validated_data
-        await sync_to_async(_check_rate)(agent, len(data["calls"]))
+        await sync_to_async(agent_rate_check)(agent, len(data["calls"]))
         calls = [
             CallRequest(
                 tool=c["tool"],

@@ -14,7 +14,7 @@ import uuid
 
 import mcp_types as types
 
-from tools_app.api.views import _check_rate
+from tools_app.decision import agent_rate_check
 from tools_app.mcp.calls import call_begin, call_started, unfinished_call_kept
 from tools_app.mcp.cancel import abandoned_call_withdraw, cancel_reason, cancelled_call_withdraw
 from tools_app.mcp.results import invocation_result
@@ -37,7 +37,7 @@ def call_take(
     call without an idempotency key that repeats one answered unfinished resumes that
     invocation instead.
     """
-    _check_rate(agent)
+    agent_rate_check(agent)
     begun = call_begin(
         agent_id=agent.id, request_id=rpc_id, tool=call.tool, arguments=call.arguments,
         invocation_id=invocation_id, resumable=not call.idempotency_key, arrived_at=arrived_at,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import uuid
 
 import structlog
@@ -10,6 +9,7 @@ from django.db import transaction
 
 from common.errors import InternalError, SynthOrgError
 from tools_app.models import Invocation, InvocationStatus
+from tools_app.services.invocation_dispatch import invocation_dispatch_on_commit
 from tools_app.services.invocation_submit import CallRequest, invocation_submit
 from trust_app.models import Agent
 
@@ -52,8 +52,6 @@ def invocation_batch_submit(
 
 def batch_release(*, batch_id: uuid.UUID) -> int:
     """Send held calls of the batch to their queues while it has free slots."""
-    from tools_app.tasks import enqueue_invocation
-
     released = 0
     with transaction.atomic():
         # Lock the whole batch so two finishing members never release one slot twice.
@@ -72,6 +70,6 @@ def batch_release(*, batch_id: uuid.UUID) -> int:
         held = [m for m in members if m.status == InvocationStatus.QUEUED and m.held]
         for invocation in held[: max(free, 0)]:
             Invocation.objects.filter(id=invocation.id).update(held=False)
-            transaction.on_commit(functools.partial(enqueue_invocation, invocation))
+            invocation_dispatch_on_commit(invocation)
             released += 1
     return released

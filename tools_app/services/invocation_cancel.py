@@ -11,8 +11,8 @@ from approvals_app.events import approval_change_on_commit
 from approvals_app.models import ApprovalRequest, ApprovalStatus
 from audit_app.record import Actor, audit_record
 from common.inbox import ApprovalChange
-from common.platform.metrics.instruments import call_settled
 from tools_app.models import Invocation, InvocationStatus
+from tools_app.services.invocation_dispatch import invocation_settled
 from tools_app.services.invocation_state import invocation_transition
 
 CANCELLABLE = (
@@ -49,11 +49,7 @@ def invocation_cancel(
         error_message=f"cancelled by {actor.name}: {why}" if why else f"cancelled by {actor.name}",
     )
     if cancelled:
-        call_settled(
-            tool=invocation.tool,
-            status=InvocationStatus.CANCELLED,
-            created_at=invocation.created_at,
-        )
+        invocation_settled(invocation=invocation, status=InvocationStatus.CANCELLED, evidence=False)
         pending = ApprovalRequest.objects.filter(
             invocation_id=invocation.id, status=ApprovalStatus.PENDING
         )

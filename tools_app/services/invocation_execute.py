@@ -25,7 +25,6 @@ from django.db import transaction
 from django.utils import timezone
 
 from audit_app.record import Actor, audit_record
-from common.platform.metrics.instruments import call_settled
 from common.settings_config import synthorg_config
 from secrets_app.broker import SecretNotGrantedError, SecretUnavailableError
 from secrets_app.references import SecretReferenceError
@@ -46,6 +45,7 @@ from tools_app.sanitize.redaction import redact_counted
 from tools_app.secrets import call_known_secrets, call_secrets
 from tools_app.selectors.invocations import disabled_tool_keys
 from tools_app.services.invocation_claim import invocation_claim
+from tools_app.services.invocation_dispatch import invocation_dispatch_on_commit, invocation_settled
 from tools_app.services.invocation_state import invocation_transition
 from tools_app.services.runnable import RULE_UPSTREAM_HELD
 from tools_app.worker.egress import invocation_egress
@@ -54,7 +54,6 @@ from tools_app.worker.observed import ObservedSandbox
 from tools_app.worker.runtime import sandbox_backends
 from trust_app.policy import name_key
 from trust_app.selectors.agents import agent_policy
-from trust_app.services.evidence import trust_invocation_outcome_note
 
 log = structlog.get_logger("synthorg.invocation")
 
@@ -124,9 +123,7 @@ def invocation_worker_lost(*, invocation: Invocation, worker: str) -> None:
                     status=InvocationStatus.QUEUED,
                     reason="its worker died mid-call; the tool is idempotent, so it runs again",
                 )
-                from tools_app.tasks import enqueue_invocation
-
-                transaction.on_commit(lambda: enqueue_invocation(invocation))
+                invocation_dispatch_on_commit(invocation)
         return
     _finish(
         invocation=invocation,
@@ -412,12 +409,7 @@ def _finish(*, invocation: Invocation, settled: Settled) -> None:
             **fields,
         )
         if done:
-            trust_invocation_outcome_note(
-                invocation=invocation, status=settled.status, at=finished_at
-            )
-            call_settled(
-                tool=invocation.tool, status=settled.status, created_at=invocation.created_at
-            )
+            invocation_settled(invocation=invocation, status=settled.status, at=finished_at)
             # Last: the audit chain's lock is held from here to the commit.
             audit_record(
                 kind="invocation.finished",

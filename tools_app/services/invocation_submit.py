@@ -11,37 +11,31 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from approvals_app.services import (
-    Routed,
-    approval_rate_limited,
-    approval_request_open,
-    approval_route,
-)
+from approvals_app.services import approval_request_open
 from audit_app.record import Actor, audit_record
 from common.canonical import arguments_hash
 from common.errors import ConflictError, InvalidArgumentError, NotFoundError, RateLimitedError
 from common.platform.logs import current_request_id
-from common.platform.metrics.instruments import call_decided, call_settled
+from common.platform.metrics.instruments import call_decided
 from secrets_app.broker import SecretNotGrantedError
 from secrets_app.references import SecretReferenceError
 from secrets_app.substitution import secret_names, secret_references_check
 from tools_app.contracts import ToolContract
+from tools_app.decision import call_decide, call_route
 from tools_app.models import Invocation, InvocationStatus
-from tools_app.registry import backend_for, schema_validator, tool_catalog, tool_view
+from tools_app.registry import backend_for, schema_validator, tool_catalog
 from tools_app.sanitize import redact_structure
 from tools_app.secrets import known_secrets
 from tools_app.selectors.invocations import disabled_tool_keys
-from tools_app.services.runnable import preflight_refusal, sandbox_refusal
+from tools_app.services.invocation_dispatch import invocation_dispatch_on_commit, invocation_settled
 from trust_app.models import Agent
-from trust_app.policy import Decision, Outcome, decide, name_key
-from trust_app.selectors.agents import agent_policy
-from trust_app.services.evidence import trust_invocation_outcome_note
+from trust_app.policy import Decision, Outcome, name_key
 
 MAX_SCHEMA_ERRORS = 10
 
@@ -161,21 +155,14 @@ def invocation_submit(
 
     _check_secret_references(agent=agent, call=call, tool=contract.name)
 
-    decision = decide(agent_policy(agent), tool_view(contract), call.arguments)
-    if not decision.denied:
-        # What the tool's settings refuse is refused now, before anyone is asked.
-        decision = (
-            preflight_refusal(contract=contract, arguments=call.arguments, decision=decision)
-            or decision
-        )
-    if not decision.denied:
-        limited = approval_rate_limited(agent=agent, contract=contract, arguments=call.arguments)
-        if limited is not None:
-            _refuse(
-                agent=agent, call=call, kind="invocation.refused", outcome="rate_limited",
-                reason=limited.reason, window=limited.window,
-            )  # fmt: skip
-            raise RateLimitedError(limited.reason, retry_after=limited.retry_after)
+    decided = call_decide(agent=agent, contract=contract, arguments=call.arguments)
+    decision, limited = decided.decision, decided.rate_limited
+    if limited is not None:
+        _refuse(
+            agent=agent, call=call, kind="invocation.refused", outcome="rate_limited",
+            reason=limited.reason, window=limited.window,
+        )  # fmt: skip
+        raise RateLimitedError(limited.reason, retry_after=limited.retry_after)
     try:
         submitted = _record(
             agent=agent,
@@ -201,10 +188,6 @@ def _count_decided(submitted: Submitted, started: float) -> None:
     invocation = submitted.invocation
     outcome = str((invocation.decision or {}).get("outcome", ""))
     call_decided(tool=invocation.tool, outcome=outcome, seconds=time.perf_counter() - started)
-    if invocation.status == InvocationStatus.DENIED:
-        call_settled(
-            tool=invocation.tool, status=invocation.status, created_at=invocation.created_at
-        )
 
 
 @transaction.atomic
@@ -219,15 +202,11 @@ def _record(
     batch_max_concurrency: int | None,
     invocation_id: uuid.UUID | None,
 ) -> Submitted:
-    # Step 4: the approval policy routes the permission decision (rules, autonomy,
-    # budgets, grants); what it returns is what the call records.
-    routed = approval_route(
+    # Steps 5 and 6: the route (rules, autonomy, budgets, grants) and the sandbox's
+    # standing; what it returns is what the call records.
+    routed = call_route(
         agent=agent, contract=contract, decision=decision, arguments=call.arguments, digest=digest
     )
-    if routed.decision.outcome is Outcome.REQUIRE_APPROVAL:
-        refused = sandbox_refusal(contract=contract, decision=routed.decision)
-        if refused is not None:
-            routed = Routed(replace(routed.route, decision=refused, grant_id=None, budget_key=None))
     decision = routed.decision
     status = {
         Outcome.ALLOW: InvocationStatus.QUEUED,
@@ -266,7 +245,7 @@ def _record(
     if status == InvocationStatus.PENDING_APPROVAL:
         approval_request_open(invocation=invocation, routed=routed)
     if denied:
-        trust_invocation_outcome_note(invocation=invocation, status=status, at=now)
+        invocation_settled(invocation=invocation, status=status, at=now)
     # Last: the audit chain's lock is held from here to the commit.
     audit_record(
         kind="invocation.decided",
@@ -284,7 +263,5 @@ def _record(
         data={"trace": list(decision.trace), "arguments": invocation.arguments_redacted},
     )
     if status == InvocationStatus.QUEUED and not invocation.held:
-        from tools_app.tasks import enqueue_invocation
-
-        transaction.on_commit(lambda: enqueue_invocation(invocation))
+        invocation_dispatch_on_commit(invocation)
     return Submitted(invocation=invocation, created=True)

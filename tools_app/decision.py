@@ -1,0 +1,87 @@
+"""The decision of one call, in order: permission, preflight, rate limits, route, sandbox.
+
+REST, MCP and batches all decide through here, so no door can skip or reorder a step:
+
+1. the agent's own rate limit (``SYNTHORG_AGENT_RATE_LIMIT_PER_MINUTE``), before anything
+   else is read (``agent_rate_check``);
+2. permission and sub-constraints (``trust_app.policy.decide``, PURE);
+3. preflight: what the tool's settings refuse whatever people decide;
+4. the configured rate windows (``approval.rate_limits``, a tool's ``max_calls_per_minute``);
+5. route (``call_route``, inside the caller's transaction): auto-approve, deny, or ask N
+   people (approval rules, autonomy, budgets, grants);
+6. a call that would ask people is refused instead when no worker can run its sandbox.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from django.conf import settings
+
+from approvals_app.services import RateRefusal, Routed, approval_rate_limited, approval_route
+from common.errors import RateLimitedError
+from tools_app.contracts import ToolContract
+from tools_app.ratelimit import rate_limit_hit
+from tools_app.registry import tool_view
+from tools_app.services.runnable import preflight_refusal, sandbox_refusal
+from trust_app.models import Agent
+from trust_app.policy import Decision, Outcome, decide
+from trust_app.selectors.agents import agent_policy
+
+
+def agent_rate_check(agent: Agent, calls: int = 1) -> None:
+    """Count ``calls`` against the agent's per-minute limit; raise when it is over."""
+    limit = settings.SYNTHORG_AGENT_RATE_LIMIT_PER_MINUTE
+    for _ in range(calls):
+        wait = rate_limit_hit(f"agent:{agent.id}", limit=limit, window_seconds=60)
+        if wait:
+            raise RateLimitedError(
+                f"agent {agent.name} is over its limit of {limit} calls per minute; "
+                f"retry in {wait}s",
+                retry_after=wait,
+            )
+
+
+@dataclass(frozen=True)
+class CallDecision:
+    """Steps 2-4: the decision before routing, or the rate window the call is over."""
+
+    decision: Decision
+    rate_limited: RateRefusal | None = None
+
+
+def call_decide(
+    *, agent: Agent, contract: ToolContract, arguments: Mapping[str, Any]
+) -> CallDecision:
+    """Permission, then preflight, then the rate windows (counted only for a call not denied)."""
+    decision = decide(agent_policy(agent), tool_view(contract), arguments)
+    if not decision.denied:
+        decision = (
+            preflight_refusal(contract=contract, arguments=arguments, decision=decision) or decision
+        )
+    if not decision.denied:
+        limited = approval_rate_limited(agent=agent, contract=contract, arguments=arguments)
+        if limited is not None:
+            return CallDecision(decision=decision, rate_limited=limited)
+    return CallDecision(decision=decision)
+
+
+def call_route(
+    *,
+    agent: Agent,
+    contract: ToolContract,
+    decision: Decision,
+    arguments: Mapping[str, Any],
+    digest: str,
+) -> Routed:
+    """Steps 5 and 6, in the caller's transaction: what the call records and whether it asks."""
+    routed = approval_route(
+        agent=agent, contract=contract, decision=decision, arguments=arguments, digest=digest
+    )
+    if routed.decision.outcome is Outcome.REQUIRE_APPROVAL:
+        refused = sandbox_refusal(contract=contract, decision=routed.decision)
+        if refused is not None:
+            routed = Routed(replace(routed.route, decision=refused, grant_id=None, budget_key=None))
+    return routed
