@@ -15,6 +15,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 import structlog
+from celery import current_app
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -25,6 +26,7 @@ from notifications_app import messages
 from notifications_app.models import DeliveryStatus, Notification
 from notifications_app.senders import DeliveryError, send
 
+DELIVER_TASK = "notifications_app.deliver_notification"
 log = structlog.get_logger("synthorg.notifications")
 
 SWEEP_BATCH = 100
@@ -101,11 +103,11 @@ def notifications_queue(request: Any, event: NotificationEvent) -> int:
 
 
 def _dispatch(ids: Iterable[int]) -> None:
-    from notifications_app.tasks import deliver_notification
-
+    # By name (notifications_app.tasks.deliver_notification): the task module imports
+    # these services, never the other way round.
     for notification_id in ids:
         try:
-            deliver_notification.delay(notification_id)
+            current_app.send_task(DELIVER_TASK, args=[notification_id])
         except Exception:  # the broker is down: the sweep sends it later
             log.warning("notification.dispatch_failed", notification=notification_id, exc_info=True)
 

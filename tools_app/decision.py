@@ -8,20 +8,21 @@ REST, MCP and batches all decide through here, so no door can skip or reorder a 
 3. preflight: what the tool's settings refuse whatever people decide;
 4. the configured rate windows (``approval.rate_limits``, a tool's ``max_calls_per_minute``);
 5. route (``call_route``, inside the caller's transaction): auto-approve, deny, or ask N
-   people (approval rules, autonomy, budgets, grants);
+   people (approval rules, autonomy, budgets, grants), through the approval desk
+   (``tools_app.approval_desk``) that approvals_app registers;
 6. a call that would ask people is refused instead when no worker can run its sandbox.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
 
-from approvals_app.services import RateRefusal, Routed, approval_rate_limited, approval_route
 from common.errors import RateLimitedError
+from tools_app.approval_desk import RateRefusal, RoutedCall, approval_desk
 from tools_app.contracts import ToolContract
 from tools_app.ratelimit import rate_limit_hit
 from tools_app.registry import tool_view
@@ -62,7 +63,7 @@ def call_decide(
             preflight_refusal(contract=contract, arguments=arguments, decision=decision) or decision
         )
     if not decision.denied:
-        limited = approval_rate_limited(agent=agent, contract=contract, arguments=arguments)
+        limited = approval_desk().rate_limited(agent=agent, contract=contract, arguments=arguments)
         if limited is not None:
             return CallDecision(decision=decision, rate_limited=limited)
     return CallDecision(decision=decision)
@@ -75,13 +76,13 @@ def call_route(
     decision: Decision,
     arguments: Mapping[str, Any],
     digest: str,
-) -> Routed:
+) -> RoutedCall:
     """Steps 5 and 6, in the caller's transaction: what the call records and whether it asks."""
-    routed = approval_route(
+    routed = approval_desk().route(
         agent=agent, contract=contract, decision=decision, arguments=arguments, digest=digest
     )
     if routed.decision.outcome is Outcome.REQUIRE_APPROVAL:
         refused = sandbox_refusal(contract=contract, decision=routed.decision)
         if refused is not None:
-            routed = Routed(replace(routed.route, decision=refused, grant_id=None, budget_key=None))
+            routed = routed.refused(refused)
     return routed

@@ -7,13 +7,6 @@ import uuid
 
 from celery import shared_task
 
-from tools_app.models import Invocation
-
-
-def enqueue_invocation(invocation: Invocation) -> None:
-    """Send the call to the queue of its sandbox backend (after commit)."""
-    execute_invocation.apply_async(args=[str(invocation.id)], queue=invocation.queue)
-
 
 @shared_task(name="tools_app.execute_invocation", acks_late=True, reject_on_worker_lost=True)
 def execute_invocation(invocation_id: str) -> None:

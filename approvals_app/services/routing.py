@@ -14,7 +14,7 @@ import math
 import os
 import posixpath
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -63,6 +63,10 @@ class Routed:
         if self.route.grant_id:
             data["grant"] = self.route.grant_id
         return data
+
+    def refused(self, decision: Decision) -> Routed:
+        """The same call refused with ``decision``: no grant used, no budget counted."""
+        return Routed(replace(self.route, decision=decision, grant_id=None, budget_key=None))
 
 
 def _workspace_roots(workspace: str) -> tuple[str, ...]:

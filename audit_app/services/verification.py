@@ -13,6 +13,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+from celery import current_app
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
@@ -21,6 +22,8 @@ from audit_app.models import AuditEvent, AuditVerification, VerificationStatus
 from audit_app.record import Actor, audit_record
 from audit_app.verify import audit_chain_verify
 
+VERIFY_TASK = "tools_app.verify_audit_chain"
+
 
 def audit_verification_request(*, person: Any) -> AuditVerification:
     """Queue a verification of the whole chain for `person` (an admin or an auditor).
@@ -28,8 +31,6 @@ def audit_verification_request(*, person: Any) -> AuditVerification:
     While one is queued or running (and younger than its time limit) that one is
     returned: a second run would only repeat it.
     """
-    from audit_app.tasks import verify_audit_chain
-
     with transaction.atomic():
         audit_verifications_abandon()
         recent = timezone.now() - timedelta(seconds=settings.SYNTHORG_AUDIT_VERIFY_TIME_LIMIT)
@@ -53,7 +54,8 @@ def audit_verification_request(*, person: Any) -> AuditVerification:
             reason=f"verification #{run.id} of the audit chain was asked for",
             data={"verification": run.id},
         )
-        transaction.on_commit(lambda: verify_audit_chain.delay(run.id))
+        # By name (audit_app.tasks.verify_audit_chain): the task module imports this one.
+        transaction.on_commit(lambda: current_app.send_task(VERIFY_TASK, args=[run.id]))
     return run
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from approvals_app.models import ApprovalRequest
+from django.core.exceptions import ObjectDoesNotExist
+
 from tools_app.agent_view import decision_text, decision_trace, error_text
 from tools_app.models import Invocation, InvocationStatus
 
@@ -17,8 +18,8 @@ def _iso(value: Any) -> str | None:
 
 def _approval(invocation: Invocation) -> dict[str, Any] | None:
     try:
-        approval: ApprovalRequest = invocation.approval
-    except ApprovalRequest.DoesNotExist:
+        approval = invocation.approval
+    except ObjectDoesNotExist:  # no request: the call never waited for people
         return None
     status = approval.status if approval.status != "cancelled" else "expired"
     return {

@@ -194,9 +194,9 @@ def _inbox_notice_on_commit() -> None:
 
 def _withdraw_waiting_calls(contract_name: str, standing: Standing) -> int:
     """Calls waiting for people can no longer run once the tool is held: withdraw them."""
-    from approvals_app.services.withdraw import approvals_withdraw_for_tool  # app layering
+    from tools_app.approval_desk import approval_desk
 
-    return approvals_withdraw_for_tool(
+    return approval_desk().withdraw_for_tool(
         tool=contract_name,
         actor=Actor.system(BRIDGE_ACTOR),
         reason=f"withdrawn: {standing.reason} The call will not be approved; call again once "

@@ -12,8 +12,8 @@ from typing import Any
 
 import mcp_types as types
 from django.conf import settings
+from django.core.exceptions import ObjectDoesNotExist
 
-from approvals_app.models import ApprovalRequest
 from common.errors import SynthOrgError
 from tools_app.agent_view import agent_message, decision_text, error_text
 from tools_app.models import Invocation, InvocationStatus
@@ -104,8 +104,8 @@ def _pending_text(invocation: Invocation) -> str:
         "it has not run, and runs only if a person approves it"
     )
     try:
-        approval: ApprovalRequest = invocation.approval
-    except ApprovalRequest.DoesNotExist:
+        approval = invocation.approval
+    except ObjectDoesNotExist:  # no request: the call never waited for people
         return f"{text}. {_resume_hint(invocation)}"
     expires = approval.expires_at.isoformat().replace("+00:00", "Z")
     return (

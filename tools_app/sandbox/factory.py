@@ -13,10 +13,10 @@ from types import MappingProxyType
 
 from common.config.sandbox import SandboxingConfig, _category
 from tools_app.sandbox.backends.docker.backend import DockerSandbox, DockerSettings
+from tools_app.sandbox.backends.docker.lifecycle import LifecycleStrategy
 from tools_app.sandbox.backends.namespace import NamespaceSandbox
 from tools_app.sandbox.backends.subprocess import SubprocessSandbox
 from tools_app.sandbox.errors import SandboxConfigInvalidError
-from tools_app.sandbox.lifecycle import LifecycleStrategy
 from tools_app.sandbox.logship import LogSink, default_sink
 from tools_app.sandbox.protocol import NetworkPolicy, SandboxBackend
 

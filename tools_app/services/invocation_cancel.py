@@ -7,10 +7,8 @@ import functools
 from django.db import transaction
 from django.utils import timezone
 
-from approvals_app.events import approval_change_on_commit
-from approvals_app.models import ApprovalRequest, ApprovalStatus
 from audit_app.record import Actor, audit_record
-from common.inbox import ApprovalChange
+from tools_app.approval_desk import approval_desk
 from tools_app.models import Invocation, InvocationStatus
 from tools_app.services.invocation_dispatch import invocation_settled
 from tools_app.services.invocation_state import invocation_transition
@@ -50,13 +48,7 @@ def invocation_cancel(
     )
     if cancelled:
         invocation_settled(invocation=invocation, status=InvocationStatus.CANCELLED, evidence=False)
-        pending = ApprovalRequest.objects.filter(
-            invocation_id=invocation.id, status=ApprovalStatus.PENDING
-        )
-        for request_id in list(pending.values_list("id", flat=True)):
-            # The operators' inbox drops the request as soon as the agent withdraws it.
-            approval_change_on_commit(request_id, ApprovalChange.SETTLED)
-        pending.update(status=ApprovalStatus.CANCELLED, decided_at=timezone.now())
+        approval_desk().invocation_cancelled(invocation_id=invocation.id)
         audit_record(
             kind="invocation.cancelled",
             actor=actor,

@@ -18,7 +18,6 @@ from django.db import connection, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from approvals_app.models import ApprovalRequest
 from common.db_rows import RowShape
 from tools_app.events import publish_invocation_status
 from tools_app.models import Invocation, InvocationStatus
@@ -26,6 +25,11 @@ from tools_app.services.invocation_state import invocation_transition
 from trust_app.models import Agent, AgentPermissions
 
 RELATED = ("agent__permissions", "approval")
+
+
+def _approval_model() -> type[Any]:
+    """The approval request's model, through the invocation's reverse relation."""
+    return Invocation._meta.get_field("approval").related_model
 
 
 @dataclass(frozen=True)
@@ -45,6 +49,7 @@ def _claim_statement() -> _Statement:
     global _statement
     if _statement is not None:
         return _statement
+    ApprovalRequest = _approval_model()
     shape = RowShape(
         [(Invocation, "c"), (Agent, "a"), (AgentPermissions, "p"), (ApprovalRequest, "r")]
     )
@@ -110,4 +115,4 @@ def _link(invocation: Any, agent: Any, permissions: Any, approval: Any) -> None:
         AgentPermissions._meta.get_field("agent").set_cached_value(permissions, agent)
     Invocation.approval.related.set_cached_value(invocation, approval)
     if approval is not None:
-        ApprovalRequest._meta.get_field("invocation").set_cached_value(approval, invocation)
+        _approval_model()._meta.get_field("invocation").set_cached_value(approval, invocation)

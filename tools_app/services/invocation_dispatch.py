@@ -12,17 +12,25 @@ from __future__ import annotations
 import functools
 from datetime import datetime
 
+from celery import current_app
 from django.db import transaction
 
 from common.platform.metrics.instruments import call_settled
 from tools_app.models import Invocation
 from trust_app.services.evidence import trust_invocation_outcome_note
 
+# The worker's task (tools_app.tasks.execute_invocation), sent by name: the task module
+# imports the services that run a call, so the services never import it back.
+EXECUTE_TASK = "tools_app.execute_invocation"
+
+
+def enqueue_invocation(invocation: Invocation) -> None:
+    """Send the call to the queue of its sandbox backend."""
+    current_app.send_task(EXECUTE_TASK, args=[str(invocation.id)], queue=invocation.queue)
+
 
 def _send(invocation: Invocation) -> None:
-    from tools_app import tasks  # the task module imports the services that run the call
-
-    tasks.enqueue_invocation(invocation)
+    enqueue_invocation(invocation)  # looked up at send time, so a test may stand in for it
 
 
 def invocation_dispatch_on_commit(invocation: Invocation) -> None:

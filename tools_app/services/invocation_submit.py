@@ -17,7 +17,6 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from approvals_app.services import approval_request_open
 from audit_app.record import Actor, audit_record
 from common.canonical import arguments_hash
 from common.errors import ConflictError, InvalidArgumentError, NotFoundError, RateLimitedError
@@ -26,6 +25,7 @@ from common.platform.metrics.instruments import call_decided
 from secrets_app.broker import SecretNotGrantedError
 from secrets_app.references import SecretReferenceError
 from secrets_app.substitution import secret_names, secret_references_check
+from tools_app.approval_desk import approval_desk
 from tools_app.contracts import ToolContract
 from tools_app.decision import call_decide, call_route
 from tools_app.models import Invocation, InvocationStatus
@@ -243,7 +243,7 @@ def _record(
         error_message=decision.reason if denied else "",
     )
     if status == InvocationStatus.PENDING_APPROVAL:
-        approval_request_open(invocation=invocation, routed=routed)
+        approval_desk().request_open(invocation=invocation, routed=routed)
     if denied:
         invocation_settled(invocation=invocation, status=status, at=now)
     # Last: the audit chain's lock is held from here to the commit.

@@ -8,6 +8,7 @@ from django.db import transaction
 
 from audit_app.record import Actor, audit_record
 from common.errors import InvalidArgumentError, NotFoundError
+from tools_app.approval_desk import approval_desk
 from tools_app.models import ToolDefinition
 from tools_app.registry import tool_catalog
 
@@ -89,14 +90,13 @@ def _tool_enabled_apply(*, name: str, enabled: bool, actor: Actor, reason: str) 
         withdrawn = 0
         if not enabled:
             # Calls waiting for people can no longer run: withdraw them, saying why.
-            from approvals_app.services.withdraw import approvals_withdraw_for_tool
-
             why = f"; {reason}" if reason else ""
-            withdrawn = approvals_withdraw_for_tool(
+            withdrawn = approval_desk().withdraw_for_tool(
                 tool=row.name,
                 actor=actor,
                 reason=f"withdrawn: {actor.name} disabled the tool {row.name}{why}; it cannot "
                 "run, so the call will not be approved",
+                code="tool_disabled",
             )
         audit_record(
             kind="tool.enabled" if enabled else "tool.disabled",

@@ -33,7 +33,7 @@ def reclaim_orphaned_containers() -> None:
         return
     try:
         from tools_app.sandbox.backends.docker.engine import connect
-        from tools_app.sandbox.lifecycle import reclaim_orphans
+        from tools_app.sandbox.backends.docker.lifecycle import reclaim_orphans
 
         client = connect(config.docker.docker_host)
         removed = reclaim_orphans(client)

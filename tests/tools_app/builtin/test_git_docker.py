@@ -26,7 +26,7 @@ from tests.tools_app.sandbox.conftest import docker_engine
 from tools_app.builtin.base import ToolRefusedError
 from tools_app.builtin.git.tools import git_commit, git_diff, git_status
 from tools_app.sandbox.backends.docker.backend import DockerSandbox, DockerSettings
-from tools_app.sandbox.lifecycle import LifecycleStrategy
+from tools_app.sandbox.backends.docker.lifecycle import LifecycleStrategy
 
 ROOT = Path("/tmp/synthorg-test-workspaces")
 

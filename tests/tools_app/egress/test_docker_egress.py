@@ -67,7 +67,7 @@ def test_raw_sockets_in_docker_reach_nothing_but_the_proxy(
 
 
 def test_the_docker_probe_says_the_proxy_runs(docker_backend: DockerSandbox) -> None:
-    from tools_app.sandbox.probe import probe_docker
+    from tools_app.sandbox.backends.docker.probe import probe_docker
 
     report = probe_docker(docker_backend)
     assert report.ok, report.reason

@@ -13,7 +13,7 @@ from tools_app.sandbox.backends.docker.backend import (
     DockerSandbox,
     DockerSettings,
 )
-from tools_app.sandbox.lifecycle import (
+from tools_app.sandbox.backends.docker.lifecycle import (
     LABEL_AGENT,
     LABEL_MANAGED,
     LABEL_WORKER,

@@ -11,7 +11,7 @@ import pytest
 
 from tests.tools_app.sandbox.test_docker import managed_ids
 from tools_app.sandbox.backends.docker.backend import DockerSandbox, DockerSettings
-from tools_app.sandbox.lifecycle import (
+from tools_app.sandbox.backends.docker.lifecycle import (
     LABEL_KEY,
     LABEL_MANAGED,
     LABEL_WORKER,

@@ -19,9 +19,9 @@ from tests.tools_app.sandbox.test_docker import SETTINGS
 from tests.tools_app.sandbox.test_namespace import namespace_backend
 from tools_app.builtin.terminal import tools as terminal
 from tools_app.sandbox.backends.docker.backend import DockerSandbox
+from tools_app.sandbox.backends.docker.probe import probe_docker
 from tools_app.sandbox.linux.seccomp import sandbox_seccomp_profile
 from tools_app.sandbox.linux.userns import DISABLE_USERNS_FLAG
-from tools_app.sandbox.probe import probe_docker
 from tools_app.sandbox.protocol import (
     MountMode,
     Owner,

@@ -10,7 +10,7 @@ from unittest import mock
 import pytest
 from django.db.models import Model
 
-import tools_app.tasks as tasks
+import tools_app.services.invocation_dispatch as dispatch
 from approvals_app.models import ApprovalRequest
 from common.testing import run_at_once
 from tools_app.models import Invocation, InvocationStatus
@@ -24,7 +24,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 @pytest.fixture(autouse=True)
 def _no_queue() -> Iterator[None]:
-    with mock.patch.object(tasks, "enqueue_invocation", lambda invocation: None):
+    with mock.patch.object(dispatch, "enqueue_invocation", lambda invocation: None):
         yield
 
 

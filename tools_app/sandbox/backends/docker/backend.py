@@ -22,15 +22,15 @@ from tools_app.egress.mount import MOUNT_POINT as EGRESS_INSIDE
 from tools_app.egress.mount import forwarded_argv, proxy_env
 from tools_app.sandbox.backends.docker.engine import bind_mount, connect, sdk_errors
 from tools_app.sandbox.backends.docker.execution import ExecOutcome, run_exec, wrap_command
-from tools_app.sandbox.capture import CaptureStop
-from tools_app.sandbox.env import build_sandbox_env
-from tools_app.sandbox.errors import SandboxUnavailableError
-from tools_app.sandbox.lifecycle import (
+from tools_app.sandbox.backends.docker.lifecycle import (
     ContainerLease,
     ContainerLifecycle,
     ContainerRequest,
     LifecycleStrategy,
 )
+from tools_app.sandbox.capture import CaptureStop
+from tools_app.sandbox.env import build_sandbox_env
+from tools_app.sandbox.errors import SandboxUnavailableError
 from tools_app.sandbox.linux.identity import SandboxIdentity
 from tools_app.sandbox.linux.seccomp import sandbox_seccomp_profile
 from tools_app.sandbox.logship import ContainerLogShipper, LogSink, default_sink
@@ -338,7 +338,7 @@ class DockerSandbox:
 
     def probe(self) -> ProbeReport:
         """Reach the engine, find the image, and run ``true`` in a throwaway container."""
-        from tools_app.sandbox.probe import probe_docker
+        from tools_app.sandbox.backends.docker.probe import probe_docker
 
         return probe_docker(self)
 
