@@ -20,12 +20,7 @@ from typing import Annotated, Any, Literal, cast
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
 from common.vocabulary.categories import ALL_CATEGORIES
-
-# The unprivileged user every sandboxed command runs as, and the sandbox image built for it.
-DEFAULT_SANDBOX_USER = "synthorg-sandbox"
-SANDBOX_IMAGE_REPOSITORY = "synthorg-sandbox"
-SANDBOX_IMAGE_VERSION = "0.1.0"
-SANDBOX_IMAGE = f"{SANDBOX_IMAGE_REPOSITORY}:{SANDBOX_IMAGE_VERSION}"
+from common.vocabulary.sandbox import DEFAULT_SANDBOX_USER, SANDBOX_IMAGE
 
 BackendName = Literal["subprocess", "namespace", "docker"]
 BACKEND_NAMES: tuple[str, ...] = ("subprocess", "namespace", "docker")

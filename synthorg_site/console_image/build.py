@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from common.config.sandbox import SANDBOX_IMAGE
+from common.vocabulary.sandbox import SANDBOX_IMAGE
 from synthorg_site.console_image.context import (
     BASE_PYTHON,
     prepare_context,

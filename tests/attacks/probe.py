@@ -14,7 +14,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from common.config.sandbox import DEFAULT_SANDBOX_USER
+from common.vocabulary.sandbox import DEFAULT_SANDBOX_USER
 
 PROBE_SOURCE = r"""
 import json, os, socket, sys

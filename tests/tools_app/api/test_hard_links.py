@@ -6,7 +6,7 @@ shell_command refuses to start ``cat`` while it is there, so the outside file's
 content reaches the agent through neither. Positive controls: a plain file is
 read by both, and once the link is removed with delete_file the shell runs again.
 (code_runner, which the default config keeps from this agent, is tested with the
-namespace sandbox in ``tests/tools_app/builtin/test_code.py``.)
+namespace sandbox in ``tests/tools_app/builtin/code/test_tools.py``.)
 """
 
 from __future__ import annotations

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from common.config.sandbox import DEFAULT_SANDBOX_USER
 from common.testing import require
+from common.vocabulary.sandbox import DEFAULT_SANDBOX_USER
 from tools_app.builtin.base import ToolContext
 from tools_app.sandbox.backends.namespace import NamespaceSandbox, probe_namespace
 from tools_app.sandbox.backends.subprocess import SubprocessSandbox

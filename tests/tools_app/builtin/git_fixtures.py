@@ -13,7 +13,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from common.config.sandbox import DEFAULT_SANDBOX_USER
+from common.vocabulary.sandbox import DEFAULT_SANDBOX_USER
 from tools_app.builtin.base import ToolContext
 from tools_app.egress import LocalEgressGateway
 from tools_app.sandbox.backends.namespace import NamespaceSandbox

@@ -15,7 +15,7 @@ from tests.tools_app.egress.test_namespace_egress import (
     run_with_egress,
 )
 from tests.tools_app.net.servers import LoopbackHttpServer, Reply
-from tests.tools_app.sandbox.test_docker import SETTINGS
+from tests.tools_app.sandbox.backends.docker.test_backend import SETTINGS
 from tools_app.egress import EgressOutcome
 from tools_app.sandbox.backends.docker.backend import DockerSandbox
 from tools_app.sandbox.protocol import Owner

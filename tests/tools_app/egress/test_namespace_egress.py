@@ -12,7 +12,7 @@ import pytest
 
 from tests.tools_app.egress.servers import ByteServer
 from tests.tools_app.net.servers import LoopbackDnsServer, LoopbackHttpServer, Reply, StaticResolver
-from tests.tools_app.sandbox.test_namespace import namespace_backend
+from tests.tools_app.sandbox.backends.test_namespace import namespace_backend
 from tools_app.egress import (
     ConnectionRecord,
     EgressDecider,

@@ -14,7 +14,7 @@ import pytest
 
 from tests.tools_app.builtin.fs_fixtures import make_context
 from tests.tools_app.net.servers import LoopbackHttpServer, Reply
-from tests.tools_app.sandbox.test_namespace import namespace_backend
+from tests.tools_app.sandbox.backends.test_namespace import namespace_backend
 from tools_app.builtin.base import ToolContext, ToolFailedError
 from tools_app.builtin.code import tools as code
 from tools_app.builtin.terminal import tools as terminal

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from tests.tools_app.builtin.fs_fixtures import grant, make_context
-from tests.tools_app.sandbox.test_docker import SETTINGS
+from tests.tools_app.sandbox.backends.docker.test_backend import SETTINGS
 from tools_app.builtin.base import RefusalCode, ToolFailedError, ToolOutcome, ToolRefusedError
 from tools_app.builtin.file_system.tools import TOOLS as FILE_TOOLS
 from tools_app.builtin.terminal import tools as terminal

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from common.config.sandbox import DEFAULT_SANDBOX_USER
+from common.vocabulary.sandbox import DEFAULT_SANDBOX_USER
 from tests.tools_app.sandbox.proc import (
     open_fd_count,
     processes_with_environ,

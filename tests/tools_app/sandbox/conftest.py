@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from common.config.sandbox import DEFAULT_SANDBOX_USER
 from common.testing import require
+from common.vocabulary.sandbox import DEFAULT_SANDBOX_USER
 from tools_app.sandbox.linux.identity import resolve_identity
 from tools_app.sandbox.workspace import grant_workspace
 

@@ -15,7 +15,7 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
-from common.config.sandbox import DEFAULT_SANDBOX_USER
+from common.vocabulary.sandbox import DEFAULT_SANDBOX_USER
 from tools_app.egress.mount import MOUNT_POINT as EGRESS_INSIDE
 from tools_app.egress.mount import forwarded_argv, proxy_env
 from tools_app.sandbox.env import build_sandbox_env

@@ -19,7 +19,7 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from common.config.sandbox import DEFAULT_SANDBOX_USER
+from common.vocabulary.sandbox import DEFAULT_SANDBOX_USER
 from tools_app.sandbox.backends.namespace import ETC_ENTRIES
 from tools_app.sandbox.env import build_sandbox_env
 from tools_app.sandbox.errors import SandboxError, SandboxUnavailableError

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from common.config.sandbox import SANDBOX_IMAGE
+from common.vocabulary.sandbox import SANDBOX_IMAGE
 from tools_app.egress.mount import MOUNT_POINT as EGRESS_INSIDE
 from tools_app.egress.mount import forwarded_argv, proxy_env
 from tools_app.sandbox.backends.docker.engine import bind_mount, connect, sdk_errors

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from common.config.sandbox import SANDBOX_IMAGE
+from common.vocabulary.sandbox import SANDBOX_IMAGE
 from tools_app.sandbox.backends.docker.engine import connect, sdk_errors
 from tools_app.sandbox.errors import SandboxImageBuildError
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from common.config.sandbox import SANDBOX_IMAGE
+from common.vocabulary.sandbox import SANDBOX_IMAGE
 from tools_app.sandbox.backends.docker.image import (
     apt_mirror,
     build_sandbox_image,

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from common.testing import wait_until
-from tests.tools_app.builtin.test_database_support import ROWS, db_context, pg_url, sqlite_path
+from tests.tools_app.builtin.database.test_support import ROWS, db_context, pg_url, sqlite_path
 from tests.tools_app.sandbox.proc import reset_rss_high_water, rss_high_water_kib
 from tools_app.builtin.base import RefusalCode, ToolFailedError, ToolOutcome, ToolRefusedError
 from tools_app.builtin.database.confined import ChildLimits, run_confined
@@ -191,7 +191,7 @@ def _gone(pid: int) -> bool:
 def test_the_statement_child_dies_with_its_worker(tmp_path: Path) -> None:
     pid_file = tmp_path / "child.pid"
     script = CHILD_OF_A_KILLED_WORKER.format(
-        root=str(Path(__file__).resolve().parents[3]), pid_file=str(pid_file)
+        root=str(Path(__file__).resolve().parents[4]), pid_file=str(pid_file)
     )
     worker = subprocess.Popen([sys.executable, "-c", script])
     try:

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from common.testing import require, wait_until
-from tests.tools_app.sandbox.test_spawn import _alive
+from tests.tools_app.sandbox.spawn.test_client import _alive
 from tools_app.sandbox.backends.subprocess import SubprocessSandbox
 from tools_app.sandbox.linux.cgroups import detect_cgroup_support
 from tools_app.sandbox.protocol import MIB, KilledBy, Limits, SandboxSpec, WorkspaceMount

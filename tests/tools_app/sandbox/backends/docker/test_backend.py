@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.tools_app.sandbox.attacks import AttackSuite
-from tests.tools_app.sandbox.test_namespace import NETWORK_PROBE
+from tests.tools_app.sandbox.backends.test_namespace import NETWORK_PROBE
 from tools_app.sandbox.backends.docker.backend import (
     KEEPALIVE_COMMAND,
     DockerSandbox,

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.tools_app.sandbox.test_docker import managed_ids
+from tests.tools_app.sandbox.backends.docker.test_backend import managed_ids
 from tools_app.sandbox.backends.docker.backend import DockerSandbox, DockerSettings
 from tools_app.sandbox.backends.docker.lifecycle import (
     LABEL_KEY,

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.tools_app.builtin.test_database_support import (
+from tests.tools_app.builtin.database.test_support import (
     PASSWORD,
     ROWS,
     db_context,

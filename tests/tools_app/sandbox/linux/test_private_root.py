@@ -18,7 +18,7 @@ from pathlib import Path
 
 from common.testing import require
 
-BASE_DIR = Path(__file__).resolve().parents[3]
+BASE_DIR = Path(__file__).resolve().parents[4]
 SYSTEM_PYTHON = "/usr/bin/python3"
 WORKER = """
 import json, sys

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from common.testing import require
-from tests.tools_app.sandbox.test_namespace import namespace_backend
+from tests.tools_app.sandbox.backends.test_namespace import namespace_backend
 from tools_app.sandbox.linux.etc_view import COPY_MAX_TREE_ENTRIES, EtcView
 from tools_app.sandbox.protocol import SandboxSpec, WorkspaceMount
 

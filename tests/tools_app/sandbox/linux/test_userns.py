@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from common.config.sandbox import SANDBOX_IMAGE
+from common.vocabulary.sandbox import SANDBOX_IMAGE
 from tests.tools_app.builtin.fs_fixtures import make_context
-from tests.tools_app.sandbox.test_docker import SETTINGS
-from tests.tools_app.sandbox.test_namespace import namespace_backend
+from tests.tools_app.sandbox.backends.docker.test_backend import SETTINGS
+from tests.tools_app.sandbox.backends.test_namespace import namespace_backend
 from tools_app.builtin.terminal import tools as terminal
 from tools_app.sandbox.backends.docker.backend import DockerSandbox
 from tools_app.sandbox.backends.docker.probe import probe_docker

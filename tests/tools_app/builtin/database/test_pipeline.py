@@ -18,7 +18,7 @@ import redis
 from common.testing import free_port, http_status, python_argv, running, wait_until
 from tests.tools_app.api import conftest as api_fixtures
 from tests.tools_app.api.conftest import AgentClient
-from tests.tools_app.builtin.test_database_support import PASSWORD, ROWS, pg_scalar, pg_url
+from tests.tools_app.builtin.database.test_support import PASSWORD, ROWS, pg_scalar, pg_url
 from tests.tools_app.sandbox.proc import processes_with_marker
 
 __all__ = ["pg_url"]
