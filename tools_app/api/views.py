@@ -26,7 +26,6 @@ from common import openapi
 from common.canonical import arguments_hash
 from common.errors import NotFoundError, PayloadTooLargeError, SynthOrgError
 from tools_app.api.auth import AgentView
-from tools_app.api.representation import invocation_json
 from tools_app.api.serializers import (
     BatchSerializer,
     InvocationCreateSerializer,
@@ -35,6 +34,7 @@ from tools_app.api.serializers import (
 from tools_app.decision import agent_rate_check
 from tools_app.events import carried_body, wait_for_terminal, watch_invocation
 from tools_app.models import Invocation
+from tools_app.representation import invocation_json
 from tools_app.selectors.invocations import (
     invocation_for_agent,
     permitted_contract,

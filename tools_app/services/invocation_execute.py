@@ -30,13 +30,13 @@ from secrets_app.broker import SecretNotGrantedError, SecretUnavailableError
 from secrets_app.references import SecretReferenceError
 from secrets_app.substitution import CallSecrets, call_secrets_resolve
 from tools_app.agent_view import agent_message, agent_output, agent_structure
-from tools_app.api.representation import invocation_json
 from tools_app.bridge.definitions import CATEGORY as BRIDGE_CATEGORY
 from tools_app.bridge.pinning import upstream_standing
 from tools_app.builtin.base import ToolContext, ToolFailedError, ToolOutcome, ToolRefusedError
 from tools_app.models import Invocation, InvocationStatus
 from tools_app.quota.guard import guard_workspace
 from tools_app.registry import schema_validator, tool_catalog
+from tools_app.representation import invocation_json
 from tools_app.sandbox.errors import SandboxError
 from tools_app.sandbox.protocol import Owner
 from tools_app.sanitize import TRUNCATION_MARKER

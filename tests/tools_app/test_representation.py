@@ -7,8 +7,8 @@ import uuid
 import pytest
 from django.conf import settings
 
-from tools_app.api.representation import invocation_json
 from tools_app.models import Invocation
+from tools_app.representation import invocation_json
 from trust_app.services.agents import agent_create
 
 pytestmark = pytest.mark.django_db
