@@ -1,6 +1,7 @@
 from django.urls import path
 
-from trust_app.api import views, views_trust
+from trust_app.api.views import agents as views
+from trust_app.api.views import trust as views_trust
 
 urlpatterns = [
     path(
