@@ -2,23 +2,22 @@
 
 from django.urls import path
 
-from audit_app.views import events as views_audit
-from audit_app.views import verification as views_audit_verify
+from audit_app.views import events, verification
 
 urlpatterns = [
-    path("audit/", views_audit.audit_list, name="audit-list"),
-    path("audit/export.csv", views_audit.audit_export_csv, name="audit-export-csv"),
-    path("audit/export.jsonl", views_audit.audit_export_jsonl, name="audit-export-jsonl"),
-    path("audit/<int:event_id>/", views_audit.audit_event, name="audit-event"),
-    path("audit/verify/", views_audit_verify.audit_verify, name="audit-verify"),
+    path("audit/", events.audit_list, name="audit-list"),
+    path("audit/export.csv", events.audit_export_csv, name="audit-export-csv"),
+    path("audit/export.jsonl", events.audit_export_jsonl, name="audit-export-jsonl"),
+    path("audit/<int:event_id>/", events.audit_event, name="audit-event"),
+    path("audit/verify/", verification.audit_verify, name="audit-verify"),
     path(
         "audit/verify/status/",
-        views_audit_verify.audit_chain_status_panel,
+        verification.audit_chain_status_panel,
         name="audit-chain-status",
     ),
     path(
         "audit/invocations/<uuid:invocation_id>/",
-        views_audit.audit_invocation,
+        events.audit_invocation,
         name="audit-invocation",
     ),
 ]

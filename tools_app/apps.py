@@ -14,7 +14,7 @@ def _sync_registry(sender: Any, **kwargs: Any) -> None:
 
 class ToolsAppConfig(AppConfig):
     name = "tools_app"
-    verbose_name = "Tools, invocations and audit"
+    verbose_name = "Tools and invocations"
 
     def ready(self) -> None:
         # After every migrate the registry table matches the tools this code defines.
