@@ -10,14 +10,13 @@ without a restart.
 
 from __future__ import annotations
 
-import contextlib
-import os
 import threading
 from pathlib import Path
 
 from django.conf import settings
 
-from audit_app.chain import AuditKeyError, AuditKeyRing, new_audit_key
+from audit_app.chain import AuditKey, AuditKeyError, AuditKeyRing, new_audit_key
+from common.platform.key_files import ensure_key_file, read_key_lines, write_key_lines
 
 KEY_FILE_NAME = "audit_keys"
 _SOURCE_ENV = "SYNTHORG_AUDIT_KEYS"
@@ -28,6 +27,11 @@ _cached: tuple[tuple[int, int, int], AuditKeyRing] | None = None
 
 def key_file() -> Path:
     return Path(settings.VAR_DIR) / KEY_FILE_NAME
+
+
+def _entry(key: AuditKey) -> str:
+    """One line of the key file: ``ID:SECRET``."""
+    return f"{key.id}:{key.secret.decode()}"
 
 
 def keys_from_environment() -> bool:
@@ -45,15 +49,13 @@ def audit_key_ring() -> AuditKeyRing:
             "write or verify the audit log in production"
         )
     path = key_file()
-    if not path.exists():
-        key = new_audit_key()
-        _write_lines(path, [f"{key.id}:{key.secret.decode()}"], exclusive=True)
+    ensure_key_file(path, lambda: [_entry(new_audit_key())])
     st = path.stat()
     stamp = (st.st_ino, st.st_mtime_ns, st.st_size)
     with _cache_lock:
         if _cached is not None and _cached[0] == stamp:
             return _cached[1]
-        ring = AuditKeyRing.parse(path.read_text().splitlines(), source=str(path))
+        ring = AuditKeyRing.parse(read_key_lines(path), source=str(path))
         _cached = (stamp, ring)
         return ring
 
@@ -68,24 +70,5 @@ def key_file_prepend_new_key() -> AuditKeyRing:
         )
     ring = audit_key_ring()
     key = new_audit_key()
-    _write_lines(key_file(), [f"{key.id}:{key.secret.decode()}", *ring.lines()], exclusive=False)
+    write_key_lines(key_file(), [_entry(key), *ring.lines()], exclusive=False)
     return audit_key_ring()
-
-
-def _write_lines(path: Path, lines: list[str], *, exclusive: bool) -> None:
-    """Write the key file privately and atomically (a temporary file linked or renamed
-    into place), so two processes starting at once agree on one key."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as handle:
-        handle.write("\n".join(lines) + "\n")
-    try:
-        if exclusive:
-            with contextlib.suppress(FileExistsError):
-                os.link(tmp, path)
-        else:
-            os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()

@@ -42,6 +42,7 @@ from bench.inbox import (  # noqa: E402
     created_epoch,
     operator_session,
 )
+from bench.measure import pct  # noqa: E402
 from common.testing import free_port, http_status, python_argv, running, wait_until  # noqa: E402
 from trust_app.services.agents import agent_create  # noqa: E402
 
@@ -49,11 +50,6 @@ FRAME_CALLS = 200
 RENDER_CALLS = 50
 WARMUP = 10
 NEW_ROW = re.compile(r'id="req-([0-9a-f\-]{36})"')
-
-
-def pct(samples: list[float], q: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 async def frame_latency(base: str, token: str, session: str) -> list[float]:

@@ -46,6 +46,7 @@ django.setup()
 from django.db import connection  # noqa: E402
 
 from audit_app.models import AuditEvent  # noqa: E402
+from bench.measure import pct as percentile  # noqa: E402
 from common.testing import free_port, http_status, python_argv, running, wait_until  # noqa: E402
 from trust_app.services.agents import person_create, person_token_issue  # noqa: E402
 
@@ -92,11 +93,6 @@ FILTER_SETS: tuple[dict[str, str], ...] = (
     {"q": "h42.example.com"},
     {"since": "2000-01-01T00:00:00Z", "until": "2100-01-01T00:00:00Z", "outcome": "allow"},
 )
-
-
-def percentile(samples: list[float], q: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def seed() -> int:

@@ -19,17 +19,13 @@ skeletons, 24 ms and 11 ms.
 
 from __future__ import annotations
 
-import gc
-import json
-import statistics
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.measure import print_cpu_figure, wall_and_cpu_ms
 from tools_app.bridge.definitions import UpstreamTool  # after the path set-up
 from tools_app.bridge.scan import Severity, blocking, scan_tool
 
@@ -92,44 +88,15 @@ def _scan_listing(tools: list[UpstreamTool]) -> int:
     return held
 
 
-def _measure(call: Callable[[], object], runs: int) -> tuple[list[float], float]:
-    call()
-    gc.collect()
-    times, cpu = [], []
-    for _ in range(runs):
-        started, started_cpu = time.perf_counter(), time.process_time()
-        call()
-        times.append((time.perf_counter() - started) * 1000)
-        cpu.append((time.process_time() - started_cpu) * 1000)
-    return times, statistics.median(cpu)
-
-
-def _figure(name: str, measured: tuple[list[float], float], note: str) -> None:
-    times, cpu = measured
-    cuts = statistics.quantiles(times, n=100)
-    print(
-        json.dumps(
-            {
-                "figure": name,
-                "unit": "ms",
-                "p50": statistics.median(times),
-                "p95": cuts[94],
-                "p99": cuts[98],
-                "note": f"{note}; CPU p50 {cpu:.1f} ms",
-            }
-        )
-    )
-
-
 def main() -> None:
     tools = _listing()
     held = _scan_listing(tools)
     # 5 hidden instructions; 5 look-alike names, and the 5 tools they imitate (which of
     # two look-alikes is the impostor cannot be told, so both are held)
     assert held == 15, held
-    _figure(
+    print_cpu_figure(
         f"bridge scan: listing of {TOOLS} tools",
-        _measure(lambda: _scan_listing(tools), LISTING_RUNS),
+        wall_and_cpu_ms(lambda: _scan_listing(tools), LISTING_RUNS),
         f"8-property schemas, {held} held, {LISTING_RUNS} runs",
     )
     large = UpstreamTool(
@@ -139,9 +106,9 @@ def main() -> None:
         input_schema=_schema(0, properties=200),
     )
     assert not blocking(scan_tool(large, builtins=BUILTINS), Severity.HIGH)
-    _figure(
+    print_cpu_figure(
         "bridge scan: one tool, 4,000-char description, 200 properties",
-        _measure(lambda: scan_tool(large, builtins=BUILTINS), LARGE_RUNS),
+        wall_and_cpu_ms(lambda: scan_tool(large, builtins=BUILTINS), LARGE_RUNS),
         f"{LARGE_RUNS} runs",
     )
 

@@ -20,6 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.measure import lower_pct as pct
 from tools_app.egress import LocalEgressGateway, NetworkGrant
 from tools_app.sandbox.backends.namespace import NamespaceSandbox
 from tools_app.sandbox.protocol import Limits, NetworkPolicy, SandboxSpec, WorkspaceMount
@@ -111,11 +112,6 @@ def host_server() -> tuple[socket.socket, int]:
 
     threading.Thread(target=serve, daemon=True).start()
     return listener, int(listener.getsockname()[1])
-
-
-def pct(samples: list[float], q: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 def main() -> None:

@@ -25,6 +25,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.measure import lower_pct_3 as p
+from bench.measure import timed_ms as timed
 from tools_app.builtin.file_system.execution import RUNNER_ARGV
 from tools_app.sandbox.backends import subprocess as subprocess_backend
 from tools_app.sandbox.backends.namespace import NamespaceSandbox
@@ -36,17 +38,6 @@ ROUNDS = 8
 RUNS_PER_ROUND = 25
 BUDGET_SECONDS = 90.0
 REQUEST = {"op": "stat", "anchor": "workspace", "parts": ["notes.txt"], "floor": []}
-
-
-def p(samples: list[float], q: float) -> float:
-    ordered = sorted(samples)
-    return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 3)
-
-
-def timed(action: Callable[[], object]) -> float:
-    start = time.perf_counter()
-    action()
-    return (time.perf_counter() - start) * 1000
 
 
 def runner(backend: SandboxBackend, spec: SandboxSpec, *, confined: bool) -> Callable[[], object]:

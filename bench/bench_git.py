@@ -25,7 +25,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 from types import MappingProxyType
@@ -39,8 +38,9 @@ django.setup()
 
 import httpx  # noqa: E402
 
-from common.config.sandbox import DEFAULT_SANDBOX_USER  # noqa: E402
+from bench.measure import lower_pct_3, time_runs  # noqa: E402
 from common.testing import free_port, http_status, python_argv, running, wait_until  # noqa: E402
+from common.vocabulary.sandbox import DEFAULT_SANDBOX_USER  # noqa: E402
 from tools_app.builtin.base import ToolContext  # noqa: E402
 from tools_app.builtin.git.hardening import HARDENING_ENV, HARDENING_OPTIONS  # noqa: E402
 from tools_app.builtin.git.tools import git_diff, git_status  # noqa: E402
@@ -69,28 +69,17 @@ GIT_ENV = {
 
 def measure(action: Callable[[], object], runs: int = RUNS) -> list[float]:
     """Milliseconds per run after warm-up, within the time budget."""
-    for _ in range(WARMUP):
-        action()
-    samples: list[float] = []
-    end = time.monotonic() + BUDGET_SECONDS
-    for _ in range(runs):
-        start = time.perf_counter()
-        action()
-        samples.append((time.perf_counter() - start) * 1000)
-        if time.monotonic() > end:
-            break
-    return samples
+    return time_runs(action, runs, warmup=WARMUP, budget_seconds=BUDGET_SECONDS)
 
 
 def emit(figure: str, samples: list[float], note: str) -> None:
-    ordered = sorted(samples)
     print(
         json.dumps(
             {
                 "figure": figure,
                 "unit": "ms",
                 "p50": round(statistics.median(samples), 3),
-                "p95": round(ordered[min(len(ordered) - 1, int(0.95 * len(ordered)))], 3),
+                "p95": lower_pct_3(samples, 0.95),
                 "note": note,
             }
         ),

@@ -10,7 +10,6 @@
 from __future__ import annotations
 
 import os
-import statistics
 import sys
 import tempfile
 import time
@@ -28,16 +27,12 @@ django.setup()
 import httpx  # noqa: E402
 from django.conf import settings  # noqa: E402
 
+from bench.measure import emit_row, ms_row  # noqa: E402
 from common.testing import free_port, http_status, python_argv, running, wait_until  # noqa: E402
 from trust_app.services.agents import agent_create  # noqa: E402
 
 CALLS = 200
 JSON = {"Content-Type": "application/json"}
-
-
-def pct(samples: list[float], q: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def measure(call: Callable[[], httpx.Response], status: int, count: int) -> list[float]:
@@ -51,21 +46,7 @@ def measure(call: Callable[[], httpx.Response], status: int, count: int) -> list
 
 
 def emit(figure: str, samples: list[float], note: str) -> None:
-    import json
-
-    print(
-        json.dumps(
-            {
-                "figure": figure,
-                "unit": "ms",
-                "p50": statistics.median(samples),
-                "p95": pct(samples, 0.95),
-                "p99": pct(samples, 0.99),
-                "note": note,
-            }
-        ),
-        flush=True,
-    )
+    emit_row(ms_row(figure, samples, note))
 
 
 def main() -> None:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import statistics
 import sys
 import tempfile
 import time
@@ -20,6 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.measure import quantile_row
 from tools_app.builtin.file_system.links import multiply_linked
 
 SIZES = (1_000, 10_000)
@@ -50,19 +50,8 @@ def main() -> None:
                 found = multiply_linked(str(root), max_entries=MAX_ENTRIES)
                 times.append((time.perf_counter() - started) * 1000)
                 assert found == []
-            cuts = statistics.quantiles(times, n=100)
-            print(
-                json.dumps(
-                    {
-                        "figure": f"hard-link scan, {files} files",
-                        "unit": "ms",
-                        "p50": statistics.median(times),
-                        "p95": cuts[94],
-                        "p99": cuts[98],
-                        "note": f"{RUNS} scans, warm cache, {FILES_PER_DIRECTORY} files a dir",
-                    }
-                )
-            )
+            note = f"{RUNS} scans, warm cache, {FILES_PER_DIRECTORY} files a dir"
+            print(json.dumps(quantile_row(f"hard-link scan, {files} files", times, note)))
 
 
 if __name__ == "__main__":

@@ -30,6 +30,7 @@ django.setup()
 
 import httpx  # noqa: E402
 
+from bench.measure import ms_row as row  # noqa: E402
 from common.testing import free_port, http_status, python_argv, running, wait_until  # noqa: E402
 from trust_app.services.agents import agent_create, workspace_grant  # noqa: E402
 
@@ -42,22 +43,6 @@ def cpu_seconds(pid: int) -> float:
     """User and system CPU seconds a process has used so far (from /proc)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def pct(samples: list[float], q: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
-
-
-def row(figure: str, samples: list[float], note: str) -> dict[str, object]:
-    return {
-        "figure": figure,
-        "unit": "ms",
-        "p50": statistics.median(samples),
-        "p95": pct(samples, 0.95),
-        "p99": pct(samples, 0.99),
-        "note": note,
-    }
 
 
 def main() -> None:

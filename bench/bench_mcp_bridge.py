@@ -27,7 +27,6 @@ import asyncio
 import json
 import os
 import socket
-import statistics
 import sys
 import sysconfig
 import tempfile
@@ -44,6 +43,7 @@ django.setup()
 
 import httpx  # noqa: E402
 
+from bench.measure import ms_row as row  # noqa: E402
 from common.config.mcp import McpServer  # noqa: E402
 from common.config.sandbox import SandboxingConfig  # noqa: E402
 from common.testing import free_port, http_status, python_argv, running, wait_until  # noqa: E402
@@ -66,22 +66,6 @@ def remote_entry(port: int) -> dict[str, object]:
         "transport": "http",
         "url": f"http://127.0.0.1:{port}/mcp",
         "network": [f"127.0.0.1:{port}"],
-    }
-
-
-def pct(samples: list[float], q: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
-
-
-def row(figure: str, samples: list[float], note: str) -> dict[str, object]:
-    return {
-        "figure": figure,
-        "unit": "ms",
-        "p50": statistics.median(samples),
-        "p95": pct(samples, 0.95),
-        "p99": pct(samples, 0.99),
-        "note": note,
     }
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.measure import pct as percentile
 from common.testing import BASE_DIR, free_port, http_status, python_argv, running, wait_until
 
 TOOLS = 200
@@ -42,11 +43,6 @@ for n in range(tools):
 for backend in ("subprocess", "namespace", "docker"):
     sandbox_ran(backend=backend, wall_seconds=0.2, command_seconds=0.15)
 """
-
-
-def percentile(samples: list[float], q: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def main() -> None:

@@ -17,12 +17,13 @@ import os
 import shutil
 import sys
 import tempfile
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.measure import emit_row, p50_p95_row, time_runs
+from bench.measure import lower_pct_3 as p
 from tools_app.quota.guard import WorkspaceQuotaGuard
 from tools_app.quota.usage import workspace_usage
 from tools_app.sandbox.backends.namespace import NamespaceSandbox
@@ -38,27 +39,11 @@ BUDGET_SECONDS = 60.0
 
 def measure(action: Callable[[], object], runs: int) -> list[float]:
     """Milliseconds per run, after two warm-up runs, within the time budget."""
-    for _ in range(2):
-        action()
-    samples: list[float] = []
-    end = time.monotonic() + BUDGET_SECONDS
-    for _ in range(runs):
-        start = time.perf_counter()
-        action()
-        samples.append((time.perf_counter() - start) * 1000)
-        if time.monotonic() > end:
-            break
-    return samples
-
-
-def p(samples: list[float], q: float) -> float:
-    ordered = sorted(samples)
-    return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 3)
+    return time_runs(action, runs, warmup=2, budget_seconds=BUDGET_SECONDS)
 
 
 def emit(figure: str, samples: list[float], note: str) -> None:
-    row = {"figure": figure, "unit": "ms", "p50": p(samples, 0.5), "p95": p(samples, 0.95)}
-    print(json.dumps({**row, "note": note}), flush=True)
+    emit_row(p50_p95_row(figure, samples, note))
 
 
 def make_workspace(root: Path, files: int) -> Path:

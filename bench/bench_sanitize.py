@@ -24,18 +24,14 @@ once: one Python regex alternation 4-6 ms, a trie-shaped regex 2 ms, a
 from __future__ import annotations
 
 import base64
-import gc
-import json
 import random
-import statistics
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.measure import print_cpu_figure, wall_and_cpu_ms
 from tools_app.sanitize import sanitize_output, sanitize_structure  # after the path set-up
 
 SEED = 20_261_124
@@ -88,36 +84,6 @@ def _structure(rnd: random.Random) -> dict[str, Any]:
     return {"path": ".", "entries": entries, "total": ENTRIES, "truncated": False}
 
 
-def _measure(call: Callable[[], object], runs: int) -> tuple[list[float], float]:
-    """Wall times of `runs` calls, and their median CPU time (steadier on a shared machine)."""
-    call()  # warm: the automaton for the secrets is built once per set
-    gc.collect()
-    times, cpu = [], []
-    for _ in range(runs):
-        started, started_cpu = time.perf_counter(), time.process_time()
-        call()
-        times.append((time.perf_counter() - started) * 1000)
-        cpu.append((time.process_time() - started_cpu) * 1000)
-    return times, statistics.median(cpu)
-
-
-def _figure(name: str, measured: tuple[list[float], float], note: str) -> None:
-    times, cpu = measured
-    cuts = statistics.quantiles(times, n=100)
-    print(
-        json.dumps(
-            {
-                "figure": name,
-                "unit": "ms",
-                "p50": statistics.median(times),
-                "p95": cuts[94],
-                "p99": cuts[98],
-                "note": f"{note}; CPU p50 {cpu:.1f} ms",
-            }
-        )
-    )
-
-
 def main() -> None:
     rnd = random.Random(SEED)
     secrets = _secrets(rnd)
@@ -128,14 +94,16 @@ def main() -> None:
     # is never the cost of doing nothing.
     clean = sanitize_output(text, known_secrets=known, max_chars=200_000)
     assert "[REDACTED:known_secret]" in clean.text and "AKIA" not in clean.text
-    _figure(
+    print_cpu_figure(
         "sanitise 64 KB text",
-        _measure(lambda: sanitize_output(text, known_secrets=known, max_chars=200_000), TEXT_RUNS),
+        wall_and_cpu_ms(
+            lambda: sanitize_output(text, known_secrets=known, max_chars=200_000), TEXT_RUNS
+        ),
         f"{len(known)} known secrets, {TEXT_RUNS} runs",
     )
-    _figure(
+    print_cpu_figure(
         "sanitise 1,000-entry structured result",
-        _measure(lambda: sanitize_structure(structure, known_secrets=known), STRUCTURE_RUNS),
+        wall_and_cpu_ms(lambda: sanitize_structure(structure, known_secrets=known), STRUCTURE_RUNS),
         f"{ENTRIES} entries x 3 fields, {STRUCTURE_RUNS} runs",
     )
 

@@ -8,12 +8,11 @@ the way `var/secret_key` is.
 
 from __future__ import annotations
 
-import contextlib
-import os
 from pathlib import Path
 
 from django.conf import settings
 
+from common.platform.key_files import ensure_key_file, read_key_lines, write_key_lines
 from secrets_app.keyring import KeyRing, SecretsKeyError, new_key
 
 KEY_FILE_NAME = "secrets_keys"
@@ -37,9 +36,8 @@ def key_ring() -> KeyRing:
             "store or use secrets in production"
         )
     path = key_file()
-    if not path.exists():
-        _write_keys(path, [new_key()], exclusive=True)
-    return KeyRing.from_keys(path.read_text().splitlines())
+    ensure_key_file(path, lambda: [new_key()])
+    return KeyRing.from_keys(read_key_lines(path))
 
 
 def key_file_prepend_new_key() -> KeyRing:
@@ -50,7 +48,7 @@ def key_file_prepend_new_key() -> KeyRing:
             "run `synthorg_secret rotate-keys`"
         )
     ring = key_ring()
-    _write_keys(key_file(), [new_key(), *ring.keys], exclusive=False)
+    write_key_lines(key_file(), [new_key(), *ring.keys], exclusive=False)
     return key_ring()
 
 
@@ -59,23 +57,4 @@ def key_file_keep_only_newest() -> None:
     if keys_from_environment():
         return
     ring = key_ring()
-    _write_keys(key_file(), [ring.keys[0]], exclusive=False)
-
-
-def _write_keys(path: Path, keys: list[str], *, exclusive: bool) -> None:
-    """Write the key file privately and atomically (a temporary file linked or renamed
-    into place), so two processes starting at once agree on one key."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as handle:
-        handle.write("\n".join(keys) + "\n")
-    try:
-        if exclusive:
-            with contextlib.suppress(FileExistsError):
-                os.link(tmp, path)
-        else:
-            os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
+    write_key_lines(key_file(), [ring.keys[0]], exclusive=False)

@@ -7,10 +7,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from asgiref.sync import iscoroutinefunction, markcoroutinefunction, sync_to_async
+from asgiref.sync import sync_to_async
 from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 
+from common.platform.middleware import SyncAsyncMiddleware
 from trust_app.models import Agent, AgentToken, PersonToken
 from trust_app.tokens.bearer import token_digest, token_kind
 from trust_app.tokens.life import Scope, TokenRefusal, TokenState, token_refusal
@@ -121,7 +122,7 @@ def person_for_token(plaintext: str) -> Any | None:
     return token.person
 
 
-class PersonTokenMiddleware:
+class PersonTokenMiddleware(SyncAsyncMiddleware):
     """`Authorization: Bearer <personal token>` signs a script in as that person.
 
     Token requests carry no cookies, so they are exempt from CSRF (API.md: CSRF
@@ -130,17 +131,7 @@ class PersonTokenMiddleware:
     thread) only when a personal token has to be looked up.
     """
 
-    sync_capable = True
-    async_capable = True
-
-    def __init__(self, get_response: Callable[[HttpRequest], Any]) -> None:
-        self.get_response = get_response
-        if iscoroutinefunction(get_response):
-            markcoroutinefunction(self)
-
-    def __call__(self, request: HttpRequest) -> Any:
-        if iscoroutinefunction(self):
-            return self._acall(request)
+    def _call(self, request: HttpRequest) -> Any:
         if self._bearer_kind(request) == "person":
             self._sign_in(request)
         return self.get_response(request)

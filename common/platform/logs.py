@@ -16,7 +16,8 @@ from contextlib import contextmanager
 from typing import Any
 
 import structlog
-from asgiref.sync import iscoroutinefunction, markcoroutinefunction
+
+from common.platform.middleware import SyncAsyncMiddleware
 
 REQUEST_ID_HEADER = "X-Request-ID"
 _REQUEST_ID_SHAPE = re.compile(r"^[A-Za-z0-9._-]{1,64}$")
@@ -98,16 +99,8 @@ def bound_request_id(scope: dict[str, Any]) -> Iterator[str]:
         structlog.contextvars.unbind_contextvars("request_id")
 
 
-class RequestIdMiddleware:
+class RequestIdMiddleware(SyncAsyncMiddleware):
     """Binds a request id to every log line of the request and echoes it back."""
-
-    sync_capable = True
-    async_capable = True
-
-    def __init__(self, get_response: Callable[..., Any]) -> None:
-        self.get_response = get_response
-        if iscoroutinefunction(get_response):
-            markcoroutinefunction(self)
 
     def _begin(self, request: Any) -> str:
         request_id = request_id_from(request.headers.get(REQUEST_ID_HEADER))
@@ -116,9 +109,7 @@ class RequestIdMiddleware:
         request.request_id = request_id
         return request_id
 
-    def __call__(self, request: Any) -> Any:
-        if iscoroutinefunction(self):
-            return self._acall(request)
+    def _call(self, request: Any) -> Any:
         request_id = self._begin(request)
         try:
             response = self.get_response(request)

@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from asgiref.sync import iscoroutinefunction, markcoroutinefunction, sync_to_async
+from asgiref.sync import sync_to_async
 from django.http import HttpRequest
 from django.http.response import HttpResponseBase
 
 from common.envelope import is_api_path
+from common.platform.middleware import SyncAsyncMiddleware
 from synthorg_site.error_pages.views import error_page
 
 
@@ -33,20 +34,10 @@ def _page(request: HttpRequest, response: HttpResponseBase) -> HttpResponseBase:
     return page
 
 
-class MethodNotAllowedPageMiddleware:
+class MethodNotAllowedPageMiddleware(SyncAsyncMiddleware):
     """Innermost, so the person is known when the page is drawn."""
 
-    sync_capable = True
-    async_capable = True
-
-    def __init__(self, get_response: Callable[..., Any]) -> None:
-        self.get_response = get_response
-        if iscoroutinefunction(get_response):
-            markcoroutinefunction(self)
-
-    def __call__(self, request: HttpRequest) -> Any:
-        if iscoroutinefunction(self):
-            return self._acall(request)
+    def _call(self, request: HttpRequest) -> Any:
         response = self.get_response(request)
         return _page(request, response) if _needs_page(request, response) else response
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from asgiref.sync import iscoroutinefunction, markcoroutinefunction
 from django.http import HttpRequest, HttpResponse, HttpResponseBase, JsonResponse
 from django.urls import Resolver404, resolve
 
@@ -25,6 +24,7 @@ from common.envelope import (
     error_document,
     is_api_path,
 )
+from common.platform.middleware import SyncAsyncMiddleware
 from synthorg_site.http_edge.refusals import refusal_audit, refusal_audit_async
 from tools_app.agent_view import agent_message, agent_structure
 
@@ -130,20 +130,10 @@ def _refused_early(note: RefusalNote) -> HttpResponse:
     return envelope_response(note.status, note.message)
 
 
-class ApiErrorEnvelopeMiddleware:
+class ApiErrorEnvelopeMiddleware(SyncAsyncMiddleware):
     """Outermost on /api/ and /mcp/: the envelope for every error Django answers itself."""
 
-    sync_capable = True
-    async_capable = True
-
-    def __init__(self, get_response: Callable[..., Any]) -> None:
-        self.get_response = get_response
-        if iscoroutinefunction(get_response):
-            markcoroutinefunction(self)
-
-    def __call__(self, request: HttpRequest) -> Any:
-        if iscoroutinefunction(self):
-            return self._acall(request)
+    def _call(self, request: HttpRequest) -> Any:
         add_missing_slash(request)
         early = unstorable_query(request)
         if early is not None:

@@ -34,8 +34,8 @@ from tools_app.bridge.definitions import UpstreamTool
 from tools_app.bridge.launch import per_agent, stdio_launch
 from tools_app.egress.decision import explicit_address_entries
 from tools_app.net.guard import CheckedEndpoint, EgressGuard
+from tools_app.net.pinned_request import pin_request
 from tools_app.net.policy import EgressPolicy
-from tools_app.net.transport import EgressPinMismatchError
 
 OnListChanged = Callable[[], Awaitable[None]]
 log = structlog.get_logger("synthorg.bridge")
@@ -78,17 +78,15 @@ class PinnedAsyncTransport(httpx.AsyncBaseTransport):
         self._inner = httpx.AsyncHTTPTransport(verify=True, retries=0)
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        url = request.url
-        port = url.port or (443 if url.scheme == "https" else 80)
-        if url.host != self.endpoint.host or port != self.endpoint.port:
-            raise EgressPinMismatchError(
-                f"the MCP server {self.endpoint.host}:{self.endpoint.port} may not send the "
-                f"console to {url.host}:{port}"
-            )
-        request.headers.setdefault("Host", url.netloc.decode("ascii"))
-        request.url = url.copy_with(host=self.endpoint.pinned_address)
-        if url.scheme == "https":
-            request.extensions = {**request.extensions, "sni_hostname": self.endpoint.host}
+        endpoint = self.endpoint
+        pin_request(
+            request,
+            endpoint,
+            lambda host, port: (
+                f"the MCP server {endpoint.host}:{endpoint.port} may not send the "
+                f"console to {host}:{port}"
+            ),
+        )
         response = await self._inner.handle_async_request(request)
         # A streamed answer is bounded per event by the MCP client (max_sse_event_size); a
         # stream stays open for the session's life, so its total is not capped here.

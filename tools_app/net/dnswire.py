@@ -1,4 +1,4 @@
-"""The little of the DNS wire format (RFC 1035) needed to ask for A and AAAA records.
+"""DNS messages for A and AAAA questions, built and read with dnspython.
 
 Used by ``DnsServerResolver`` to query one configured server directly, and by
 tests to answer such queries. Names are ASCII (IDNA is applied before).
@@ -7,15 +7,22 @@ tests to answer such queries. Names are ASCII (IDNA is applied before).
 from __future__ import annotations
 
 import ipaddress
-import struct
 from dataclasses import dataclass
 from typing import Final
 
-TYPE_A: Final = 1
-TYPE_AAAA: Final = 28
-CLASS_IN: Final = 1
-RCODE_NXDOMAIN: Final = 3
-_MAX_POINTERS: Final = 32
+import dns.exception
+import dns.flags
+import dns.message
+import dns.name
+import dns.rcode
+import dns.rdataclass
+import dns.rdatatype
+import dns.rrset
+
+TYPE_A: Final = int(dns.rdatatype.A)
+TYPE_AAAA: Final = int(dns.rdatatype.AAAA)
+CLASS_IN: Final = int(dns.rdataclass.IN)
+RCODE_NXDOMAIN: Final = int(dns.rcode.NXDOMAIN)
 
 
 class DnsWireError(ValueError):
@@ -31,55 +38,45 @@ class DnsQuestion:
     qtype: int
 
 
+def _name(name: str) -> dns.name.Name:
+    try:
+        return dns.name.from_text(name.rstrip(".") + ".")
+    except (dns.exception.DNSException, UnicodeError) as exc:
+        raise DnsWireError(f"name {name!r} cannot be sent ({exc})") from exc
+
+
+def _parse(message: bytes) -> dns.message.Message:
+    try:
+        return dns.message.from_wire(message)
+    except (dns.exception.DNSException, ValueError, UnicodeError) as exc:
+        raise DnsWireError(f"unreadable DNS message ({exc})") from exc
+
+
 def encode_name(name: str) -> bytes:
     """A domain name as length-prefixed labels."""
-    out = bytearray()
-    for label in name.rstrip(".").split("."):
-        raw = label.encode("ascii")
-        if not 0 < len(raw) < 64:
-            raise DnsWireError(f"label {label!r} must be 1 to 63 bytes")
-        out += bytes([len(raw)]) + raw
-    return bytes(out + b"\x00")
+    return _name(name).to_wire() or b""
+
+
+def query_message(query_id: int, name: str, qtype: int) -> dns.message.Message:
+    """A recursive query for ``name``/``qtype`` (no EDNS), as a message."""
+    query = dns.message.make_query(_name(name), dns.rdatatype.RdataType.make(qtype), use_edns=False)
+    query.id = query_id
+    return query
 
 
 def encode_query(query_id: int, name: str, qtype: int) -> bytes:
     """A recursive query for ``name``/``qtype``."""
-    header = struct.pack("!HHHHHH", query_id, 0x0100, 1, 0, 0, 0)
-    return header + encode_name(name) + struct.pack("!HH", qtype, CLASS_IN)
-
-
-def _read_name(message: bytes, offset: int) -> tuple[str, int]:
-    labels: list[str] = []
-    end: int | None = None
-    for _ in range(_MAX_POINTERS):
-        if offset >= len(message):
-            raise DnsWireError("name runs past the end of the message")
-        length = message[offset]
-        if length & 0xC0 == 0xC0:
-            if offset + 1 >= len(message):
-                raise DnsWireError("truncated compression pointer")
-            end = offset + 2 if end is None else end
-            offset = ((length & 0x3F) << 8) | message[offset + 1]
-            continue
-        if length == 0:
-            return ".".join(labels), (offset + 1 if end is None else end)
-        labels.append(message[offset + 1 : offset + 1 + length].decode("ascii", "replace"))
-        offset += 1 + length
-    raise DnsWireError("too many compression pointers")
+    return query_message(query_id, name, qtype).to_wire()
 
 
 def decode_question(message: bytes) -> DnsQuestion:
     """The first question of a query."""
-    if len(message) < 12:
-        raise DnsWireError("message shorter than a DNS header")
-    query_id, _flags, qdcount = struct.unpack("!HHH", message[:6])
-    if qdcount < 1:
+    parsed = _parse(message)
+    if not parsed.question:
         raise DnsWireError("query has no question")
-    name, offset = _read_name(message, 12)
-    if offset + 4 > len(message):
-        raise DnsWireError("truncated question")
-    qtype, _qclass = struct.unpack("!HH", message[offset : offset + 4])
-    return DnsQuestion(query_id, name.lower(), qtype)
+    first = parsed.question[0]
+    name = first.name.to_text(omit_final_dot=True)
+    return DnsQuestion(parsed.id, name.lower(), int(first.rdtype))
 
 
 def encode_response(
@@ -88,36 +85,33 @@ def encode_response(
     """An answer to ``question`` with the addresses of its type (others are left out)."""
     wanted = 4 if question.qtype == TYPE_A else 6
     records = [ipaddress.ip_address(a) for a in addresses]
-    records = [r for r in records if r.version == wanted]
-    flags = 0x8180 | (RCODE_NXDOMAIN if nxdomain else 0)
-    out = bytearray(struct.pack("!HHHHHH", question.query_id, flags, 1, len(records), 0, 0))
-    out += encode_name(question.name) + struct.pack("!HH", question.qtype, CLASS_IN)
-    for record in records:
-        out += b"\xc0\x0c" + struct.pack("!HHIH", question.qtype, CLASS_IN, 0, len(record.packed))
-        out += record.packed
-    return bytes(out)
+    texts = [str(r) for r in records if r.version == wanted]
+    response = dns.message.Message(id=question.query_id)
+    response.flags = dns.flags.QR | dns.flags.RD | dns.flags.RA
+    response.set_rcode(dns.rcode.NXDOMAIN if nxdomain else dns.rcode.NOERROR)
+    name = _name(question.name)
+    rdtype = dns.rdatatype.RdataType.make(question.qtype)
+    response.question = [dns.rrset.RRset(name, dns.rdataclass.IN, rdtype)]
+    if texts and question.qtype in (TYPE_A, TYPE_AAAA):
+        response.answer = [dns.rrset.from_text_list(name, 0, "IN", rdtype, texts)]
+    # In the order given: the first address is the one a client connects to.
+    return response.to_wire(want_shuffle=False)
+
+
+def addresses_of(response: dns.message.Message) -> tuple[int, list[str]]:
+    """``(rcode, addresses)`` of a response; CNAMEs and other records are skipped."""
+    found = [
+        str(rdata)
+        for rrset in response.answer
+        if rrset.rdtype in (dns.rdatatype.A, dns.rdatatype.AAAA)
+        for rdata in rrset
+    ]
+    return int(response.rcode()), found
 
 
 def decode_addresses(message: bytes, query_id: int) -> tuple[int, list[str]]:
     """``(rcode, addresses)`` from a response to query ``query_id``; CNAMEs are skipped."""
-    if len(message) < 12:
-        raise DnsWireError("response shorter than a DNS header")
-    rid, flags, qdcount, ancount = struct.unpack("!HHHH", message[:8])
-    if rid != query_id or not flags & 0x8000:
+    parsed = _parse(message)
+    if parsed.id != query_id or not parsed.flags & dns.flags.QR:
         raise DnsWireError("response does not answer this query")
-    offset = 12
-    for _ in range(qdcount):
-        _, offset = _read_name(message, offset)
-        offset += 4
-    found: list[str] = []
-    for _ in range(ancount):
-        _, offset = _read_name(message, offset)
-        if offset + 10 > len(message):
-            raise DnsWireError("truncated answer")
-        rtype, _rclass, _ttl, length = struct.unpack("!HHIH", message[offset : offset + 10])
-        offset += 10
-        data = message[offset : offset + length]
-        offset += length
-        if (rtype, length) in ((TYPE_A, 4), (TYPE_AAAA, 16)):
-            found.append(str(ipaddress.ip_address(data)))
-    return flags & 0x000F, found
+    return addresses_of(parsed)

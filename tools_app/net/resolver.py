@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import secrets
 import socket
-from typing import Final, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
-from tools_app.net.dnswire import TYPE_A, TYPE_AAAA, DnsWireError, decode_addresses, encode_query
+import dns.exception
+import dns.query
+
+from tools_app.net.dnswire import TYPE_A, TYPE_AAAA, addresses_of, query_message
 from tools_app.net.errors import EgressResolutionError
-
-_MAX_DATAGRAM: Final = 4096
 
 
 @runtime_checkable
@@ -47,19 +48,21 @@ class DnsServerResolver:
         self.timeout_seconds = timeout_seconds
 
     def _ask(self, host: str, qtype: int) -> list[str]:
-        query_id = secrets.randbelow(0x10000)
+        query = query_message(secrets.randbelow(0x10000), host, qtype)
         family = socket.AF_INET6 if ":" in self.server else socket.AF_INET
         with socket.socket(family, socket.SOCK_DGRAM) as sock:
-            sock.settimeout(self.timeout_seconds)
+            # connect() makes the kernel drop datagrams from any other source.
             sock.connect((self.server, self.port))
-            sock.send(encode_query(query_id, host, qtype))
+            sock.setblocking(False)
             try:
-                # connect() makes the kernel drop datagrams from any other source.
-                rcode, addresses = decode_addresses(sock.recv(_MAX_DATAGRAM), query_id)
-            except (OSError, DnsWireError) as exc:
+                answer = dns.query.udp(
+                    query, self.server, timeout=self.timeout_seconds, port=self.port, sock=sock
+                )
+            except (OSError, dns.exception.DNSException) as exc:
                 raise EgressResolutionError(
                     f"host {host!r} could not be resolved by {self.server}:{self.port} ({exc})"
                 ) from exc
+        rcode, addresses = addresses_of(answer)
         return addresses if rcode == 0 else []
 
     def resolve(self, host: str, port: int) -> tuple[str, ...]:

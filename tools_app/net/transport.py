@@ -14,10 +14,9 @@ import httpx
 
 from tools_app.net.deadline import DeadlineBackend, WallClockDeadline
 from tools_app.net.guard import CheckedEndpoint
+from tools_app.net.pinned_request import EgressPinMismatchError, pin_request
 
-
-class EgressPinMismatchError(RuntimeError):
-    """A request reached the transport for a host and port it was not pinned to."""
+__all__ = ["EgressPinMismatchError", "PinnedTransport"]
 
 
 class PinnedTransport(httpx.BaseTransport):
@@ -41,18 +40,14 @@ class PinnedTransport(httpx.BaseTransport):
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         """Rewrite the connection address to the pinned IP and send."""
-        url = request.url
-        port = url.port or (443 if url.scheme == "https" else 80)
-        if url.host != self.endpoint.host or port != self.endpoint.port:
-            raise EgressPinMismatchError(
-                f"transport pinned to {self.endpoint.host}:{self.endpoint.port} was asked "
-                f"for {url.host}:{port}"
-            )
-        # httpx set the Host header from the name when the request was built; keep it.
-        request.headers.setdefault("Host", url.netloc.decode("ascii"))
-        request.url = url.copy_with(host=self.endpoint.pinned_address)
-        if url.scheme == "https":
-            request.extensions = {**request.extensions, "sni_hostname": self.endpoint.host}
+        endpoint = self.endpoint
+        pin_request(
+            request,
+            endpoint,
+            lambda host, port: (
+                f"transport pinned to {endpoint.host}:{endpoint.port} was asked for {host}:{port}"
+            ),
+        )
         return self._inner.handle_request(request)
 
     def close(self) -> None:
