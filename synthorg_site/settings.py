@@ -9,6 +9,7 @@ from channels_redis.core import RedisChannelLayer
 from django.core.exceptions import ImproperlyConfigured
 
 from common.platform import runtime
+from common.platform.environment import EnvironmentSettingError, load_environment
 from common.platform.logs import logging_config
 from common.platform.metrics.process import multiprocess_dir_ensure
 from common.platform.private_state import create_private_file, ensure_var_layout, private_dir
@@ -31,6 +32,16 @@ ensure_var_layout(VAR_DIR)
 PROMETHEUS_MULTIPROC_DIR = multiprocess_dir_ensure(VAR_DIR / "metrics")
 
 SYNTHORG_ENV = runtime.mode()
+# Every SYNTHORG_* number, timeout, limit and flag: typed and range-checked in one
+# model (common/platform/environment.py); a bad value refuses to start, naming it.
+try:
+    _environment = load_environment()
+except EnvironmentSettingError as exc:
+    raise ImproperlyConfigured(
+        "SynthOrg Console refuses to start with invalid settings in the environment:\n  - "
+        + str(exc).replace("\n", "\n  - ")
+    ) from None
+
 DEBUG = env.bool("DEBUG", default=SYNTHORG_ENV == "dev")
 
 _secret_from_env = bool(env.str("SECRET_KEY", default=""))
@@ -100,7 +111,11 @@ if SYNTHORG_ENV == "production":
         SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
 
 REDIS_URL = runtime.redis_url()
-SYNTHORG_CONFIG = env.str("SYNTHORG_CONFIG", default=str(BASE_DIR / "synthorg.yaml"))
+SYNTHORG_CONFIG = (
+    _environment.SYNTHORG_CONFIG
+    if _environment.SYNTHORG_CONFIG is not None
+    else str(BASE_DIR / "synthorg.yaml")
+)
 # Modules with a `TOOLS` tuple registered beside the built-in tools.
 SYNTHORG_EXTRA_TOOL_MODULES = env.list("SYNTHORG_EXTRA_TOOL_MODULES", default=[])
 
@@ -203,16 +218,16 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # must outlast the channel layer's blocking read, or every wait past it fails.
 try:
     REDIS_TIMEOUTS = redis_timeouts(
-        socket_timeout=env.float("SYNTHORG_REDIS_SOCKET_TIMEOUT", default=15.0),
-        connect_timeout=env.float("SYNTHORG_REDIS_CONNECT_TIMEOUT", default=5.0),
-        health_check_interval=env.float("SYNTHORG_REDIS_HEALTH_CHECK_INTERVAL", default=30.0),
+        socket_timeout=_environment.SYNTHORG_REDIS_SOCKET_TIMEOUT,
+        connect_timeout=_environment.SYNTHORG_REDIS_CONNECT_TIMEOUT,
+        health_check_interval=_environment.SYNTHORG_REDIS_HEALTH_CHECK_INTERVAL,
         blocking_read=RedisChannelLayer.brpop_timeout,
     )
 except RedisTimeoutSettingError as exc:
     raise ImproperlyConfigured(str(exc)) from exc
 # The console's own short commands (heartbeats, limits, leases) and /healthz's PING
 # fail fast instead: none of them blocks on the server.
-SYNTHORG_REDIS_COMMAND_TIMEOUT = env.float("SYNTHORG_REDIS_COMMAND_TIMEOUT", default=2.0)
+SYNTHORG_REDIS_COMMAND_TIMEOUT = _environment.SYNTHORG_REDIS_COMMAND_TIMEOUT
 
 CHANNEL_LAYERS = {
     "default": {
@@ -245,63 +260,61 @@ CELERY_TASK_SOFT_TIME_LIMIT = env.int("CELERY_TASK_SOFT_TIME_LIMIT", default=150
 CELERY_TASK_TIME_LIMIT = env.int("CELERY_TASK_TIME_LIMIT", default=180)
 CELERY_WORKER_CONCURRENCY = env.int("CELERY_WORKER_CONCURRENCY", default=2)
 CELERY_BEAT_SCHEDULE_FILE = str(VAR_DIR / "celerybeat-schedule")
-SYNTHORG_HEARTBEAT_INTERVAL = env.float("SYNTHORG_HEARTBEAT_INTERVAL", default=2.0)
-SYNTHORG_HEARTBEAT_MAX_AGE = env.float("SYNTHORG_HEARTBEAT_MAX_AGE", default=10.0)
-SYNTHORG_SANDBOX_PROBE_INTERVAL = env.float("SYNTHORG_SANDBOX_PROBE_INTERVAL", default=300.0)
+SYNTHORG_HEARTBEAT_INTERVAL = _environment.SYNTHORG_HEARTBEAT_INTERVAL
+SYNTHORG_HEARTBEAT_MAX_AGE = _environment.SYNTHORG_HEARTBEAT_MAX_AGE
+SYNTHORG_SANDBOX_PROBE_INTERVAL = _environment.SYNTHORG_SANDBOX_PROBE_INTERVAL
 # MCP bridge: how long a process trusts its copy of the recorded upstream tools; how
 # often workers list each server again (its health check); how long a warm server
 # waits idle before it is stopped; how many warm servers a worker process keeps; the
 # cap on one upstream result (UTF-8 text plus binary data); the time to start a server
 # and list its tools; how often a running call looks whether it was cancelled.
-SYNTHORG_BRIDGE_CATALOG_TTL_SECONDS = env.float("SYNTHORG_BRIDGE_CATALOG_TTL_SECONDS", default=2.0)
-SYNTHORG_BRIDGE_HEALTH_INTERVAL = env.float("SYNTHORG_BRIDGE_HEALTH_INTERVAL", default=60.0)
-SYNTHORG_BRIDGE_IDLE_SECONDS = env.float("SYNTHORG_BRIDGE_IDLE_SECONDS", default=300.0)
-SYNTHORG_BRIDGE_POOL_SIZE = env.int("SYNTHORG_BRIDGE_POOL_SIZE", default=8)
-SYNTHORG_BRIDGE_MAX_OUTPUT_BYTES = env.int("SYNTHORG_BRIDGE_MAX_OUTPUT_BYTES", default=1_048_576)
+SYNTHORG_BRIDGE_CATALOG_TTL_SECONDS = _environment.SYNTHORG_BRIDGE_CATALOG_TTL_SECONDS
+SYNTHORG_BRIDGE_HEALTH_INTERVAL = _environment.SYNTHORG_BRIDGE_HEALTH_INTERVAL
+SYNTHORG_BRIDGE_IDLE_SECONDS = _environment.SYNTHORG_BRIDGE_IDLE_SECONDS
+SYNTHORG_BRIDGE_POOL_SIZE = _environment.SYNTHORG_BRIDGE_POOL_SIZE
+SYNTHORG_BRIDGE_MAX_OUTPUT_BYTES = _environment.SYNTHORG_BRIDGE_MAX_OUTPUT_BYTES
 # One answer of a remote (http) MCP server: a JSON body, or one event of a stream. Past it
 # the request fails; an output at SYNTHORG_BRIDGE_MAX_OUTPUT_BYTES, escaped, fits well below.
-SYNTHORG_BRIDGE_MAX_RESPONSE_BYTES = env.int(
-    "SYNTHORG_BRIDGE_MAX_RESPONSE_BYTES", default=4 * 1_048_576
-)
-SYNTHORG_BRIDGE_START_SECONDS = env.float("SYNTHORG_BRIDGE_START_SECONDS", default=30.0)
-SYNTHORG_BRIDGE_CANCEL_POLL_SECONDS = env.float("SYNTHORG_BRIDGE_CANCEL_POLL_SECONDS", default=0.5)
+SYNTHORG_BRIDGE_MAX_RESPONSE_BYTES = _environment.SYNTHORG_BRIDGE_MAX_RESPONSE_BYTES
+SYNTHORG_BRIDGE_START_SECONDS = _environment.SYNTHORG_BRIDGE_START_SECONDS
+SYNTHORG_BRIDGE_CANCEL_POLL_SECONDS = _environment.SYNTHORG_BRIDGE_CANCEL_POLL_SECONDS
 # After a call, how long the bridge waits for a networked server's open connections to
 # end, so their audit rows carry that call's invocation (else they are written later).
-SYNTHORG_BRIDGE_EGRESS_SETTLE_SECONDS = env.float(
-    "SYNTHORG_BRIDGE_EGRESS_SETTLE_SECONDS", default=0.5
-)
+SYNTHORG_BRIDGE_EGRESS_SETTLE_SECONDS = _environment.SYNTHORG_BRIDGE_EGRESS_SETTLE_SECONDS
 
 # Tool calls (numbers are settings, with safe defaults).
-SYNTHORG_APPROVAL_TTL_SECONDS = env.int("SYNTHORG_APPROVAL_TTL_SECONDS", default=900)
+SYNTHORG_APPROVAL_TTL_SECONDS = _environment.SYNTHORG_APPROVAL_TTL_SECONDS
 # The largest frame the inbox's socket sends on (re)connect; a larger inbox goes in
 # several (daphne refuses to send a message past 1 MiB).
-SYNTHORG_INBOX_FRAME_BYTES = env.int("SYNTHORG_INBOX_FRAME_BYTES", default=256 * 1024)
+SYNTHORG_INBOX_FRAME_BYTES = _environment.SYNTHORG_INBOX_FRAME_BYTES
 # How long the inbox's socket waits for the page to say which rows it shows before it
 # sends the whole inbox, and how many rows such a message may list.
-SYNTHORG_INBOX_HAVE_WAIT_SECONDS = env.float("SYNTHORG_INBOX_HAVE_WAIT_SECONDS", default=5.0)
-SYNTHORG_INBOX_HAVE_MAX_ROWS = env.int("SYNTHORG_INBOX_HAVE_MAX_ROWS", default=20_000)
+SYNTHORG_INBOX_HAVE_WAIT_SECONDS = _environment.SYNTHORG_INBOX_HAVE_WAIT_SECONDS
+SYNTHORG_INBOX_HAVE_MAX_ROWS = _environment.SYNTHORG_INBOX_HAVE_MAX_ROWS
 
 # Notifications (config section `notifications`): the console's address for links in
 # messages, and how deliveries are sent and retried.
-SYNTHORG_CONSOLE_URL = env.str("SYNTHORG_CONSOLE_URL", default=f"http://127.0.0.1:{PORT}")
-SYNTHORG_NOTIFICATION_TIMEOUT_SECONDS = env.float(
-    "SYNTHORG_NOTIFICATION_TIMEOUT_SECONDS", default=10.0
+SYNTHORG_CONSOLE_URL = (
+    _environment.SYNTHORG_CONSOLE_URL
+    if _environment.SYNTHORG_CONSOLE_URL is not None
+    else f"http://127.0.0.1:{PORT}"
 )
-SYNTHORG_NOTIFICATION_RETRY_SECONDS = env.float("SYNTHORG_NOTIFICATION_RETRY_SECONDS", default=15.0)
-SYNTHORG_NOTIFICATION_MAX_ATTEMPTS = env.int("SYNTHORG_NOTIFICATION_MAX_ATTEMPTS", default=8)
+SYNTHORG_NOTIFICATION_TIMEOUT_SECONDS = _environment.SYNTHORG_NOTIFICATION_TIMEOUT_SECONDS
+SYNTHORG_NOTIFICATION_RETRY_SECONDS = _environment.SYNTHORG_NOTIFICATION_RETRY_SECONDS
+SYNTHORG_NOTIFICATION_MAX_ATTEMPTS = _environment.SYNTHORG_NOTIFICATION_MAX_ATTEMPTS
 # Email channels use Django's mail backends: EMAIL_URL such as smtp+tls://user:pass@host:587
 # (the console backend, which prints each message to the log, until one is set).
 vars().update(env.email_url("EMAIL_URL", default="consolemail://"))
 DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="synthorg@localhost")
-SYNTHORG_MAX_REQUEST_BYTES = env.int("SYNTHORG_MAX_REQUEST_BYTES", default=1024 * 1024)
-SYNTHORG_AGENT_RATE_LIMIT_PER_MINUTE = env.int("SYNTHORG_AGENT_RATE_LIMIT_PER_MINUTE", default=1200)
+SYNTHORG_MAX_REQUEST_BYTES = _environment.SYNTHORG_MAX_REQUEST_BYTES
+SYNTHORG_AGENT_RATE_LIMIT_PER_MINUTE = _environment.SYNTHORG_AGENT_RATE_LIMIT_PER_MINUTE
 SYNTHORG_WAIT_MAX_SECONDS = 60
-SYNTHORG_RESULT_MAX_CHARS = env.int("SYNTHORG_RESULT_MAX_CHARS", default=200_000)
+SYNTHORG_RESULT_MAX_CHARS = _environment.SYNTHORG_RESULT_MAX_CHARS
 # An error message or a reason relayed to an agent is cut to this many characters.
-SYNTHORG_ERROR_MAX_CHARS = env.int("SYNTHORG_ERROR_MAX_CHARS", default=2000)
+SYNTHORG_ERROR_MAX_CHARS = _environment.SYNTHORG_ERROR_MAX_CHARS
 # Known secrets (and their encoded spellings) shorter than this, whitespace not
 # counted, are never looked for: they would match ordinary words and numbers.
-SYNTHORG_SECRET_MIN_LENGTH = env.int("SYNTHORG_SECRET_MIN_LENGTH", default=8)
+SYNTHORG_SECRET_MIN_LENGTH = _environment.SYNTHORG_SECRET_MIN_LENGTH
 # The secrets broker: Fernet keys, newest first (comma-separated). Empty outside
 # production: a key kept in var/secrets_keys (0600) is made on first use.
 SYNTHORG_SECRETS_KEYS = env.list("SYNTHORG_SECRETS_KEYS", default=[])
@@ -309,108 +322,82 @@ SYNTHORG_SECRETS_KEYS = env.list("SYNTHORG_SECRETS_KEYS", default=[])
 # outside production: a key kept in var/audit_keys (0600) is made on first use.
 SYNTHORG_AUDIT_KEYS = env.list("SYNTHORG_AUDIT_KEYS", default=[])
 # Signed checkpoints of the chain's head go here, outside the database, this often.
-SYNTHORG_AUDIT_CHECKPOINT_DIR = env.str(
-    "SYNTHORG_AUDIT_CHECKPOINT_DIR", default=str(VAR_DIR / "audit-checkpoints")
+SYNTHORG_AUDIT_CHECKPOINT_DIR = (
+    _environment.SYNTHORG_AUDIT_CHECKPOINT_DIR
+    if _environment.SYNTHORG_AUDIT_CHECKPOINT_DIR is not None
+    else str(VAR_DIR / "audit-checkpoints")
 )
-SYNTHORG_AUDIT_CHECKPOINT_SECONDS = env.float("SYNTHORG_AUDIT_CHECKPOINT_SECONDS", default=300.0)
+SYNTHORG_AUDIT_CHECKPOINT_SECONDS = _environment.SYNTHORG_AUDIT_CHECKPOINT_SECONDS
 # Verification reads events in chunks of this many rows and reports progress per chunk.
-SYNTHORG_AUDIT_VERIFY_CHUNK_ROWS = env.int("SYNTHORG_AUDIT_VERIFY_CHUNK_ROWS", default=5000)
+SYNTHORG_AUDIT_VERIFY_CHUNK_ROWS = _environment.SYNTHORG_AUDIT_VERIFY_CHUNK_ROWS
 # A verification asked for in the console may run this long on a worker (seconds).
-SYNTHORG_AUDIT_VERIFY_TIME_LIMIT = env.int("SYNTHORG_AUDIT_VERIFY_TIME_LIMIT", default=3600)
+SYNTHORG_AUDIT_VERIFY_TIME_LIMIT = _environment.SYNTHORG_AUDIT_VERIFY_TIME_LIMIT
 # Filter choices on the audit page (values seen in the log) are kept this long (seconds).
-SYNTHORG_AUDIT_FILTER_CHOICES_TTL = env.float("SYNTHORG_AUDIT_FILTER_CHOICES_TTL", default=30.0)
+SYNTHORG_AUDIT_FILTER_CHOICES_TTL = _environment.SYNTHORG_AUDIT_FILTER_CHOICES_TTL
 # The result count on the audit page stops counting here ("more than N").
-SYNTHORG_AUDIT_COUNT_LIMIT = env.int("SYNTHORG_AUDIT_COUNT_LIMIT", default=10000)
+SYNTHORG_AUDIT_COUNT_LIMIT = _environment.SYNTHORG_AUDIT_COUNT_LIMIT
 # The longest value a named secret may hold, in characters.
-SYNTHORG_SECRET_MAX_VALUE_CHARS = env.int("SYNTHORG_SECRET_MAX_VALUE_CHARS", default=16384)
-SYNTHORG_INVOCATION_LEASE_SECONDS = env.float("SYNTHORG_INVOCATION_LEASE_SECONDS", default=10.0)
+SYNTHORG_SECRET_MAX_VALUE_CHARS = _environment.SYNTHORG_SECRET_MAX_VALUE_CHARS
+SYNTHORG_INVOCATION_LEASE_SECONDS = _environment.SYNTHORG_INVOCATION_LEASE_SECONDS
 # An idempotent call whose worker keeps dying is failed after this many attempts.
-SYNTHORG_INVOCATION_MAX_ATTEMPTS = env.int("SYNTHORG_INVOCATION_MAX_ATTEMPTS", default=3)
-SYNTHORG_BATCH_MAX_CALLS = env.int("SYNTHORG_BATCH_MAX_CALLS", default=50)
+SYNTHORG_INVOCATION_MAX_ATTEMPTS = _environment.SYNTHORG_INVOCATION_MAX_ATTEMPTS
+SYNTHORG_BATCH_MAX_CALLS = _environment.SYNTHORG_BATCH_MAX_CALLS
 # How long an MCP tools/call waits for a person to decide before answering "pending".
 # 50 s: below the 60 s request timeout of the common MCP clients (TypeScript SDK,
 # Inspector), so they receive the "pending" answer instead of timing out first.
-SYNTHORG_MCP_APPROVAL_WAIT_SECONDS = env.int("SYNTHORG_MCP_APPROVAL_WAIT_SECONDS", default=50)
+SYNTHORG_MCP_APPROVAL_WAIT_SECONDS = _environment.SYNTHORG_MCP_APPROVAL_WAIT_SECONDS
 # How often a tools/call that waits sends a progress notification (progressToken given).
-SYNTHORG_MCP_PROGRESS_INTERVAL_SECONDS = env.float(
-    "SYNTHORG_MCP_PROGRESS_INTERVAL_SECONDS", default=5.0
-)
+SYNTHORG_MCP_PROGRESS_INTERVAL_SECONDS = _environment.SYNTHORG_MCP_PROGRESS_INTERVAL_SECONDS
 # A notifications/cancelled marked this long before its request arrived (clocks of
 # different web nodes) still cancels it; an older mark was for an earlier request.
-SYNTHORG_MCP_CANCEL_SKEW_SECONDS = env.float("SYNTHORG_MCP_CANCEL_SKEW_SECONDS", default=2.0)
+SYNTHORG_MCP_CANCEL_SKEW_SECONDS = _environment.SYNTHORG_MCP_CANCEL_SKEW_SECONDS
 DATA_UPLOAD_MAX_MEMORY_SIZE = SYNTHORG_MAX_REQUEST_BYTES
 # JSON bodies nested deeper than this are refused (400) before anything reads them.
-SYNTHORG_JSON_MAX_DEPTH = env.int("SYNTHORG_JSON_MAX_DEPTH", default=32)
+SYNTHORG_JSON_MAX_DEPTH = _environment.SYNTHORG_JSON_MAX_DEPTH
 # Refusals of the HTTP layer (bad JSON, 404, 405, 413, 415, ...) are audited one by one
 # up to this many per client per minute; beyond it they are counted in one summary event.
-SYNTHORG_REFUSAL_AUDIT_PER_MINUTE = env.int("SYNTHORG_REFUSAL_AUDIT_PER_MINUTE", default=20)
+SYNTHORG_REFUSAL_AUDIT_PER_MINUTE = _environment.SYNTHORG_REFUSAL_AUDIT_PER_MINUTE
 # MCP bridge: a scan finding of an upstream tool's definition at or above this severity
 # (info, low, medium, high, critical) holds the tool for an admin, even on first sight.
-SYNTHORG_BRIDGE_HOLD_SEVERITY = env.str("SYNTHORG_BRIDGE_HOLD_SEVERITY", default="high")
-SYNTHORG_BRIDGE_REASON_MAX_CHARS = env.int("SYNTHORG_BRIDGE_REASON_MAX_CHARS", default=1000)
+SYNTHORG_BRIDGE_HOLD_SEVERITY = _environment.SYNTHORG_BRIDGE_HOLD_SEVERITY
+SYNTHORG_BRIDGE_REASON_MAX_CHARS = _environment.SYNTHORG_BRIDGE_REASON_MAX_CHARS
 # /api/ and /mcp/ answer a failed CSRF check in the error envelope; pages keep Django's.
 CSRF_FAILURE_VIEW = "synthorg_site.http_edge.views.csrf_failure"
 
 # Agent tokens: days until a new token expires (0: never), and how long a rotated
 # token stays valid beside the one that replaced it (default, and the most allowed).
-SYNTHORG_AGENT_TOKEN_TTL_DAYS = env.int("SYNTHORG_AGENT_TOKEN_TTL_DAYS", default=90)
-SYNTHORG_AGENT_TOKEN_ROTATION_OVERLAP_SECONDS = env.int(
-    "SYNTHORG_AGENT_TOKEN_ROTATION_OVERLAP_SECONDS", default=3600
+SYNTHORG_AGENT_TOKEN_TTL_DAYS = _environment.SYNTHORG_AGENT_TOKEN_TTL_DAYS
+SYNTHORG_AGENT_TOKEN_ROTATION_OVERLAP_SECONDS = (
+    _environment.SYNTHORG_AGENT_TOKEN_ROTATION_OVERLAP_SECONDS
 )
-SYNTHORG_AGENT_TOKEN_ROTATION_OVERLAP_MAX_SECONDS = env.int(
-    "SYNTHORG_AGENT_TOKEN_ROTATION_OVERLAP_MAX_SECONDS", default=30 * 86400
+SYNTHORG_AGENT_TOKEN_ROTATION_OVERLAP_MAX_SECONDS = (
+    _environment.SYNTHORG_AGENT_TOKEN_ROTATION_OVERLAP_MAX_SECONDS
 )
 # How long a new token waits, sealed in the admin's session, for the one page that shows it.
-SYNTHORG_TOKEN_SHOWN_ONCE_SECONDS = env.int("SYNTHORG_TOKEN_SHOWN_ONCE_SECONDS", default=300)
+SYNTHORG_TOKEN_SHOWN_ONCE_SECONDS = _environment.SYNTHORG_TOKEN_SHOWN_ONCE_SECONDS
 # GET /metrics: a client on loopback may scrape without a token. Turn it off when a
 # proxy on the same host forwards outside requests (they would all look local).
-SYNTHORG_METRICS_ALLOW_LOOPBACK = env.bool("SYNTHORG_METRICS_ALLOW_LOOPBACK", default=True)
+SYNTHORG_METRICS_ALLOW_LOOPBACK = _environment.SYNTHORG_METRICS_ALLOW_LOOPBACK
 # Histogram buckets (seconds): decisions and sandbox starts, then whole calls.
-SYNTHORG_METRICS_LATENCY_BUCKETS = [
-    float(b)
-    for b in env.list(
-        "SYNTHORG_METRICS_LATENCY_BUCKETS",
-        default=["0.001", "0.0025", "0.005", "0.01", "0.025", "0.05", "0.1", "0.25", "0.5", "1",
-                 "2.5", "5"],
-    )
-]  # fmt: skip
-SYNTHORG_METRICS_CALL_BUCKETS = [
-    float(b)
-    for b in env.list(
-        "SYNTHORG_METRICS_CALL_BUCKETS",
-        default=["0.01", "0.05", "0.1", "0.25", "0.5", "1", "2.5", "5", "10", "30", "60", "300",
-                 "900"],
-    )
-]  # fmt: skip
+SYNTHORG_METRICS_LATENCY_BUCKETS = _environment.SYNTHORG_METRICS_LATENCY_BUCKETS
+SYNTHORG_METRICS_CALL_BUCKETS = _environment.SYNTHORG_METRICS_CALL_BUCKETS
 
 # The egress proxy a sandboxed command reaches the network through (tools_app.egress).
 # A client must name its destination within the handshake time; a destination must
 # resolve and accept within the connect time; a connection with nothing moving for the
 # idle time, or older than its maximum, or past its byte budget (both ways) is cut.
-SYNTHORG_EGRESS_HANDSHAKE_TIMEOUT_SECONDS = env.float(
-    "SYNTHORG_EGRESS_HANDSHAKE_TIMEOUT_SECONDS", default=10.0
-)
-SYNTHORG_EGRESS_CONNECT_TIMEOUT_SECONDS = env.float(
-    "SYNTHORG_EGRESS_CONNECT_TIMEOUT_SECONDS", default=10.0
-)
-SYNTHORG_EGRESS_IDLE_TIMEOUT_SECONDS = env.float(
-    "SYNTHORG_EGRESS_IDLE_TIMEOUT_SECONDS", default=60.0
-)
-SYNTHORG_EGRESS_MAX_CONNECTION_SECONDS = env.float(
-    "SYNTHORG_EGRESS_MAX_CONNECTION_SECONDS", default=600.0
-)
-SYNTHORG_EGRESS_MAX_BYTES_PER_CONNECTION = env.int(
-    "SYNTHORG_EGRESS_MAX_BYTES_PER_CONNECTION", default=1024 * 1024 * 1024
-)
+SYNTHORG_EGRESS_HANDSHAKE_TIMEOUT_SECONDS = _environment.SYNTHORG_EGRESS_HANDSHAKE_TIMEOUT_SECONDS
+SYNTHORG_EGRESS_CONNECT_TIMEOUT_SECONDS = _environment.SYNTHORG_EGRESS_CONNECT_TIMEOUT_SECONDS
+SYNTHORG_EGRESS_IDLE_TIMEOUT_SECONDS = _environment.SYNTHORG_EGRESS_IDLE_TIMEOUT_SECONDS
+SYNTHORG_EGRESS_MAX_CONNECTION_SECONDS = _environment.SYNTHORG_EGRESS_MAX_CONNECTION_SECONDS
+SYNTHORG_EGRESS_MAX_BYTES_PER_CONNECTION = _environment.SYNTHORG_EGRESS_MAX_BYTES_PER_CONNECTION
 # Connections open at once through one call's proxy, and connections one call may open
 # with an audit row each (beyond it they are refused and counted in one summary row).
-SYNTHORG_EGRESS_MAX_CONNECTIONS = env.int("SYNTHORG_EGRESS_MAX_CONNECTIONS", default=64)
-SYNTHORG_EGRESS_MAX_AUDITED_CONNECTIONS = env.int(
-    "SYNTHORG_EGRESS_MAX_AUDITED_CONNECTIONS", default=1000
-)
+SYNTHORG_EGRESS_MAX_CONNECTIONS = _environment.SYNTHORG_EGRESS_MAX_CONNECTIONS
+SYNTHORG_EGRESS_MAX_AUDITED_CONNECTIONS = _environment.SYNTHORG_EGRESS_MAX_AUDITED_CONNECTIONS
 # The proxy's resolver: the system's, or this DNS server (an IP address) when set.
-SYNTHORG_EGRESS_DNS_SERVER = env.str("SYNTHORG_EGRESS_DNS_SERVER", default="")
-SYNTHORG_EGRESS_DNS_PORT = env.int("SYNTHORG_EGRESS_DNS_PORT", default=53)
+SYNTHORG_EGRESS_DNS_SERVER = _environment.SYNTHORG_EGRESS_DNS_SERVER
+SYNTHORG_EGRESS_DNS_PORT = _environment.SYNTHORG_EGRESS_DNS_PORT
 
 REST_FRAMEWORK: dict[str, object] = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
