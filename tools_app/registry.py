@@ -11,14 +11,34 @@ import functools
 import importlib
 from collections.abc import Iterator
 from dataclasses import dataclass
+from types import UnionType
+from typing import Annotated, Any, Union, get_args, get_origin
 
 from django.conf import settings
 from jsonschema import Draft202012Validator
+from pydantic import BaseModel, ValidationError
+from pydantic.fields import FieldInfo
 
 from common.config import ConfigError, ConfigProblem, SynthOrgConfig, ToolSettings
 from common.settings_config import synthorg_config
 from common.vocabulary.action_types import DEFAULT_ACTION_TYPES, ActionTypeRegistry
 from tools_app.builtin.base import BuiltinTool
+from tools_app.builtin.code.settings import CodeRunnerSettings
+from tools_app.builtin.database.config import SchemaInspectSettings, SqlToolSettings
+from tools_app.builtin.discovery.budget import (
+    ListToolsSettings,
+    LoadToolResourceSettings,
+    LoadToolSettings,
+)
+from tools_app.builtin.file_system.settings import FileToolSettings
+from tools_app.builtin.git.settings import GitToolSettings
+from tools_app.builtin.memory.settings import (
+    MemoryRecallSettings,
+    MemorySearchSettings,
+    MemoryStoreSettings,
+)
+from tools_app.builtin.terminal.settings import ShellCommandSettings
+from tools_app.builtin.web.settings import WebToolSettings
 from tools_app.contracts import ToolContract, ToolRegistry, compile_schema
 from trust_app.policy import ToolView, name_key
 
@@ -34,98 +54,34 @@ BUILTIN_TOOL_MODULES: tuple[str, ...] = (
     "tools_app.builtin.discovery.tools",
 )
 
-# Settings each built-in tool reads from `tools.<name>` in the config, beyond the
-# switches every tool has (enabled, timeout_seconds, max_output_bytes,
-# max_calls_per_minute). Any other key is a typo and stops the process.
-_FILE_KEYS = frozenset(
-    {
-        "max_path_length",
-        "max_read_bytes",
-        "max_write_bytes",
-        "max_entries",
-        "read_only",
-        "denied_paths",
-    }
-)
-_NET_KEYS = frozenset({"dns_server", "dns_port"})
-_DATABASE_KEYS = frozenset(
-    {
-        "connections",
-        "max_rows",
-        "statement_timeout_seconds",
-        "connect_timeout_seconds",
-        "max_query_chars",
-        "max_cell_chars",
-        "memory_limit_mb",
-        "max_value_bytes",
-        "max_result_bytes",
-        "process_grace_seconds",
-    }
-)
-TOOL_SETTINGS_KEYS: dict[str, frozenset[str]] = {
-    **dict.fromkeys(("sql_query", "db_mutate"), _DATABASE_KEYS),
-    "list_tools": frozenset({"l1_token_budget"}),
-    "load_tool": frozenset(
-        {"l2_token_budget", "auto_unload_on_budget_pressure", "unload_threshold_percent"}
-    ),
-    "load_tool_resource": frozenset(),
-    "schema_inspect": _DATABASE_KEYS | {"max_tables"},
-    "memory_store": frozenset({"max_content_chars", "max_tags", "max_memories_per_agent"}),
-    "memory_search": frozenset({"max_results"}),
-    "memory_recall": frozenset(),
+# The model of the settings each built-in tool reads from `tools.<name>` in the config,
+# beyond the switches every tool has (`ToolSettings`: enabled, timeout_seconds,
+# max_output_bytes, max_calls_per_minute). A key no model names is a typo and a value
+# its model refuses is a mistake: either stops the process at load, naming the field.
+TOOL_SETTINGS_MODELS: dict[str, type[BaseModel]] = {
+    **dict.fromkeys(("sql_query", "db_mutate"), SqlToolSettings),
+    "schema_inspect": SchemaInspectSettings,
+    "list_tools": ListToolsSettings,
+    "load_tool": LoadToolSettings,
+    "load_tool_resource": LoadToolResourceSettings,
+    "memory_store": MemoryStoreSettings,
+    "memory_search": MemorySearchSettings,
+    "memory_recall": MemoryRecallSettings,
     **dict.fromkeys(
         ("read_file", "write_file", "edit_file", "list_directory", "delete_file", "stat"),
-        _FILE_KEYS,
+        FileToolSettings,
     ),
-    "shell_command": frozenset(
-        {
-            "allowed_commands",
-            "denied_commands",
-            "command_mode",
-            "max_timeout_seconds",
-            "max_command_length",
-            "search_path",
-            "read_only",
-            "max_link_scan_entries",
-            "allowed_hosts",
-            "denied_hosts",
-        }
-    ),
-    "code_runner": frozenset(
-        {
-            "max_timeout_seconds",
-            "max_code_bytes",
-            "read_only",
-            "max_link_scan_entries",
-            "allowed_hosts",
-            "denied_hosts",
-        }
-    ),
-    **dict.fromkeys(
-        ("http_request", "html_to_text", "extract_links"),
-        _NET_KEYS
-        | {
-            "allowed_domains",
-            "denied_domains",
-            "max_response_bytes",
-            "max_redirects",
-            "auth_headers",
-            "max_links",
-            "max_text_chars",
-        },
-    ),
+    "shell_command": ShellCommandSettings,
+    "code_runner": CodeRunnerSettings,
+    **dict.fromkeys(("http_request", "html_to_text", "extract_links"), WebToolSettings),
     **dict.fromkeys(
         ("git_status", "git_log", "git_diff", "git_branch", "git_commit", "git_clone", "git_push"),
-        _NET_KEYS
-        | {
-            "hostname_allowlist",
-            "denied_hosts",
-            "allow_plain_http",
-            "ssh_known_hosts_file",
-            "author_name",
-            "author_email",
-        },
+        GitToolSettings,
     ),
+}
+# The keys each tool's model names.
+TOOL_SETTINGS_KEYS: dict[str, frozenset[str]] = {
+    name: frozenset(model.model_fields) for name, model in TOOL_SETTINGS_MODELS.items()
 }
 
 # How the decision engine names the isolation of each sandbox backend.
@@ -199,14 +155,16 @@ def build_catalog(config: SynthOrgConfig) -> ToolCatalog:
 
 
 def _check_tool_settings(config: SynthOrgConfig, registry: ToolRegistry) -> None:
-    """Every `tools.<name>` names a real tool and only settings that tool reads."""
-    known = {name_key(name) for name in TOOL_SETTINGS_KEYS}
-    problems = []
+    """Every `tools.<name>` names a real tool and only settings that tool reads, each
+    with a value the tool's settings model accepts."""
+    known = {name_key(name): model for name, model in TOOL_SETTINGS_MODELS.items()}
+    problems: list[ConfigProblem] = []
     for name, section in config.tools.items():
         contract = registry.get(name)
+        extra = dict(section.model_extra or {})
         if contract is None and _bridged_name(config, name):
-            contract_settings = frozenset[str]()  # an upstream tool: only the common switches
-            for key in sorted(set(section.model_extra or {}) - contract_settings):
+            # An upstream tool: only the common switches.
+            for key in sorted(extra):
                 problems.append(
                     ConfigProblem(
                         f"tools.{name}.{key}",
@@ -214,21 +172,103 @@ def _check_tool_settings(config: SynthOrgConfig, registry: ToolRegistry) -> None
                     )
                 )
             continue
-        if contract is None and name_key(name) not in known:
+        model = known.get(name_key(contract.name if contract else name))
+        if contract is None and model is None:
             names = ", ".join(sorted(c.name for c in registry))
             problems.append(ConfigProblem(f"tools.{name}", f"no such tool; allowed: {names}"))
             continue
-        allowed = TOOL_SETTINGS_KEYS.get(contract.name if contract else name, frozenset())
-        for key in sorted(set(section.model_extra or {}) - allowed):
-            problems.append(
-                ConfigProblem(
-                    f"tools.{name}.{key}",
-                    "unknown setting; allowed: "
-                    + ", ".join(sorted(allowed | set(ToolSettings.model_fields))),
-                )
-            )
+        problems.extend(_section_problems(name, model, extra))
     if problems:
         raise ConfigError(settings.SYNTHORG_CONFIG, tuple(problems))
+
+
+def _section_problems(
+    name: str, model: type[BaseModel] | None, extra: dict[str, Any]
+) -> list[ConfigProblem]:
+    """The unknown keys of one tool's section, then every value its model refuses."""
+    fields = model.model_fields if model is not None else {}
+    allowed = sorted(set(fields) | set(ToolSettings.model_fields))
+    problems = [
+        ConfigProblem(f"tools.{name}.{key}", "unknown setting; allowed: " + ", ".join(allowed))
+        for key in sorted(set(extra) - set(fields))
+    ]
+    if model is None:
+        return problems
+    try:
+        model.model_validate({key: value for key, value in extra.items() if key in fields})
+    except ValidationError as exc:
+        for error in exc.errors(include_url=False):
+            loc = tuple(error["loc"])
+            problems.append(ConfigProblem(_dotted(name, loc), _value_message(model, loc, error)))
+    return problems
+
+
+_BOUND_WORDS = (("gt", "above"), ("ge", "at least"), ("lt", "below"), ("le", "at most"))
+_KINDS: dict[object, tuple[str, str]] = {
+    bool: ("true or false", "true/false values"),
+    int: ("an integer", "integers"),
+    float: ("a number", "numbers"),
+    str: ("a string", "strings"),
+}
+
+
+def _kind(annotation: Any, *, plural: bool = False) -> str:
+    """A type in words: ``tuple[str, ...] | None`` is "a list of strings, or null"."""
+    origin, args = get_origin(annotation), get_args(annotation)
+    if origin is Annotated:
+        return _kind(args[0], plural=plural)
+    if origin in (Union, UnionType):
+        words = [_kind(arg, plural=plural) for arg in args if arg is not type(None)]
+        return " or ".join(words) + (", or null" if type(None) in args else "")
+    if annotation in _KINDS:
+        return _KINDS[annotation][plural]
+    if origin in (tuple, list):
+        return ("lists" if plural else "a list") + " of " + _kind(args[0], plural=True)
+    if origin is dict:
+        return "mappings" if plural else "a mapping"
+    return "values" if plural else "a value"
+
+
+def _allowed_values(field: FieldInfo) -> str:
+    """What a setting accepts, in words, with its range: "a number above 0 and at most 3600"."""
+    bounds = [
+        f"{word} {getattr(item, attr):g}"
+        for item in field.metadata
+        for attr, word in _BOUND_WORDS
+        if getattr(item, attr, None) is not None
+    ]
+    bounds += [f"matching {p}" for item in field.metadata if (p := getattr(item, "pattern", None))]
+    return " ".join([_kind(field.annotation), " and ".join(bounds)]).strip()
+
+
+def _dotted(name: str, loc: tuple[Any, ...]) -> str:
+    path = f"tools.{name}"
+    for part in loc:
+        path += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return path
+
+
+def _value_message(model: type[BaseModel], loc: tuple[Any, ...], error: Any) -> str:
+    """The problem with one value, naming what is allowed. A string is echoed only where a
+    number or flag goes (a list or mapping setting may hold a URL with its password)."""
+    message = str(error["msg"]).removeprefix("Value error, ")
+    field = model.model_fields.get(str(loc[0])) if loc else None
+    if field is None or len(loc) != 1 or error["type"] == "value_error":
+        return message
+    value = error.get("input")
+    shown = repr(value) if error["type"] == "string_pattern_mismatch" else _shown(field, value)
+    return f"{shown} is not allowed; allowed: {_allowed_values(field)}"
+
+
+def _shown(field: FieldInfo, value: object) -> str:
+    """The refused value as YAML spells it; a string only where a number or flag goes."""
+    if isinstance(value, bool) or value is None:
+        return {True: "true", False: "false", None: "null"}[value]
+    if isinstance(value, str) and field.annotation not in _KINDS:
+        return "a string"
+    if isinstance(value, dict | list | tuple):
+        return "a mapping" if isinstance(value, dict) else "a list"
+    return repr(value)
 
 
 def _bridged_name(config: SynthOrgConfig, name: str) -> bool:

@@ -73,14 +73,8 @@ class DatabaseConnection(StrictModel):
         return None if self.engine == "sqlite" else urlsplit(self.url).password
 
 
-class DatabaseToolSettings(BaseModel):
-    """``tools.<database tool>``: the tool's connections and limits.
-
-    Other keys of the section (``enabled``, ``timeout_seconds``…) belong to every tool
-    and are ignored here; unknown keys are already refused when the registry loads.
-    """
-
-    model_config = ConfigDict(extra="ignore", frozen=True)
+class _DatabaseLimits(BaseModel):
+    """The settings every database tool reads: its connections and limits."""
 
     connections: dict[str, DatabaseConnection] = Field(default_factory=dict)
     max_rows: int = Field(default=DEFAULT_MAX_ROWS, ge=1, le=100_000)
@@ -88,7 +82,6 @@ class DatabaseToolSettings(BaseModel):
     connect_timeout_seconds: float = Field(default=DEFAULT_CONNECT_TIMEOUT, gt=0, le=120)
     max_query_chars: int = Field(default=DEFAULT_MAX_QUERY_CHARS, ge=1, le=1_000_000)
     max_cell_chars: int = Field(default=DEFAULT_MAX_CELL_CHARS, ge=16, le=1_000_000)
-    max_tables: int = Field(default=DEFAULT_MAX_TABLES, ge=1, le=10_000)
     # The statement runs in a child process of the worker (``database_confined``):
     # how far its memory may grow, and how long past the timeouts it may live.
     memory_limit_mb: int = Field(default=DEFAULT_MEMORY_LIMIT_MB, ge=32, le=65_536)
@@ -103,6 +96,33 @@ class DatabaseToolSettings(BaseModel):
             if not re.match(_NAME_PATTERN, name):
                 raise ValueError(f"connection name {name!r} must match {_NAME_PATTERN}")
         return value
+
+
+class _TableLimit(BaseModel):
+    max_tables: int = Field(default=DEFAULT_MAX_TABLES, ge=1, le=10_000)
+
+
+class DatabaseToolSettings(_DatabaseLimits, _TableLimit):
+    """``tools.<database tool>``: the tool's connections and limits, as a call reads them.
+
+    Other keys of the section (``enabled``, ``timeout_seconds``…) belong to every tool
+    and are ignored here; every key is already checked when the registry loads
+    (``SqlToolSettings``, ``SchemaInspectSettings``).
+    """
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+
+class SqlToolSettings(_DatabaseLimits, StrictModel):
+    """``tools.sql_query`` / ``tools.db_mutate`` beyond the common switches (load check)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class SchemaInspectSettings(_DatabaseLimits, _TableLimit, StrictModel):
+    """``tools.schema_inspect`` beyond the common switches (load check)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 def database_settings(settings: Mapping[str, Any]) -> DatabaseToolSettings:

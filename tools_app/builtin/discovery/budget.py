@@ -22,6 +22,7 @@ from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from common.strict import StrictModel
 from tools_app.builtin.base import RefusalCode, ToolFailedError, ToolRefusedError
 
 CHARS_PER_TOKEN: Final = 4
@@ -33,15 +34,36 @@ def estimate_tokens(value: Any) -> int:
     return max(1, math.ceil(len(text) / CHARS_PER_TOKEN))
 
 
-class DisclosureSettings(BaseModel):
+class _L1Budget(BaseModel):
+    l1_token_budget: int = Field(default=3000, ge=1, le=1_000_000)
+
+
+class _L2Budget(BaseModel):
+    l2_token_budget: int = Field(default=15000, ge=1, le=10_000_000)
+    auto_unload_on_budget_pressure: bool = True
+    unload_threshold_percent: float = Field(default=80.0, gt=0, le=100)
+
+
+class DisclosureSettings(_L1Budget, _L2Budget):
     """The seed's ToolDisclosureConfig, read from the discovery tools' settings."""
 
     model_config = ConfigDict(extra="ignore", frozen=True)
 
-    l1_token_budget: int = Field(default=3000, ge=1, le=1_000_000)
-    l2_token_budget: int = Field(default=15000, ge=1, le=10_000_000)
-    auto_unload_on_budget_pressure: bool = True
-    unload_threshold_percent: float = Field(default=80.0, gt=0, le=100)
+
+class ListToolsSettings(_L1Budget, StrictModel):
+    """``tools.list_tools`` beyond the common switches (checked when the config loads)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class LoadToolSettings(_L2Budget, StrictModel):
+    """``tools.load_tool`` beyond the common switches (checked when the config loads)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class LoadToolResourceSettings(StrictModel):
+    """``tools.load_tool_resource``: only the common switches."""
 
 
 def disclosure_settings(settings: Mapping[str, Any]) -> DisclosureSettings:

@@ -41,12 +41,14 @@ from tools_app.builtin.memory.records import (
     memory_get,
     memory_save,
 )
+from tools_app.builtin.memory.settings import (
+    DEFAULT_MAX_CONTENT_CHARS,
+    DEFAULT_MAX_MEMORIES,
+    DEFAULT_MAX_RESULTS,
+    DEFAULT_MAX_TAGS,
+)
 from tools_app.contracts import ToolContract
 
-DEFAULT_MAX_CONTENT_CHARS: Final = 8000
-DEFAULT_MAX_TAGS: Final = 16
-DEFAULT_MAX_MEMORIES: Final = 10_000
-DEFAULT_MAX_RESULTS: Final = 50
 # Tags are plain labels; the narrow alphabet also keeps the SQLite tag match exact.
 TAG_PATTERN: Final = r"^[A-Za-z0-9_.:\-]{1,64}$"
 _TAG_RE: Final = re.compile(TAG_PATTERN)

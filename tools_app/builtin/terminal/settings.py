@@ -29,8 +29,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Annotated, Any, Final
 
+from pydantic import (
+    AfterValidator,
+    BeforeValidator,
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictStr,
+    field_validator,
+)
+
+from common.strict import StrictModel
 from common.vocabulary.levels import DEFAULT_ALLOWED_COMMANDS
 from tools_app.builtin.base import RefusalCode, ToolFailedError, ToolRefusedError
 from tools_app.builtin.terminal.shell.families import program_family
@@ -41,6 +52,49 @@ DEFAULT_MAX_TIMEOUT_SECONDS: Final = 300.0
 DEFAULT_MAX_OUTPUT_BYTES: Final = 64 * 1024
 DEFAULT_MAX_COMMAND_LENGTH: Final = 16 * 1024
 DEFAULT_MAX_LINK_SCAN_ENTRIES: Final = 200_000
+
+
+def _program(value: str) -> str:
+    if not value.strip():
+        raise ValueError("a program name must not be empty")
+    return value
+
+
+def _split_path(value: object) -> object:
+    return tuple(p for p in value.split(":") if p) if isinstance(value, str) else value
+
+
+ProgramName = Annotated[StrictStr, AfterValidator(_program)]
+HostList = tuple[StrictStr, ...] | None
+
+
+class ShellCommandSettings(StrictModel):
+    """``tools.shell_command``: the terminal's own settings, checked when the config loads.
+
+    The common switches (``timeout_seconds``, ``max_output_bytes``…) are ``ToolSettings``.
+    Numbers are any positive number, as ``TerminalSettings.from_mapping`` reads them.
+    """
+
+    allowed_commands: tuple[ProgramName, ...] | None = None
+    denied_commands: tuple[ProgramName, ...] = ()
+    command_mode: StrictBool = False
+    max_timeout_seconds: StrictFloat = Field(default=DEFAULT_MAX_TIMEOUT_SECONDS, gt=0)
+    max_command_length: StrictFloat = Field(default=DEFAULT_MAX_COMMAND_LENGTH, gt=0)
+    # A ``:``-separated string or a list, as ``from_mapping`` reads it.
+    search_path: Annotated[tuple[StrictStr, ...], BeforeValidator(_split_path)] = (
+        DEFAULT_SEARCH_PATH
+    )
+    read_only: StrictBool = False
+    max_link_scan_entries: StrictFloat = Field(default=DEFAULT_MAX_LINK_SCAN_ENTRIES, gt=0)
+    allowed_hosts: HostList = None
+    denied_hosts: HostList = None
+
+    @field_validator("search_path")
+    @classmethod
+    def _absolute(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        if not all(p.startswith("/") for p in value):
+            raise ValueError("every search_path entry must be an absolute path (start with /)")
+        return value
 
 
 def _bad(key: str, value: object, where: str = "setting") -> ToolFailedError:
