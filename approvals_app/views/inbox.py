@@ -9,7 +9,6 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
@@ -26,6 +25,7 @@ from approvals_app.live import (
 from approvals_app.selectors.requests import approval_request, promotion_request
 from approvals_app.services import GrantSpec, approval_decide, approval_grant_revoke
 from common.errors import SynthOrgError
+from common.page_access import page_for
 
 BATCH_MAX = 100
 
@@ -36,7 +36,7 @@ def _decider(request: HttpRequest) -> Any:
     return request.user
 
 
-@login_required
+@page_for()
 @require_GET
 def inbox(request: HttpRequest) -> HttpResponse:
     """The live inbox: pending requests grouped by risk, kept current over the socket."""
@@ -70,7 +70,7 @@ def _remember(request: HttpRequest, request_id: str) -> GrantSpec | None:
     return GrantSpec(minutes=int(minutes)) if minutes.isdigit() else None
 
 
-@login_required
+@page_for()
 @require_POST
 def decide(request: HttpRequest) -> HttpResponse:
     """Approve or deny the selected requests (or the one named by ``only``)."""
@@ -106,7 +106,7 @@ def decide(request: HttpRequest) -> HttpResponse:
     return HttpResponse(feedback + "".join(rows) + pending_count_html())
 
 
-@login_required
+@page_for()
 @require_POST
 def promotion_decide_inbox(request: HttpRequest) -> HttpResponse:
     """Approve or deny one promotion request (``only``) from the inbox."""
@@ -143,7 +143,7 @@ def promotion_decide_inbox(request: HttpRequest) -> HttpResponse:
     return HttpResponse(feedback + "".join(rows) + pending_count_html())
 
 
-@login_required
+@page_for()
 @require_POST
 def grant_revoke(request: HttpRequest, grant_id: uuid.UUID) -> HttpResponse:
     """Revoke a standing grant; answers the grant's row."""

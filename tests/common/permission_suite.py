@@ -41,6 +41,37 @@ def signed_in(username: str) -> Client:
     return client
 
 
+def build_world() -> dict[str, str]:
+    """One agent (with a token and an audit event) and the people of every role.
+
+    The people are `suite-<role>` and `suite-norole`; the values fill the `{...}`
+    names of a `path` (and the kwargs of the route table in test_every_route).
+    """
+    created = agent_create(name="suite-agent", access_level="standard")
+    for role in ("operator", "admin", "auditor"):
+        person_create(username=f"suite-{role}", role=role, password=None)
+    get_user_model().objects.create_user(username="suite-norole", password=None)
+    event = AuditEvent.objects.filter(agent_name="suite-agent").order_by("id").first()
+    assert event is not None
+    return {
+        "agent": str(created.agent.id),
+        "agent_token": created.token,
+        "token": str(AgentToken.objects.get(agent=created.agent).id),
+        "event": str(event.id),
+        "invocation": "00000000-0000-4000-8000-000000000001",
+        "tool": quote("read_file"),
+    }
+
+
+def client_as(persona: str, world: dict[str, str]) -> Client:
+    """A client for one of PERSONAS, built on `build_world()`'s agent and people."""
+    if persona == "anonymous":
+        return Client()
+    if persona == "agent":
+        return Client(HTTP_AUTHORIZATION=f"Bearer {world['agent_token']}")
+    return signed_in(f"suite-{persona}")
+
+
 @pytest.mark.django_db
 class PermissionSuite:
     """Base class: set `path` and `allowed` (and `kind`, `method`, `data`, `ok_status`)."""
@@ -55,27 +86,10 @@ class PermissionSuite:
     @pytest.fixture
     def world(self) -> dict[str, str]:
         """One agent (with a token and an audit event) and the people of every role."""
-        created = agent_create(name="suite-agent", access_level="standard")
-        for role in ("operator", "admin", "auditor"):
-            person_create(username=f"suite-{role}", role=role, password=None)
-        get_user_model().objects.create_user(username="suite-norole", password=None)
-        event = AuditEvent.objects.filter(agent_name="suite-agent").order_by("id").first()
-        assert event is not None
-        return {
-            "agent": str(created.agent.id),
-            "agent_token": created.token,
-            "token": str(AgentToken.objects.get(agent=created.agent).id),
-            "event": str(event.id),
-            "invocation": "00000000-0000-4000-8000-000000000001",
-            "tool": quote("read_file"),
-        }
+        return build_world()
 
     def client_for(self, persona: str, world: dict[str, str]) -> Client:
-        if persona == "anonymous":
-            return Client()
-        if persona == "agent":
-            return Client(HTTP_AUTHORIZATION=f"Bearer {world['agent_token']}")
-        return signed_in(f"suite-{persona}")
+        return client_as(persona, world)
 
     def url(self, world: dict[str, str]) -> str:
         return self.path.format(**world)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import uuid
 
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
@@ -13,6 +12,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from common.errors import SynthOrgError
+from common.page_access import page_for
 from common.roles import ROLES_THAT_DECIDE, Role, has_any_role
 from trust_app.models import Agent, PromotionRequest
 from trust_app.selectors.trust import agent_trust_summary
@@ -33,7 +33,7 @@ def _agent_for(request: HttpRequest, agent_id: uuid.UUID) -> Agent:
     return agent
 
 
-@login_required
+@page_for()
 def agent_trust_page(request: HttpRequest, agent_id: uuid.UUID) -> HttpResponse:
     """The trust matrix, evidence, history and chart of one agent."""
     agent = _agent_for(request, agent_id)
@@ -47,7 +47,7 @@ def agent_trust_page(request: HttpRequest, agent_id: uuid.UUID) -> HttpResponse:
     return render(request, "trust/agent_trust.html", context)
 
 
-@login_required
+@page_for()
 @require_POST
 def agent_trust_reset(request: HttpRequest, agent_id: uuid.UUID) -> HttpResponse:
     """Admins start an agent's trust over."""
@@ -66,7 +66,7 @@ def agent_trust_reset(request: HttpRequest, agent_id: uuid.UUID) -> HttpResponse
     return HttpResponseRedirect(reverse("trust-agent", args=[agent.id]))
 
 
-@login_required
+@page_for()
 @require_POST
 def promotion_decide_page(request: HttpRequest, promotion_id: uuid.UUID) -> HttpResponse:
     """Approve or deny a promotion request from the agent's trust page."""
