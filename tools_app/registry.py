@@ -137,8 +137,11 @@ def tool_catalog() -> ToolCatalog:
     return with_bridged(builtin_catalog())
 
 
-def build_catalog(config: SynthOrgConfig) -> ToolCatalog:
-    """The tools `config` enables, each contract checked; ConfigError for bad tool settings."""
+def build_catalog(config: SynthOrgConfig, source: str | None = None) -> ToolCatalog:
+    """The tools `config` enables, each contract checked; ConfigError for bad tool settings.
+
+    ``source`` names the file `config` came from in errors (the loaded config by default).
+    """
     registry = ToolRegistry(action_types=config.action_types())
     implementations: dict[str, BuiltinTool] = {}
     modules = (*BUILTIN_TOOL_MODULES, *settings.SYNTHORG_EXTRA_TOOL_MODULES)
@@ -148,13 +151,13 @@ def build_catalog(config: SynthOrgConfig) -> ToolCatalog:
                 continue  # switched off in the config: not registered at all
             contract = registry.register(tool.contract)
             implementations[name_key(contract.name)] = tool
-    _check_tool_settings(config, registry)
+    _check_tool_settings(config, registry, source or str(settings.SYNTHORG_CONFIG))
     return ToolCatalog(
         registry=registry, implementations=implementations, action_types=config.action_types()
     )
 
 
-def _check_tool_settings(config: SynthOrgConfig, registry: ToolRegistry) -> None:
+def _check_tool_settings(config: SynthOrgConfig, registry: ToolRegistry, source: str) -> None:
     """Every `tools.<name>` names a real tool and only settings that tool reads, each
     with a value the tool's settings model accepts."""
     known = {name_key(name): model for name, model in TOOL_SETTINGS_MODELS.items()}
@@ -179,7 +182,7 @@ def _check_tool_settings(config: SynthOrgConfig, registry: ToolRegistry) -> None
             continue
         problems.extend(_section_problems(name, model, extra))
     if problems:
-        raise ConfigError(settings.SYNTHORG_CONFIG, tuple(problems))
+        raise ConfigError(source, tuple(problems))
 
 
 def _section_problems(

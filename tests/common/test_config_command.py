@@ -46,6 +46,17 @@ def test_unknown_tool_settings_are_refused(tmp_path: Path) -> None:
     assert "tools.reed_file: no such tool" in result.stderr
 
 
+def test_a_bad_tool_setting_value_names_the_checked_file_and_the_range(tmp_path: Path) -> None:
+    config = tmp_path / "values.yaml"
+    config.write_text("tools:\n  shell_command:\n    max_timeout_seconds: -5\n")
+    result = _check(config)
+    assert result.returncode == 1
+    assert f"{config}: tools.shell_command.max_timeout_seconds: -5 is not allowed" in result.stderr
+    # Control: the same setting in range passes.
+    config.write_text("tools:\n  shell_command:\n    max_timeout_seconds: 5\n")
+    assert _check(config).returncode == 0
+
+
 def test_a_missing_file_is_an_error(tmp_path: Path) -> None:
     result = _check(tmp_path / "absent.yaml")
     assert result.returncode == 1

@@ -30,7 +30,7 @@ class Command(BaseCommand):
             config = load_config(path)
             from tools_app.registry import build_catalog
 
-            catalog = build_catalog(config)
+            catalog = build_catalog(config, source=str(path))
         except (ConfigError, ContractError) as exc:
             self.stderr.write(str(exc))
             sys.exit(1)
