@@ -19,13 +19,7 @@ from typing import Any
 import structlog
 from django.db import transaction
 
-from common.inbox import (  # noqa: F401  (the inbox's protocol, re-exported)
-    OPERATORS_GROUP,
-    ApprovalChange,
-    InboxKind,
-    promotion_change_on_commit,
-    upstream_held_on_commit,
-)
+from common.inbox import OPERATORS_GROUP, InboxKind, inbox_change_message
 from common.platform.channel_send import group_send
 
 log = structlog.get_logger("synthorg.approvals")
@@ -39,12 +33,7 @@ def publish_approval_change(
     With ``request`` (an ApprovalRequest with its invocation and agent loaded),
     the row is rendered here once and carried in the message.
     """
-    message: dict[str, Any] = {
-        "type": "approval.changed",
-        "id": str(request_id),
-        "change": change,
-        "kind": kind,
-    }
+    message = inbox_change_message(request_id, change, kind)
     if request is not None:
         from approvals_app.live import shared_row
 

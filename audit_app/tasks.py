@@ -6,6 +6,8 @@ from __future__ import annotations
 from celery import shared_task
 from django.conf import settings
 
+from audit_app.services.verification import VERIFY_TASK
+
 
 @shared_task(name="tools_app.sweep_abandoned_verifications", quiet=True)
 def sweep_abandoned_verifications() -> int:
@@ -34,7 +36,7 @@ def audit_checkpoint() -> str | None:
 
 # On the default queue, not maintenance: a long verification must not hold up the sweeps.
 @shared_task(
-    name="tools_app.verify_audit_chain",
+    name=VERIFY_TASK,
     acks_late=True,
     soft_time_limit=settings.SYNTHORG_AUDIT_VERIFY_TIME_LIMIT,
     time_limit=settings.SYNTHORG_AUDIT_VERIFY_TIME_LIMIT + 30,

@@ -31,20 +31,15 @@ class ApprovalChange:
     SETTLED = "settled"
 
 
+def inbox_change_message(request_id: Any, change: str, kind: str) -> dict[str, Any]:
+    """The message every inbox gets when request ``request_id`` (of ``kind``) changed."""
+    return {"type": "approval.changed", "id": str(request_id), "change": change, "kind": kind}
+
+
 def promotion_change_on_commit(promotion_id: Any, change: str) -> None:
     """Publish a promotion request's change once the caller's transaction commits."""
-    transaction.on_commit(
-        functools.partial(
-            group_send,
-            OPERATORS_GROUP,
-            {
-                "type": "approval.changed",
-                "id": str(promotion_id),
-                "change": change,
-                "kind": InboxKind.PROMOTION,
-            },
-        )
-    )
+    message = inbox_change_message(promotion_id, change, InboxKind.PROMOTION)
+    transaction.on_commit(functools.partial(group_send, OPERATORS_GROUP, message))
 
 
 def upstream_held_on_commit() -> None:

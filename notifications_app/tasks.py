@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from celery import shared_task
 
+from notifications_app.services import DELIVER_TASK
 
-@shared_task(name="notifications_app.deliver_notification")
+
+@shared_task(name=DELIVER_TASK)
 def deliver_notification(notification_id: int) -> str:
     from notifications_app.services import notification_deliver
 

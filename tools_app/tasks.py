@@ -7,8 +7,10 @@ import uuid
 
 from celery import shared_task
 
+from tools_app.services.invocation_dispatch import EXECUTE_TASK
 
-@shared_task(name="tools_app.execute_invocation", acks_late=True, reject_on_worker_lost=True)
+
+@shared_task(name=EXECUTE_TASK, acks_late=True, reject_on_worker_lost=True)
 def execute_invocation(invocation_id: str) -> None:
     from tools_app.services.invocation_execute import invocation_execute
 

@@ -10,6 +10,7 @@ goes out once the claim has committed.
 
 from __future__ import annotations
 
+import functools
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -27,6 +28,7 @@ from trust_app.models import Agent, AgentPermissions
 RELATED = ("agent__permissions", "approval")
 
 
+@functools.cache
 def _approval_model() -> type[Any]:
     """The approval request's model, through the invocation's reverse relation."""
     return Invocation._meta.get_field("approval").related_model

@@ -29,13 +29,9 @@ def enqueue_invocation(invocation: Invocation) -> None:
     current_app.send_task(EXECUTE_TASK, args=[str(invocation.id)], queue=invocation.queue)
 
 
-def _send(invocation: Invocation) -> None:
-    enqueue_invocation(invocation)  # looked up at send time, so a test may stand in for it
-
-
 def invocation_dispatch_on_commit(invocation: Invocation) -> None:
     """Send the queued call to its queue after the caller's commit (nothing on rollback)."""
-    transaction.on_commit(functools.partial(_send, invocation))
+    transaction.on_commit(functools.partial(enqueue_invocation, invocation))
 
 
 def invocation_settled(
