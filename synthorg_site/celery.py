@@ -30,6 +30,11 @@ app.conf.update(
     },
     # broker_transport_options come from settings (CELERY_BROKER_TRANSPORT_OPTIONS):
     # the Redis timeouts and the visibility timeout.
+    # A worker process supervises many calls at once: each runs in a thread that waits
+    # on its sandbox (the waiting is done by the sandbox's processes, not by Python),
+    # so a call that sleeps holds neither a process nor a database connection. The
+    # number of threads is SYNTHORG_WORKER_CALLS (CELERY_WORKER_CONCURRENCY in settings).
+    worker_pool="threads",
     task_acks_late=True,
     task_reject_on_worker_lost=True,
     worker_prefetch_multiplier=1,
@@ -39,16 +44,19 @@ app.conf.update(
     broker_connection_retry_on_startup=True,
     worker_hijack_root_logger=False,
     worker_redirect_stdouts=False,
-    # Celery's Django fixup closes the database connection around every task
-    # unless this is set, so each call paid for a new PostgreSQL connection. The
-    # connection is kept instead (it is closed every 2 x this many tasks), and
-    # Django's own CONN_MAX_AGE and health check retire it (_bind_request_id).
+    # Celery's Django fixup would close the database connections around every task;
+    # the tasks give their connection back themselves (to the pool on PostgreSQL).
     CELERY_DB_REUSE_MAX=500,
     beat_schedule={
         "beat-heartbeat": {"task": "synthorg_site.tasks.beat_heartbeat", "schedule": 2.0},
         "trust-evaluate-all": {
             "task": "trust_app.evaluate_all",
             "schedule": 3600.0,
+            "options": {"queue": "maintenance"},
+        },
+        "sweep-dispatch": {
+            "task": "tools_app.sweep_dispatch",
+            "schedule": 5.0,
             "options": {"queue": "maintenance"},
         },
         "sweep-abandoned-invocations": {
@@ -134,6 +142,10 @@ def _bind_request_id(task: Any = None, **_: Any) -> None:
 @signals.task_postrun.connect
 def _unbind(**_: Any) -> None:
     structlog.contextvars.clear_contextvars()
+    from common.platform.database import database_connections_release
+
+    # The pool's connection goes back between tasks: threads waiting for work hold none.
+    database_connections_release()
 
 
 @signals.worker_ready.connect
@@ -160,9 +172,11 @@ def _stop_heartbeat(sender: Any = None, **_: Any) -> None:
 
 
 @signals.worker_process_init.connect
+@signals.worker_init.connect
 def _start_tracing(**_: Any) -> None:
-    """Each prefork child traces on its own (when OTEL_* ask for it): the batch
-    exporter's thread must be started after the fork."""
+    """The process that runs the tasks traces (when OTEL_* ask for it): the worker itself
+    with the threads pool, and each child of a prefork pool after its fork (the batch
+    exporter's thread must live in the process that uses it; once per process)."""
     from common.platform.tracing import tracing_start
 
     tracing_start("worker")

@@ -74,19 +74,14 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         }
     )
 else:
-    if runtime.is_celery_process():
-        # Prefork children must not share a pool's threads across fork; a worker
-        # process is long-lived and single-threaded, so a persistent connection suits it.
-        DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=300)
-        DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
-    else:
-        # Under ASGI each request runs its sync code in a thread of its own, so a
-        # persistent connection is never reused; a pool is, and saves milliseconds.
-        DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
-            "min_size": env.int("DATABASE_POOL_MIN", default=1),
-            "max_size": env.int("DATABASE_POOL_MAX", default=20),
-            "timeout": env.float("DATABASE_POOL_TIMEOUT", default=10.0),
-        }
+    # Web requests run their sync code in threads, and a worker supervises its calls in
+    # threads: each takes a pooled connection while it talks to the database and gives
+    # it back while it waits (a sandbox at work, a person deciding).
+    DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+        "min_size": env.int("DATABASE_POOL_MIN", default=1),
+        "max_size": env.int("DATABASE_POOL_MAX", default=20),
+        "timeout": env.float("DATABASE_POOL_TIMEOUT", default=10.0),
+    }
 
 if SYNTHORG_ENV == "production":
     _problems = unsafe_production_settings(
@@ -258,7 +253,6 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
 }
 CELERY_TASK_SOFT_TIME_LIMIT = env.int("CELERY_TASK_SOFT_TIME_LIMIT", default=150)
 CELERY_TASK_TIME_LIMIT = env.int("CELERY_TASK_TIME_LIMIT", default=180)
-CELERY_WORKER_CONCURRENCY = env.int("CELERY_WORKER_CONCURRENCY", default=2)
 CELERY_BEAT_SCHEDULE_FILE = str(VAR_DIR / "celerybeat-schedule")
 SYNTHORG_HEARTBEAT_INTERVAL = _environment.SYNTHORG_HEARTBEAT_INTERVAL
 SYNTHORG_HEARTBEAT_MAX_AGE = _environment.SYNTHORG_HEARTBEAT_MAX_AGE
@@ -342,6 +336,15 @@ SYNTHORG_INVOCATION_LEASE_SECONDS = _environment.SYNTHORG_INVOCATION_LEASE_SECON
 # An idempotent call whose worker keeps dying is failed after this many attempts.
 SYNTHORG_INVOCATION_MAX_ATTEMPTS = _environment.SYNTHORG_INVOCATION_MAX_ATTEMPTS
 SYNTHORG_BATCH_MAX_CALLS = _environment.SYNTHORG_BATCH_MAX_CALLS
+# How many of one agent's calls run at once unless its own setting says otherwise; the
+# calls beyond wait their turn (queued, with their place in line), never refused.
+SYNTHORG_AGENT_MAX_CONCURRENT_CALLS = _environment.SYNTHORG_AGENT_MAX_CONCURRENT_CALLS
+# A queued call sent to its queue this long ago and still not taken by a worker is sent
+# again (the broker was down or lost the message; the claim keeps it exactly-once).
+SYNTHORG_DISPATCH_RESEND_SECONDS = _environment.SYNTHORG_DISPATCH_RESEND_SECONDS
+# How many calls one worker process supervises at once (threads that wait on sandboxes).
+SYNTHORG_WORKER_CALLS = _environment.SYNTHORG_WORKER_CALLS
+CELERY_WORKER_CONCURRENCY = SYNTHORG_WORKER_CALLS
 # How long an MCP tools/call waits for a person to decide before answering "pending".
 # 50 s: below the 60 s request timeout of the common MCP clients (TypeScript SDK,
 # Inspector), so they receive the "pending" answer instead of timing out first.

@@ -8,6 +8,7 @@ from django.core.exceptions import ObjectDoesNotExist
 
 from tools_app.agent_view import decision_text, decision_trace, error_text
 from tools_app.models import Invocation, InvocationStatus
+from tools_app.selectors.line import queue_place
 
 _RAN = {InvocationStatus.SUCCEEDED, InvocationStatus.FAILED, InvocationStatus.TIMED_OUT}
 
@@ -66,6 +67,8 @@ def invocation_json(invocation: Invocation) -> dict[str, Any]:
             "trace": decision_trace(decision.get("trace") or []),
         },
         "approval": _approval(invocation),
+        # Beyond its agent's concurrency cap: its place in line (null otherwise).
+        "queue": queue_place(invocation),
         "result": _result(invocation),
         "error": (
             {

@@ -36,6 +36,9 @@ class Agent(UUIDModel, TimestampedModel):
     autonomy = models.CharField(max_length=20, choices=Autonomy.choices, default=Autonomy.SEMI)
     workspace = models.CharField(max_length=4096)
     active = models.BooleanField(default=True)
+    # How many of its calls run at once (None: SYNTHORG_AGENT_MAX_CONCURRENT_CALLS);
+    # the calls beyond wait their turn, queued.
+    max_concurrent_calls = models.PositiveSmallIntegerField(null=True, blank=True)
 
     class Meta:
         ordering = ["name"]

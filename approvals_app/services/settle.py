@@ -5,10 +5,7 @@ Callers hold the request's row lock inside their transaction.
 
 from __future__ import annotations
 
-import functools
 from datetime import datetime
-
-from django.db import transaction
 
 from approvals_app.events import approval_change_on_commit
 from approvals_app.models import ApprovalRequest, ApprovalStatus
@@ -17,27 +14,24 @@ from common.config.notifications import NotificationEvent
 from common.inbox import ApprovalChange
 from notifications_app.services import notifications_queue
 from tools_app.models import Invocation, InvocationStatus
-from tools_app.services.invocation_dispatch import invocation_dispatch_on_commit, invocation_settled
+from tools_app.services.invocation_admission import agent_line_advance, agent_line_lock
+from tools_app.services.invocation_dispatch import invocation_settled
 from tools_app.services.invocation_state import invocation_transition
 
 
 def release_invocation(invocation: Invocation) -> bool:
-    """pending_approval → queued; enqueue on commit (a held batch member waits its turn)."""
-    held = invocation.batch_max_concurrency is not None
+    """pending_approval → queued: it joins its agent's line and starts when its turn
+    comes (at once when a slot is free), sent to its queue on commit."""
+    agent_line_lock(invocation.agent_id)
     moved = invocation_transition(
         invocation_id=invocation.id,
         from_statuses=[InvocationStatus.PENDING_APPROVAL],
         to_status=InvocationStatus.QUEUED,
-        held=held,
+        held=True,
     )
     if not moved:
         return False
-    if held and invocation.batch_id is not None:
-        from tools_app.services.invocation_batch import batch_release
-
-        transaction.on_commit(functools.partial(batch_release, batch_id=invocation.batch_id))
-    else:
-        invocation_dispatch_on_commit(invocation)
+    agent_line_advance(agent=invocation.agent)
     return True
 
 

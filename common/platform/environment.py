@@ -139,6 +139,9 @@ class PlatformEnvironment(BaseSettings):
     SYNTHORG_SECRET_MAX_VALUE_CHARS: int = Field(default=16384, ge=1, le=16 * _MIB)
     SYNTHORG_INVOCATION_LEASE_SECONDS: float = Field(default=10.0, ge=1, le=_HOUR)
     SYNTHORG_INVOCATION_MAX_ATTEMPTS: int = Field(default=3, ge=1, le=100)
+    SYNTHORG_AGENT_MAX_CONCURRENT_CALLS: int = Field(default=4, ge=1, le=10_000)
+    SYNTHORG_DISPATCH_RESEND_SECONDS: float = Field(default=30.0, ge=1, le=_DAY)
+    SYNTHORG_WORKER_CALLS: int = Field(default=256, ge=1, le=10_000)
     SYNTHORG_BATCH_MAX_CALLS: int = Field(default=50, ge=1, le=10_000)
     SYNTHORG_JSON_MAX_DEPTH: int = Field(default=32, ge=1, le=1000)
     SYNTHORG_REFUSAL_AUDIT_PER_MINUTE: int = Field(

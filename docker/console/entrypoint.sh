@@ -2,7 +2,7 @@
 # The console image's entry point: one role per container.
 #   web                 daphne on $HOST:$PORT (behind the proxy)
 #   worker [QUEUES]     a Celery worker for QUEUES (comma-separated; default $SYNTHORG_QUEUES,
-#                       else every queue), $CELERY_WORKER_CONCURRENCY processes
+#                       else every queue), supervising $SYNTHORG_WORKER_CALLS calls at once
 #   beat                the one Celery beat of the cluster
 #   migrate             apply migrations and collect static files (once per release)
 #   manage ARGS...      any manage.py command (synthorg_audit verify, synthorg_user, ...)
@@ -18,7 +18,7 @@ case "$role" in
   worker)
     queues="${1:-${SYNTHORG_QUEUES:-default,sandbox.subprocess,sandbox.namespace,sandbox.docker,maintenance}}"
     exec python3 -m celery -A synthorg_site worker -Q "$queues" \
-      -c "${CELERY_WORKER_CONCURRENCY:-2}" -n "${SYNTHORG_WORKER_NAME:-worker}@%h" \
+      -n "${SYNTHORG_WORKER_NAME:-worker}@%h" \
       --without-gossip --without-mingle -l "${LOG_LEVEL:-INFO}"
     ;;
   beat)

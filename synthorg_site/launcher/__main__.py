@@ -64,7 +64,7 @@ def _healthy(url: str) -> bool:
         return response.status == 200
 
 
-def child_specs(*, host: str, port: int, concurrency: int) -> list[ChildSpec]:
+def child_specs(*, host: str, port: int) -> list[ChildSpec]:
     env = dict(os.environ)
     python = sys.executable
     specs: list[ChildSpec] = []
@@ -93,7 +93,7 @@ def child_specs(*, host: str, port: int, concurrency: int) -> list[ChildSpec]:
             name="worker",
             argv=[python, "-m", "celery", "-A", "synthorg_site", "worker",
                   "-Q", "default,sandbox.subprocess,sandbox.namespace,sandbox.docker,maintenance",
-                  "-c", str(concurrency), "-n", f"worker@{socket.gethostname()}",
+                  "-n", f"worker@{socket.gethostname()}",
                   "--without-gossip", "--without-mingle", "-l", "INFO"],
             env=env,
             # Ready once /healthz is green: the worker's heartbeat and its sandbox
@@ -121,7 +121,7 @@ def _wait_for_any_exit(children: list[Child], signals: StopSignals) -> Child | N
     return None
 
 
-def run(*, host: str, port: int, concurrency: int, signals: StopSignals) -> int:
+def run(*, host: str, port: int, signals: StopSignals) -> int:
     """Start the children in order, watch them, stop them all; the exit status.
 
     Everything happens here, in the main loop: the signal handlers only wake it.
@@ -129,7 +129,7 @@ def run(*, host: str, port: int, concurrency: int, signals: StopSignals) -> int:
     # The children's metric files of a previous run would be summed into this one's.
     multiprocess_dir_wipe(Path(os.environ.get(MULTIPROC_ENV) or runtime.var_dir() / "metrics"))
     try:
-        specs = child_specs(host=host, port=port, concurrency=concurrency)
+        specs = child_specs(host=host, port=port)
     except RedisBinaryMissingError as exc:
         _say(str(exc))
         return EXIT_CANNOT_START
@@ -185,16 +185,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="synthorg-launcher", description=__doc__)
     parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
     parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
-    parser.add_argument(
-        "--concurrency", type=int, default=int(os.environ.get("CELERY_WORKER_CONCURRENCY", "2"))
-    )
     args = parser.parse_args(argv)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "synthorg_site.settings")
     secure_private_state(_say)
     # manage.py run later without SYNTHORG_ENV then finds the console `make run` started.
     runtime.remember_mode()
     started = time.monotonic()
-    code = run(host=args.host, port=args.port, concurrency=args.concurrency, signals=signals)
+    code = run(host=args.host, port=args.port, signals=signals)
     if code:
         _say(f"exit {code} after {time.monotonic() - started:.1f}s")
     return code

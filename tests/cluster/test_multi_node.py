@@ -216,6 +216,14 @@ def test_a_worker_killed_mid_call_loses_and_doubles_nothing(
     assert counter.read_text().count("run") == runs
     endings = AuditEvent.objects.filter(invocation_id=invocation_id, kind="invocation.finished")
     assert list(endings.values_list("status", flat=True)) == [final]
+    retried = AuditEvent.objects.filter(invocation_id=invocation_id, kind="invocation.retried")
+    if final == "failed":
+        assert done["error"]["code"] == "worker_lost"
+        assert endings.get().outcome == "worker_lost"
+        assert not retried.exists()
+    else:
+        assert Invocation.objects.get(id=invocation_id).attempts == 2
+        assert retried.count() == 1
 
 
 def _broker(nodes: Cluster) -> Celery:

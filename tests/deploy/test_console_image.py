@@ -120,7 +120,7 @@ def console(console_image: tuple[Any, str], test_env: dict[str, str]) -> Iterato
         worker = _container(
             client, image, ["worker"], sandboxes=True,
             environment={**common, "SYNTHORG_WORKER_NAME": worker_name,
-                         "CELERY_WORKER_CONCURRENCY": "1"},
+                         "SYNTHORG_WORKER_CALLS": "8"},
             binds=binds, var_dir=var_dir,
         )  # fmt: skip
         containers.append(worker)

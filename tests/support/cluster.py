@@ -81,7 +81,7 @@ def _worker(
 
     argv = python_argv(
         "-m", "celery", "-A", "synthorg_site", "worker", "-Q", ",".join(QUEUES),
-        "-c", "1", "-n", name, "--without-gossip", "--without-mingle", "-l", "INFO",
+        "-n", name, "--without-gossip", "--without-mingle", "-l", "INFO",
     )  # fmt: skip
     with running(argv, env=env, log_path=root / f"{name.split('@')[0]}{suffix}.log") as worker:
         yield worker

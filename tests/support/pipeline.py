@@ -67,7 +67,7 @@ def configured_pipeline(
 
     worker_argv = python_argv(
         "-m", "celery", "-A", "synthorg_site", "worker", "-Q", ",".join(QUEUES),
-        "-c", "2", "-n", name, "--without-gossip", "--without-mingle", "-l", "INFO",
+        "-n", name, "--without-gossip", "--without-mingle", "-l", "INFO",
     )  # fmt: skip
     daphne_argv = python_argv("-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
                               "synthorg_site.asgi:application")  # fmt: skip

@@ -135,4 +135,16 @@ class Privileged:
         return _run(context, ("echo", "privileged"))
 
 
-TOOLS = (Echo(), Counter(), IdempotentCounter(), BadOutput(), Sleeper(), Privileged())
+@dataclass(frozen=True)
+class Gate:
+    """Waits in the sandbox until a file ``gate.open`` appears in its workspace (or its
+    time runs out), then says so: calls that run for as long as a test wants."""
+
+    contract: ToolContract = field(default_factory=lambda: _contract("test_gate"))
+
+    def run(self, context: ToolContext, arguments: Mapping[str, Any]) -> ToolOutcome:
+        script = "while [ ! -e gate.open ]; do sleep 1; done; echo passed"
+        return _run(context, ("sh", "-c", script), timeout=float(arguments.get("seconds", 60)))
+
+
+TOOLS = (Echo(), Counter(), IdempotentCounter(), BadOutput(), Sleeper(), Privileged(), Gate())

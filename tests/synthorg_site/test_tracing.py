@@ -111,7 +111,7 @@ def test_web_and_worker_spans_share_one_trace_down_to_the_sandbox(
     )
     worker = python_argv(
         "-m", "celery", "-A", "synthorg_site", "worker", "-Q", ",".join(QUEUES),
-        "-c", "1", "-n", name, "--without-gossip", "--without-mingle", "-l", "INFO",
+        "-n", name, "--without-gossip", "--without-mingle", "-l", "INFO",
     )  # fmt: skip
     created = agent_create(name=f"traced-{uuid.uuid4().hex[:10]}", access_level="standard")
     with (

@@ -51,9 +51,13 @@ class Invocation(UUIDModel, TimestampedModel):
     idempotency_key = models.CharField(max_length=200, null=True, blank=True)  # noqa: DJ001
     task_id = models.CharField(max_length=200, blank=True)
     batch_id = models.UUIDField(null=True, blank=True, db_index=True)
-    # A batch with max_concurrency keeps its queued calls held back until a slot frees.
     batch_max_concurrency = models.PositiveSmallIntegerField(null=True, blank=True)
+    # A queued call waiting its turn: its agent (or its batch) runs as many calls at
+    # once as it may. It is sent to a worker when a slot frees, in order.
     held = models.BooleanField(default=False)
+    # When it was last sent to its queue: a queued call sent long ago and never
+    # claimed is sent again (the broker may have lost it; the claim runs it once).
+    dispatched_at = models.DateTimeField(null=True, blank=True)
     request_id = models.CharField(max_length=64, blank=True)
     queue = models.CharField(max_length=40, blank=True)
     backend = models.CharField(max_length=20, blank=True)
@@ -81,7 +85,11 @@ class Invocation(UUIDModel, TimestampedModel):
                 name="invocation_idempotency_key_unique_per_agent",
             )
         ]
-        indexes = [models.Index(fields=["agent", "-created_at"])]
+        indexes = [
+            models.Index(fields=["agent", "-created_at"]),
+            # The agent's calls in flight and waiting, counted on every admission.
+            models.Index(fields=["agent", "status", "held"], name="invocation_agent_line"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.tool} {self.status} ({self.id})"

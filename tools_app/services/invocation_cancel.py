@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import functools
-
 from django.db import transaction
 from django.utils import timezone
 
 from audit_app.record import Actor, audit_record
 from tools_app.approval_desk import approval_desk
 from tools_app.models import Invocation, InvocationStatus
+from tools_app.services.invocation_admission import agent_line_advance, agent_line_lock
 from tools_app.services.invocation_dispatch import invocation_settled
 from tools_app.services.invocation_state import invocation_transition
 
@@ -36,7 +35,15 @@ def invocation_cancel(
     A running call's result is discarded when it arrives (its worker's final
     compare-and-set finds the call cancelled).
     """
-    previous = Invocation.objects.filter(id=invocation.id).values_list("status", flat=True).first()
+    # The agent's line first (before the call's row), as every writer of the line does.
+    agent_line_lock(invocation.agent_id)
+    # Locked: a worker's claim cannot move it between this read and the change below.
+    previous = (
+        Invocation.objects.select_for_update()
+        .filter(id=invocation.id)
+        .values_list("status", flat=True)
+        .first()
+    )
     cancelled = invocation_transition(
         invocation_id=invocation.id,
         from_statuses=statuses,
@@ -62,8 +69,8 @@ def invocation_cancel(
             status=InvocationStatus.CANCELLED,
             reason=f"cancelled while {previous}: {why}" if why else f"cancelled while {previous}",
         )
-        if invocation.batch_id is not None:
-            from tools_app.services.invocation_batch import batch_release
-
-            transaction.on_commit(functools.partial(batch_release, batch_id=invocation.batch_id))
+        if previous == InvocationStatus.QUEUED:
+            # Its slot (or its place in line) frees: the next waiting call starts. A
+            # running call's slot frees when its worker is done with the sandbox.
+            agent_line_advance(agent=invocation.agent)
     return Invocation.objects.select_related("approval").get(id=invocation.id)

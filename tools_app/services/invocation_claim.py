@@ -64,7 +64,7 @@ def _claim_statement() -> _Statement:
         f"WITH c AS (UPDATE {q(Invocation._meta.db_table)}"  # noqa: S608
         f" SET {col('status')} = %s, {col('started_at')} = %s, {col('worker')} = %s,"
         f" {col('attempts')} = {col('attempts')} + 1, {col('updated_at')} = %s"
-        f" WHERE {col('id')} = %s AND {col('status')} = %s RETURNING *)"
+        f" WHERE {col('id')} = %s AND {col('status')} = %s AND NOT {col('held')} RETURNING *)"
         f" SELECT {shape.select_list()} FROM c"
         f" INNER JOIN {q(Agent._meta.db_table)} a"
         f" ON a.{q(_column(Agent, 'id'))} = c.{col('agent')}"
@@ -86,6 +86,8 @@ def invocation_claim(*, invocation_id: uuid.UUID, worker: str) -> Invocation | N
             invocation_id=invocation_id,
             from_statuses=[InvocationStatus.QUEUED],
             to_status=InvocationStatus.RUNNING,
+            # A call waiting its turn is not this message's to run (a stale or re-sent one).
+            where={"held": False},
             started_at=now,
             worker=worker,
             attempts=F("attempts") + 1,

@@ -9,19 +9,23 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from datetime import datetime
 
+import structlog
 from celery import current_app
-from django.db import transaction
+from django.db import DatabaseError, transaction
 
 from common.platform.metrics.instruments import call_settled
-from tools_app.models import Invocation
+from tools_app.models import Invocation, InvocationStatus
 from trust_app.services.evidence import trust_invocation_outcome_note
 
 # The worker's task (tools_app.tasks.execute_invocation), sent by name: the task module
 # imports the services that run a call, so the services never import it back.
 EXECUTE_TASK = "tools_app.execute_invocation"
+QUEUED = InvocationStatus.QUEUED
+log = structlog.get_logger("synthorg.dispatch")
 
 
 def enqueue_invocation(invocation: Invocation) -> None:
@@ -29,9 +33,26 @@ def enqueue_invocation(invocation: Invocation) -> None:
     current_app.send_task(EXECUTE_TASK, args=[str(invocation.id)], queue=invocation.queue)
 
 
+def _enqueue_committed(invocation: Invocation) -> None:
+    """Send a committed call; a broker that is away leaves it for the dispatch sweep.
+
+    The call is recorded whatever happens here (the caller's answer says so): the
+    database, not the broker, says what must run. A failed send clears the call's
+    ``dispatched_at``, and the sweep sends it again as soon as it runs.
+    """
+    try:
+        enqueue_invocation(invocation)
+    except Exception as exc:
+        log.warning("invocation_dispatch_deferred", invocation=str(invocation.id), error=str(exc))
+        with contextlib.suppress(DatabaseError):
+            Invocation.objects.filter(id=invocation.id, status=QUEUED, held=False).update(
+                dispatched_at=None
+            )
+
+
 def invocation_dispatch_on_commit(invocation: Invocation) -> None:
     """Send the queued call to its queue after the caller's commit (nothing on rollback)."""
-    transaction.on_commit(functools.partial(enqueue_invocation, invocation))
+    transaction.on_commit(functools.partial(_enqueue_committed, invocation))
 
 
 def invocation_settled(

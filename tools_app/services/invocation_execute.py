@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import itertools
 import time
 import uuid
-from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -25,27 +23,28 @@ from django.db import transaction
 from django.utils import timezone
 
 from audit_app.record import Actor, audit_record
+from common.platform.database import database_connections_release, until_database_answers
 from common.settings_config import synthorg_config
 from secrets_app.broker import SecretNotGrantedError, SecretUnavailableError
 from secrets_app.references import SecretReferenceError
 from secrets_app.substitution import CallSecrets, call_secrets_resolve
-from tools_app.agent_view import agent_message, agent_output, agent_structure
 from tools_app.bridge.definitions import CATEGORY as BRIDGE_CATEGORY
 from tools_app.bridge.pinning import upstream_standing
-from tools_app.builtin.base import ToolContext, ToolFailedError, ToolOutcome, ToolRefusedError
+from tools_app.builtin.base import ToolContext, ToolFailedError, ToolRefusedError
 from tools_app.models import Invocation, InvocationStatus
 from tools_app.quota.guard import guard_workspace
-from tools_app.registry import schema_validator, tool_catalog
+from tools_app.registry import tool_catalog
 from tools_app.representation import invocation_json
 from tools_app.sandbox.errors import SandboxError
 from tools_app.sandbox.protocol import Owner
-from tools_app.sanitize import TRUNCATION_MARKER
 from tools_app.sanitize.known import known_secrets_for
 from tools_app.sanitize.redaction import redact_counted
 from tools_app.secrets import call_known_secrets, call_secrets
 from tools_app.selectors.invocations import disabled_tool_keys
+from tools_app.services.invocation_admission import agent_line_advance, agent_line_lock
 from tools_app.services.invocation_claim import invocation_claim
 from tools_app.services.invocation_dispatch import invocation_dispatch_on_commit, invocation_settled
+from tools_app.services.invocation_outcome import Settled, settle_outcome, settled_for_agent
 from tools_app.services.invocation_state import invocation_transition
 from tools_app.services.runnable import RULE_UPSTREAM_HELD
 from tools_app.worker.egress import invocation_egress
@@ -60,22 +59,6 @@ log = structlog.get_logger("synthorg.invocation")
 RUNNING = InvocationStatus.RUNNING
 # An output schema violation names at most this many problems.
 _MAX_SCHEMA_PROBLEMS = 5
-
-
-@dataclass(frozen=True)
-class Settled:
-    status: str
-    is_error: bool
-    content: str = ""
-    raw_content: str = ""
-    structured: Any = None
-    exit_code: int | None = None
-    truncated: bool = False
-    duration_ms: int | None = None
-    error_code: str = ""
-    error_message: str = ""
-    # Content and error message already sanitised for the agent.
-    for_agent: bool = False
 
 
 def invocation_execute(*, invocation_id: uuid.UUID, worker: str) -> None:
@@ -110,6 +93,7 @@ def invocation_worker_lost(*, invocation: Invocation, worker: str) -> None:
                 from_statuses=[RUNNING],
                 to_status=InvocationStatus.QUEUED,
                 worker="",
+                dispatched_at=timezone.now(),
             )
             if requeued:
                 audit_record(
@@ -162,23 +146,34 @@ def _context(invocation: Invocation, backend: Any) -> ToolContext:
 def _run_claimed(invocation: Invocation) -> None:
     started = time.monotonic()
     secret_values: tuple[str, ...] = ()
+    # The lease stays held until the end is recorded: a database that is away while
+    # the call finishes delays its record, and is never taken for a dead worker.
     with invocation_lease(invocation.id):
-        settled = _refusal_before_running(invocation)
+        settled = until_database_answers(
+            lambda: _refusal_before_running(invocation), what="invocation_prepare"
+        )
         if settled is None:
-            prepared = _call_arguments(invocation)
+            prepared = until_database_answers(
+                lambda: _call_arguments(invocation), what="invocation_prepare"
+            )
             if isinstance(prepared, Settled):
                 settled = prepared
             else:
                 secret_values = prepared.values
+                # The sandbox may take minutes: its database connection goes back to
+                # the pool meanwhile, so waiting calls hold no connection.
+                database_connections_release()
                 with call_secrets(secret_values):
                     settled = _run_tool(invocation, prepared.arguments)
-    if settled.duration_ms is None:
-        settled = Settled(
-            **{**settled.__dict__, "duration_ms": int((time.monotonic() - started) * 1000)}
-        )
-    # The call's secrets stay known until its result is stored.
-    with call_secrets(secret_values):
-        _finish(invocation=invocation, settled=settled)
+        if settled.duration_ms is None:
+            settled = dataclasses.replace(
+                settled, duration_ms=int((time.monotonic() - started) * 1000)
+            )
+        # The call's secrets stay known until its result is stored.
+        with call_secrets(secret_values):
+            until_database_answers(
+                lambda: _finish(invocation=invocation, settled=settled), what="invocation_finish"
+            )
 
 
 def _call_arguments(invocation: Invocation) -> CallSecrets | Settled:
@@ -289,75 +284,7 @@ def _run_tool(invocation: Invocation, arguments: dict[str, Any]) -> Settled:
             error_code="tool_error",
             error_message=f"the tool failed unexpectedly ({exc.__class__.__name__})",
         )
-    return _settle_outcome(contract=contract, outcome=outcome)
-
-
-def _settle_outcome(*, contract: Any, outcome: ToolOutcome) -> Settled:
-    status = InvocationStatus.SUCCEEDED
-    error_code, error_message = outcome.error_code or "", ""
-    structured = None if outcome.structured is None else agent_structure(dict(outcome.structured))
-    if outcome.timed_out:
-        status, error_code = InvocationStatus.TIMED_OUT, error_code or "timeout"
-        error_message = "the call ran past its time limit and was stopped"
-    elif outcome.is_error:
-        status, error_code = InvocationStatus.FAILED, error_code or "tool_error"
-        error_message = outcome.content
-    else:
-        validator = schema_validator(contract, "output_schema")
-        problems = _schema_problems(validator, outcome.structured)
-        if problems:
-            error_message = "the tool's output broke its output schema: " + "; ".join(problems)
-        elif structured is not None and (problems := _schema_problems(validator, structured.value)):
-            # Fail closed: what the agent would be shown no longer matches the
-            # tool's output schema, so it is not shown at all.
-            error_message = "the tool's output broke its output schema once sanitised: " + (
-                "; ".join(problems)
-            )
-        if problems:
-            status, error_code = InvocationStatus.FAILED, "output_invalid"
-    return settled_for_agent(
-        Settled(
-            status=status,
-            is_error=status != InvocationStatus.SUCCEEDED,
-            content=outcome.content,
-            raw_content=outcome.content,
-            structured=None if structured is None else structured.value,
-            exit_code=outcome.exit_code,
-            truncated=outcome.truncated,
-            duration_ms=outcome.duration_ms,
-            error_code=error_code,
-            error_message=error_message,
-        )
-    )
-
-
-def _schema_problems(validator: Any, structured: Any) -> list[str]:
-    value = dict(structured) if structured is not None else {}
-    return [
-        f"output.{'.'.join(str(p) for p in e.absolute_path) or '$'}: {e.message}"
-        for e in itertools.islice(validator.iter_errors(value), _MAX_SCHEMA_PROBLEMS)
-    ]
-
-
-def settled_for_agent(settled: Settled) -> Settled:
-    """`settled` with its content and error message as an agent may see them
-    (the raw content stays for auditors); the structured result is sanitised
-    where it is validated."""
-    if settled.for_agent:
-        return settled
-    content = settled.content
-    if settled.truncated and content and not content.endswith(TRUNCATION_MARKER):
-        # The tool cut its own output: the agent reads that it was cut, not only a flag.
-        content += TRUNCATION_MARKER
-    clean = agent_output(content)
-    return dataclasses.replace(
-        settled,
-        for_agent=True,
-        content=clean.text,
-        truncated=settled.truncated or clean.truncated,
-        # The message may quote the output: sanitised like it.
-        error_message=agent_message(settled.error_message),
-    )
+    return settle_outcome(contract=contract, outcome=outcome)
 
 
 def _without_call_secrets(text: str) -> str:
@@ -401,6 +328,8 @@ def _finish(*, invocation: Invocation, settled: Settled) -> None:
         )
     fields = _settled_fields(settled, finished_at)
     with transaction.atomic():
+        # The agent's line first (before the call's row), as every writer of the line does.
+        agent_line_lock(invocation.agent_id)
         done = invocation_transition(
             invocation_id=invocation.id,
             from_statuses=[RUNNING],
@@ -408,6 +337,9 @@ def _finish(*, invocation: Invocation, settled: Settled) -> None:
             announce=_as_settled(invocation, settled.status, fields),
             **fields,
         )
+        # Its slot frees (also when the call was cancelled while its sandbox ran): the
+        # agent's next waiting call, if any, starts.
+        agent_line_advance(agent=invocation.agent)
         if done:
             invocation_settled(invocation=invocation, status=settled.status, at=finished_at)
             # Last: the audit chain's lock is held from here to the commit.
@@ -426,10 +358,6 @@ def _finish(*, invocation: Invocation, settled: Settled) -> None:
                 duration_ms=settled.duration_ms,
                 data={"exit_code": settled.exit_code, "truncated": settled.truncated},
             )
-    if done and invocation.batch_id is not None:
-        from tools_app.services.invocation_batch import batch_release
-
-        batch_release(batch_id=invocation.batch_id)
     if not done:
         # Cancelled (or settled elsewhere) while it ran: the result is not delivered.
         log.info("invocation_result_discarded", invocation=str(invocation.id))

@@ -19,6 +19,7 @@ def invocation_transition(
     from_statuses: Iterable[str],
     to_status: str,
     announce: Mapping[str, Any] | None = None,
+    where: Mapping[str, Any] | None = None,
     **fields: Any,
 ) -> bool:
     """Move the invocation to `to_status` only if it is in one of `from_statuses` now.
@@ -27,11 +28,13 @@ def invocation_transition(
     the caller's transaction, which also writes the audit row (a change with no row
     beside it may commit on its own); the live update is sent after commit, carrying
     ``announce`` (the invocation as the agent API renders
-    it after this change) when given.
+    it after this change) when given. ``where`` adds conditions the row must meet too.
     """
     fields.setdefault("updated_at", timezone.now())
-    updated = Invocation.objects.filter(id=invocation_id, status__in=list(from_statuses)).update(
-        status=to_status, **fields
+    updated = (
+        Invocation.objects.filter(id=invocation_id, status__in=list(from_statuses))
+        .filter(**(where or {}))
+        .update(status=to_status, **fields)
     )
     if updated:
         body = dict(announce) if announce is not None else None

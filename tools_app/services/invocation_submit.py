@@ -33,6 +33,7 @@ from tools_app.registry import backend_for, schema_validator, tool_catalog
 from tools_app.sanitize import redact_structure
 from tools_app.secrets import known_secrets
 from tools_app.selectors.invocations import disabled_tool_keys
+from tools_app.services.invocation_admission import agent_line_advance, invocation_admission
 from tools_app.services.invocation_dispatch import invocation_dispatch_on_commit, invocation_settled
 from trust_app.models import Agent
 from trust_app.policy import Decision, Outcome, name_key
@@ -216,6 +217,13 @@ def _record(
     backend = backend_for(contract)
     now = timezone.now()
     denied = status == InvocationStatus.DENIED
+    # A queued call starts at once when its agent has a free slot and nothing waits
+    # before it; otherwise it waits its turn in the agent's line (never refused).
+    starts = (
+        status == InvocationStatus.QUEUED
+        and batch_max_concurrency is None
+        and invocation_admission(agent=agent)
+    )
     invocation = Invocation.objects.create(
         id=invocation_id or uuid.uuid4(),
         agent=agent,
@@ -233,7 +241,8 @@ def _record(
         task_id=call.task_id,
         batch_id=batch_id,
         batch_max_concurrency=batch_max_concurrency,
-        held=status == InvocationStatus.QUEUED and batch_max_concurrency is not None,
+        held=status == InvocationStatus.QUEUED and not starts,
+        dispatched_at=now if starts else None,
         request_id=current_request_id() or "",
         backend=backend,
         queue=f"sandbox.{backend}",
@@ -246,6 +255,10 @@ def _record(
         approval_desk().request_open(invocation=invocation, routed=routed)
     if denied:
         invocation_settled(invocation=invocation, status=status, at=now)
+    if starts:
+        invocation_dispatch_on_commit(invocation)
+    elif status == InvocationStatus.QUEUED:
+        agent_line_advance(agent=agent)
     # Last: the audit chain's lock is held from here to the commit.
     audit_record(
         kind="invocation.decided",
@@ -262,6 +275,4 @@ def _record(
         rule=decision.rule,
         data={"trace": list(decision.trace), "arguments": invocation.arguments_redacted},
     )
-    if status == InvocationStatus.QUEUED and not invocation.held:
-        invocation_dispatch_on_commit(invocation)
     return Submitted(invocation=invocation, created=True)

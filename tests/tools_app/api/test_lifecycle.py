@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import os
-import signal
 from collections.abc import Callable
 from pathlib import Path
 
@@ -81,46 +78,8 @@ def test_cancelling_a_finished_call_changes_nothing(make_agent: Callable[..., Ag
     assert again["status"] == "succeeded"
 
 
-def _kill_running_process(invocation_id: str) -> None:
-    wait_until(
-        lambda: redis_client().get(LEASE_PREFIX + invocation_id) is not None,
-        timeout=30,
-        what="the worker to take the call",
-    )
-    raw = redis_client().get(LEASE_PREFIX + invocation_id)
-    assert raw is not None
-    holder = json.loads(raw)
-    os.kill(int(holder["pid"]), signal.SIGKILL)
-
-
-def test_a_worker_killed_mid_call_fails_it_and_it_ran_once(
-    make_agent: Callable[..., AgentClient],
-) -> None:
-    client = make_agent()
-    created = client.call("test_counter", {"seconds": 4}).json()
-    wait_until(lambda: _runs(client) == 1, timeout=30, what="the call to start its work")
-    _kill_running_process(created["id"])
-    body = client.get(created["id"], wait=45).json()
-    assert body["status"] == "failed", body
-    assert body["error"]["code"] == "worker_lost"
-    assert _runs(client) == 1
-    assert AuditEvent.objects.filter(invocation_id=created["id"], outcome="worker_lost").exists()
-
-
-def test_an_idempotent_tool_is_retried_after_its_worker_dies(
-    make_agent: Callable[..., AgentClient],
-) -> None:
-    client = make_agent()
-    created = client.call("test_counter_idempotent", {"seconds": 4}).json()
-    wait_until(lambda: _runs(client) == 1, timeout=30, what="the call to start its work")
-    _kill_running_process(created["id"])
-    body = client.get(created["id"], wait=60).json()
-    assert body["status"] == "succeeded", body
-    assert _runs(client) == 2
-    assert Invocation.objects.get(id=created["id"]).attempts == 2
-    assert AuditEvent.objects.filter(
-        invocation_id=created["id"], kind="invocation.retried"
-    ).exists()
+# A worker killed mid-call (its whole process: calls run in its threads) is the cluster
+# suite's case: tests/cluster/test_multi_node.py kills one under beat's sweeps.
 
 
 def test_a_batch_keeps_each_calls_failure_to_itself(make_agent: Callable[..., AgentClient]) -> None:

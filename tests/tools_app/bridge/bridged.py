@@ -26,7 +26,7 @@ from tools_app.bridge.pool import bridge_pool
 from tools_app.builtin.base import ToolContext, ToolOutcome
 from tools_app.registry import tool_catalog
 from tools_app.sandbox.protocol import Owner, SandboxBackend
-from tools_app.services.invocation_execute import Settled, _settle_outcome
+from tools_app.services.invocation_outcome import Settled, settle_outcome
 from trust_app.models import Agent
 
 SERVERS = Path(__file__).with_name("servers")
@@ -105,5 +105,5 @@ def call(
         invocation_id=invocation_id,
     )
     outcome = implementation.run(context, arguments)
-    settled = _settle_outcome(contract=implementation.contract, outcome=outcome)
+    settled = settle_outcome(contract=implementation.contract, outcome=outcome)
     return outcome, settled, invocation_id
