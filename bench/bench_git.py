@@ -147,7 +147,7 @@ def end_to_end(commands: dict[str, tuple[object, tuple[str, ...]]]) -> None:
     )
     worker = python_argv(
         "-m", "celery", "-A", "synthorg_site", "worker", "-Q", "sandbox.namespace",
-        "-c", "1", "-P", "prefork", "-n", f"bench-git-{os.getpid()}@localhost",
+        "-n", f"bench-git-{os.getpid()}@localhost",
         "-l", "WARNING", "--without-gossip", "--without-mingle",
     )  # fmt: skip
     created = agent_create(

@@ -34,7 +34,7 @@ def main() -> None:
     )
     worker_name = f"bench-{os.getpid()}@localhost"
     worker = python_argv(
-        "-m", "celery", "-A", "synthorg_site", "worker", "-Q", "default", "-c", "1",
+        "-m", "celery", "-A", "synthorg_site", "worker", "-Q", "default",
         "-n", worker_name, "-l", "WARNING",
     )  # fmt: skip
     url = f"http://127.0.0.1:{port}/healthz"

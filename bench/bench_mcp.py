@@ -55,7 +55,7 @@ def main() -> None:
     )
     worker = python_argv(
         "-m", "celery", "-A", "synthorg_site", "worker", "-Q", "sandbox.subprocess",
-        "-c", "1", "-P", "prefork", "-n", f"bench-mcp-{os.getpid()}@localhost",
+        "-n", f"bench-mcp-{os.getpid()}@localhost",
         "-l", "WARNING", "--without-gossip", "--without-mingle",
     )  # fmt: skip
     created = agent_create(name=f"bench-mcp-{uuid.uuid4().hex[:8]}", access_level="standard")

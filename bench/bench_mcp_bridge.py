@@ -160,7 +160,7 @@ def bridged(tmp: Path, remote_port: int) -> dict[str, list[float]]:
     )
     worker = python_argv(
         "-m", "celery", "-A", "synthorg_site", "worker", "-Q", ",".join(QUEUES),
-        "-c", "1", "-P", "prefork", "-n", f"bench-bridge-{os.getpid()}@localhost",
+        "-n", f"bench-bridge-{os.getpid()}@localhost",
         "-l", "WARNING", "--without-gossip", "--without-mingle",
     )  # fmt: skip
     created = agent_create(

@@ -85,7 +85,7 @@ def main() -> None:
     workers = [
         python_argv(
             "-m", "celery", "-A", "synthorg_site", "worker", "-Q", "sandbox.subprocess",
-            "-c", "1", "-P", "prefork", "-n", f"bench-{i}-{os.getpid()}@localhost",
+            "-n", f"bench-{i}-{os.getpid()}@localhost",
             "-l", "WARNING", "--without-gossip", "--without-mingle",
         )
         for i in range(2)

@@ -82,7 +82,7 @@ def measure(web_nodes: int, workers: int, env: dict[str, str], tmp: Path) -> dic
         for n in range(workers):
             argv = python_argv(
                 "-m", "celery", "-A", "synthorg_site", "worker", "-Q", "sandbox.subprocess",
-                "-c", "1", "-P", "prefork", "-n", f"scale-{n}-{os.getpid()}@localhost",
+                "-n", f"scale-{n}-{os.getpid()}@localhost",
                 "-l", "WARNING", "--without-gossip", "--without-mingle",
             )  # fmt: skip
             worker = stack.enter_context(running(argv, env=env, log_path=tmp / f"w{n}.log"))

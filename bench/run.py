@@ -26,6 +26,38 @@ def _cell(value: object) -> str:
     return "" if value is None else str(value)
 
 
+def _revision() -> str:
+    found = subprocess.run(
+        ["git", "describe", "--always", "--dirty"], cwd=BASE_DIR, capture_output=True, text=True
+    )
+    return found.stdout.strip() or "unknown"
+
+
+def _write_markdown(table: list[list[str]], cores: int | None, only: list[str]) -> Path:
+    """The table as Markdown in $SYNTHORG_BENCH_DIR (default var/bench/): latest.md, and a
+    dated copy, so runs can be compared."""
+    out = Path(os.environ.get("SYNTHORG_BENCH_DIR") or BASE_DIR / "var" / "bench")
+    out.mkdir(parents=True, exist_ok=True)
+    stamp = time.strftime("%Y-%m-%dT%H%M%SZ", time.gmtime())
+    lines = [
+        f"# SynthOrg Console benchmarks, {stamp}",
+        "",
+        f"Revision {_revision()}, {cores} cores"
+        + (f", only {', '.join(only)}" if only else "")
+        + ".",
+        "",
+        "| " + " | ".join(COLUMNS) + " |",
+        "|" + "|".join("---" for _ in COLUMNS) + "|",
+        *("| " + " | ".join(cell.replace("|", "\\|") for cell in r) + " |" for r in table),
+        "",
+    ]
+    text = "\n".join(lines)
+    (out / f"bench-{stamp}.md").write_text(text)
+    latest = out / "latest.md"
+    latest.write_text(text)
+    return latest
+
+
 def main() -> int:
     only = sys.argv[1:]
     env = dict(os.environ)
@@ -68,6 +100,8 @@ def main() -> int:
     print("  ".join("-" * w for w in widths))
     for r in table:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)))
+    written = _write_markdown(table, cores, only)
+    print(f"table written to {written}")
     if failed:
         print(f"failed: {', '.join(failed)}")
         return 1

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -124,27 +126,82 @@ def _probe_detail(probe: dict[str, Any]) -> str:
     return detail
 
 
+# The checks run side by side in these threads, each bounded by the report's deadline:
+# a part that hangs (a database that accepts and never answers) is reported as down
+# instead of holding the answer.
+_checks = concurrent.futures.ThreadPoolExecutor(max_workers=8, thread_name_prefix="healthz")
+
+
+def _within_deadline(
+    checks: dict[str, tuple[Callable[[], Any], bool]], deadline: float
+) -> dict[str, Any]:
+    futures = {name: _checks.submit(_closing(check)) for name, (check, _) in checks.items()}
+    concurrent.futures.wait(futures.values(), timeout=deadline)
+    results: dict[str, Any] = {}
+    for name, future in futures.items():
+        if future.done() and future.exception() is None:
+            results[name] = future.result()
+        else:
+            required = checks[name][1]
+            late = not future.done()
+            why = f"no answer within {deadline:g}s" if late else str(future.exception())
+            results[name] = PartHealth(False, required, why)
+    return results
+
+
+def _closing(check: Callable[[], Any]) -> Callable[[], Any]:
+    def run() -> Any:
+        try:
+            return check()
+        finally:
+            # The thread's connection goes back to the pool (or is closed) after each check.
+            connection.close()
+
+    return run
+
+
 def health_report() -> dict[str, Any]:
-    """Every part's health; `failing` names the required parts that are down."""
-    probes = _sandbox_probes()
+    """Every part's health; `failing` names the required parts that are down, `degraded`
+    the parts not required that are down (beat: sweeps, expiries and checkpoints stop)."""
+    deadline = float(settings.SYNTHORG_HEALTH_DEADLINE_SECONDS)
+    found = _within_deadline(
+        {
+            "database": (_database, True),
+            "redis": (_redis, True),
+            "worker": (_worker, True),
+            "beat": (_beat, False),
+            "probes": (_sandbox_probes, False),
+            "notifications": (_notifications, False),
+        },
+        deadline,
+    )
+    probes = found.pop("probes")
+    probes = probes if isinstance(probes, dict) else {}
     parts: dict[str, PartHealth] = {
-        "database": _database(),
-        "redis": _redis(),
-        "worker": _worker(),
-        "beat": _beat(),
+        "database": found["database"],
+        "redis": found["redis"],
+        "worker": found["worker"],
+        "beat": found["beat"],
         **probes,
         "code_execution": _code_execution(probes),
-        "notifications": _notifications(),
+        "notifications": found["notifications"],
     }
     failing = sorted(name for name, part in parts.items() if part.required and not part.ok)
+    degraded = ["beat"] if not parts["beat"].ok else []
     body = {
-        "status": "ok" if not failing else "unavailable",
+        "status": "unavailable" if failing else "degraded" if degraded else "ok",
         "failing": failing,
+        "degraded": degraded,
         "parts": {name: asdict(part) for name, part in parts.items()},
     }
     if failing:
         body["message"] = "not ready: " + ", ".join(
             f"{name} ({parts[name].detail})" for name in failing
+        )
+    elif degraded:
+        body["message"] = (
+            "serving, but beat is not running: abandoned calls are not settled, approvals "
+            f"do not expire and audit checkpoints stop ({parts['beat'].detail})"
         )
     return body
 

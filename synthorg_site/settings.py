@@ -80,7 +80,7 @@ else:
     DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
         "min_size": env.int("DATABASE_POOL_MIN", default=1),
         "max_size": env.int("DATABASE_POOL_MAX", default=20),
-        "timeout": env.float("DATABASE_POOL_TIMEOUT", default=10.0),
+        "timeout": env.float("DATABASE_POOL_TIMEOUT", default=3.0),
     }
 
 if SYNTHORG_ENV == "production":
@@ -345,6 +345,8 @@ SYNTHORG_DISPATCH_RESEND_SECONDS = _environment.SYNTHORG_DISPATCH_RESEND_SECONDS
 # How many calls one worker process supervises at once (threads that wait on sandboxes).
 SYNTHORG_WORKER_CALLS = _environment.SYNTHORG_WORKER_CALLS
 CELERY_WORKER_CONCURRENCY = SYNTHORG_WORKER_CALLS
+# /healthz answers within this many seconds; a part that has not answered by then is down.
+SYNTHORG_HEALTH_DEADLINE_SECONDS = _environment.SYNTHORG_HEALTH_DEADLINE_SECONDS
 # How long an MCP tools/call waits for a person to decide before answering "pending".
 # 50 s: below the 60 s request timeout of the common MCP clients (TypeScript SDK,
 # Inspector), so they receive the "pending" answer instead of timing out first.

@@ -43,18 +43,24 @@ def pytest_configure(config: pytest.Config) -> None:
     """A transactional test's closing flush is tried again when PostgreSQL picks it as a
     deadlock's victim: its TRUNCATE locks every table while processes the test started
     (workers, beat) may still be finishing a transaction that holds two of them."""
+    import time
+
     from django.core.management.commands import flush
-    from django.db import OperationalError
 
     handle = flush.Command.handle
+
+    def deadlocked(exc: BaseException) -> bool:
+        # flush wraps the database's error in a CommandError.
+        return any("deadlock detected" in str(e) for e in (exc, exc.__cause__) if e)
 
     def handle_until_done(self: flush.Command, *args: object, **options: object) -> None:
         for attempt in range(5):
             try:
                 return handle(self, *args, **options)
-            except OperationalError as exc:
-                if "deadlock" not in str(exc) or attempt == 4:
+            except Exception as exc:
+                if not deadlocked(exc) or attempt == 4:
                     raise
+                time.sleep(0.5)
         return None
 
     flush.Command.handle = handle_until_done  # type: ignore[method-assign]

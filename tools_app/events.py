@@ -70,6 +70,8 @@ class InvocationWatch:
     def __init__(self, layer: Any, channel: str) -> None:
         self._layer = layer
         self._channel = channel
+        # True once the channel layer failed: the caller then checks the database instead.
+        self.broken = False
 
     async def until_terminal(self, timeout: float) -> dict[str, Any] | None:
         """The first terminal status message, or None after ``timeout`` seconds."""
@@ -83,6 +85,7 @@ class InvocationWatch:
                 # The channel layer broke, not the call: the waiter answers what the
                 # database says now (the agent keeps the id and can ask again).
                 log.warning("invocation_wait_interrupted", channel=self._channel, reason=repr(exc))
+                self.broken = True
                 return None
             if message.get("status") in TERMINAL_STATUSES:
                 return dict(message)
@@ -129,11 +132,25 @@ async def wait_for_terminal(invocation_id: Any, *, timeout: float, current_statu
     """Return when the invocation reaches a terminal status or `timeout` seconds pass.
 
     Subscribes first, then reads the status, so an update between the two is never
-    missed; then sleeps on the channel layer (no database polling).
+    missed; then sleeps on the channel layer (no database polling). Without a channel
+    layer (Redis is away, or went away meanwhile) it keeps waiting by reading the status
+    once a second: a wait is never cut short by an outage.
     """
     if timeout <= 0:
         return
+    deadline = time.monotonic() + timeout
     async with watch_invocation(invocation_id) as watch:
-        if watch is None or await current_status() in TERMINAL_STATUSES:
+        if watch is not None:
+            if await current_status() in TERMINAL_STATUSES:
+                return
+            await watch.until_terminal(timeout)
+            if not watch.broken:
+                return
+    while (remaining := deadline - time.monotonic()) > 0:
+        if await current_status() in TERMINAL_STATUSES:
             return
-        await watch.until_terminal(timeout)
+        await asyncio.sleep(min(POLL_SECONDS, remaining))
+
+
+# How often a wait without live updates reads the status.
+POLL_SECONDS = 1.0

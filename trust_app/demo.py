@@ -73,6 +73,7 @@ def demo_seed(*, owner_name: str = "admin") -> list[DemoCredential]:
                 allowed=(),
                 denied=(),
                 sub_constraints={"code_execution": DEMO_CODE_EXECUTION},
+                max_concurrent_calls=None,
             )
             created.append(DemoCredential("agent", name, made.token))
     return created

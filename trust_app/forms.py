@@ -8,9 +8,11 @@ from typing import Any
 
 import yaml
 from django import forms
+from django.conf import settings
 
 from common.errors import InvalidArgumentError
 from common.settings_config import synthorg_config
+from trust_app.concurrency import MAX_CONCURRENT_CALLS_MAX, MAX_CONCURRENT_CALLS_MIN
 from trust_app.models import Autonomy
 from trust_app.services.permissions import AgentPermissionsState, agent_permissions_check
 from trust_app.tokens.life import DEFAULT_SCOPES, SCOPE_VALUES
@@ -44,11 +46,26 @@ class AgentPermissionsForm(forms.Form):
         help_text="YAML or JSON mapping of the level's sub-constraints to change, "
         "e.g. network: allowlist_only / allowed_hosts: [api.example.com:443].",
     )
+    # No bounds here: the service refuses a value out of them with the allowed values.
+    max_concurrent_calls = forms.IntegerField(
+        required=False,
+        label="Calls at once",
+        widget=forms.NumberInput(
+            attrs={"min": MAX_CONCURRENT_CALLS_MIN, "max": MAX_CONCURRENT_CALLS_MAX}
+        ),
+    )
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         levels = synthorg_config().access_levels()
         self.fields["access_level"].widget.choices = [(name, name) for name in levels]
+        default = settings.SYNTHORG_AGENT_MAX_CONCURRENT_CALLS
+        cap = self.fields["max_concurrent_calls"]
+        cap.help_text = (
+            f"How many of this agent's calls run at once; blank: the console default "
+            f"({default}). Calls beyond wait their turn, queued."
+        )
+        cap.widget.attrs["placeholder"] = f"default ({default})"
         self.state: AgentPermissionsState | None = None
 
     @classmethod
@@ -64,6 +81,7 @@ class AgentPermissionsForm(forms.Form):
                     if state.sub_constraints
                     else ""
                 ),
+                "max_concurrent_calls": state.max_concurrent_calls,
             }
         )
 
@@ -90,6 +108,7 @@ class AgentPermissionsForm(forms.Form):
                 allowed=tool_list(data.get("allowed", "")),
                 denied=tool_list(data.get("denied", "")),
                 sub_constraints=data.get("sub_constraints") or {},
+                max_concurrent_calls=data.get("max_concurrent_calls"),
             )
         except InvalidArgumentError as exc:
             for key, message in exc.details.get("problems", {}).items():

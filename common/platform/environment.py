@@ -142,6 +142,7 @@ class PlatformEnvironment(BaseSettings):
     SYNTHORG_AGENT_MAX_CONCURRENT_CALLS: int = Field(default=4, ge=1, le=10_000)
     SYNTHORG_DISPATCH_RESEND_SECONDS: float = Field(default=30.0, ge=1, le=_DAY)
     SYNTHORG_WORKER_CALLS: int = Field(default=256, ge=1, le=10_000)
+    SYNTHORG_HEALTH_DEADLINE_SECONDS: float = Field(default=2.0, gt=0, le=_MINUTE)
     SYNTHORG_BATCH_MAX_CALLS: int = Field(default=50, ge=1, le=10_000)
     SYNTHORG_JSON_MAX_DEPTH: int = Field(default=32, ge=1, le=1000)
     SYNTHORG_REFUSAL_AUDIT_PER_MINUTE: int = Field(

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import structlog
 from django.http import HttpRequest, HttpResponse, HttpResponseBase, JsonResponse
 from django.urls import Resolver404, resolve
 
@@ -25,8 +26,11 @@ from common.envelope import (
     is_api_path,
 )
 from common.platform.middleware import SyncAsyncMiddleware
+from common.platform.outage import RETRY_AFTER_SECONDS, outage_message, outage_part
 from synthorg_site.http_edge.refusals import refusal_audit, refusal_audit_async
 from tools_app.agent_view import agent_message, agent_structure
+
+log = structlog.get_logger("synthorg.http")
 
 
 def envelope_response(
@@ -132,6 +136,19 @@ def _refused_early(note: RefusalNote) -> HttpResponse:
 
 class ApiErrorEnvelopeMiddleware(SyncAsyncMiddleware):
     """Outermost on /api/ and /mcp/: the envelope for every error Django answers itself."""
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        """A view that met an outage (the database or Redis away) answers 503 with
+        Retry-After; not audited, since the record itself may be what is away."""
+        if not is_api_path(request.path):
+            return None
+        part = outage_part(exception)
+        if part is None:
+            return None
+        log.warning("request_met_outage", part=part, path=request.path, error=str(exception)[:300])
+        response = envelope_response(503, outage_message(part), {"part": part})
+        response["Retry-After"] = str(RETRY_AFTER_SECONDS)
+        return response
 
     def _call(self, request: HttpRequest) -> Any:
         add_missing_slash(request)

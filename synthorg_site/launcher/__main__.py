@@ -1,8 +1,10 @@
 """`python -m synthorg_site.launcher`: the embedded Redis, daphne, a Celery worker and beat.
 
 Every child runs in its own session, so Ctrl-C reaches only the launcher, which then
-stops the children in order. A child that dies is named and the launcher exits 1:
-the console never runs half-up.
+stops the children in order. A worker or beat that exits is started again (with a
+growing pause, at most RESTARTS_PER_WINDOW times within RESTART_WINDOW_SECONDS); any
+other child that dies, or one that keeps dying, is named and the launcher exits 1: the
+console never runs half-up.
 """
 
 from __future__ import annotations
@@ -33,6 +35,9 @@ from synthorg_site.launcher.private_state import secure_private_state
 from synthorg_site.launcher.stop_signals import StopSignals
 
 EXIT_CHILD_DIED = 1
+RESTARTS_PER_WINDOW = 5
+RESTART_WINDOW_SECONDS = 300.0
+RESTART_PAUSE_MAX_SECONDS = 30.0
 EXIT_CANNOT_START = 2
 # How often the main loop looks at its children when no signal wakes it.
 WATCH_INTERVAL_SECONDS = 0.2
@@ -100,6 +105,7 @@ def child_specs(*, host: str, port: int) -> list[ChildSpec]:
             # probes are in, so "console ready" is never printed early.
             ready=lambda: _healthy(url),
             ready_timeout=180.0,
+            restart=True,
         ),
         ChildSpec(
             name="beat",
@@ -107,6 +113,7 @@ def child_specs(*, host: str, port: int) -> list[ChildSpec]:
                   "-s", str(runtime.var_dir() / "celerybeat-schedule"),
                   "--pidfile", ""],
             env=env,
+            restart=True,
         ),
     ]  # fmt: skip
     return specs
@@ -119,6 +126,19 @@ def _wait_for_any_exit(children: list[Child], signals: StopSignals) -> Child | N
             if child.process.poll() is not None:
                 return child
     return None
+
+
+def _restart_pause(died: Child, restarts: dict[str, list[float]]) -> float | None:
+    """Seconds to wait before starting ``died`` again, or None when it is not restarted
+    (not a restartable child, or it exited too often lately)."""
+    if not died.spec.restart:
+        return None
+    now = time.monotonic()
+    recent = [t for t in restarts.get(died.name, []) if now - t < RESTART_WINDOW_SECONDS]
+    if len(recent) >= RESTARTS_PER_WINDOW:
+        return None
+    restarts[died.name] = [*recent, now]
+    return float(min(2 ** len(recent), RESTART_PAUSE_MAX_SECONDS))
 
 
 def run(*, host: str, port: int, signals: StopSignals) -> int:
@@ -151,13 +171,25 @@ def run(*, host: str, port: int, signals: StopSignals) -> int:
             if credentials.exists():
                 _say(f"sign-in credentials: {credentials}")
             _say("press Ctrl-C to stop")
-        died = _wait_for_any_exit(children, signals)
-        if died is not None:
+        restarts: dict[str, list[float]] = {}
+        while (died := _wait_for_any_exit(children, signals)) is not None:
+            pause = _restart_pause(died, restarts)
+            if pause is None:
+                _say(
+                    f"{died.name} exited unexpectedly with code {died.process.returncode}; "
+                    "stopping the console"
+                )
+                code = EXIT_CHILD_DIED
+                break
             _say(
-                f"{died.name} exited unexpectedly with code {died.process.returncode}; "
-                "stopping the console"
+                f"{died.name} exited with code {died.process.returncode}; "
+                f"restarting it in {pause:g}s"
             )
-            code = EXIT_CHILD_DIED
+            if signals.wait(pause):
+                break
+            restarted = start_child(died.spec)
+            children[children.index(died)] = restarted
+            _say(f"{died.name} started (pid {restarted.process.pid})")
     except ChildFailedError as exc:
         if not signals.stop_requested:
             _say(f"{exc.name} failed to start: {exc}; stopping the console")

@@ -39,6 +39,9 @@ class ChildSpec:
     # Ready when this returns True (polled); None means ready at once.
     ready: Callable[[], bool] | None = None
     ready_timeout: float = 60.0
+    # Started again when it exits on its own (a worker or beat that lost its broker);
+    # a child that is not restarted stops the whole console when it exits.
+    restart: bool = False
 
 
 @dataclass

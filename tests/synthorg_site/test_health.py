@@ -7,7 +7,12 @@ import urllib.request
 
 import pytest
 
-from common.platform.heartbeat import SANDBOX_PROBE_PREFIX, WORKER_KEY_PREFIX
+from common.platform.heartbeat import (
+    BEAT_KEY,
+    SANDBOX_PROBE_PREFIX,
+    WORKER_KEY_PREFIX,
+    write_beat_heartbeat,
+)
 from common.platform.redis import redis_client
 from common.testing import RunningProcess, http_status, wait_until
 from synthorg_site.health import health_report
@@ -34,11 +39,34 @@ def test_healthz_is_200_through_daphne_with_a_live_worker(
     )
     status, body = _get(daphne_server + "/healthz")
     assert status == 200
-    assert body["status"] == "ok"
     parts = body["parts"]
     assert isinstance(parts, dict)
+    # Beat is not required: without it the console serves, degraded, and says so.
+    beat_ok = parts["beat"]["ok"]
+    assert body["status"] == ("ok" if beat_ok else "degraded")
+    assert body["degraded"] == ([] if beat_ok else ["beat"])
     assert {"database", "redis", "worker", "beat"} <= set(parts)
     assert parts["worker"]["ok"] is True
+
+
+@pytest.mark.django_db
+def test_without_beat_healthz_is_degraded_and_with_it_ok() -> None:
+    client = redis_client()
+    saved = client.get(BEAT_KEY)
+    try:
+        client.delete(BEAT_KEY)
+        missing = health_report()
+        assert missing["status"] in ("degraded", "unavailable")
+        assert missing["degraded"] == ["beat"]
+        assert "beat is not running" in str(missing.get("message", "")) or missing["failing"]
+        write_beat_heartbeat()
+        present = health_report()
+        assert present["degraded"] == []
+        assert present["parts"]["beat"]["ok"] is True
+    finally:
+        client.delete(BEAT_KEY)
+        if saved is not None:
+            client.set(BEAT_KEY, saved, ex=30)
 
 
 @pytest.mark.django_db

@@ -82,16 +82,40 @@ def _wait_healthy(process: subprocess.Popen[str], log: Path, port: int) -> dict[
     return children
 
 
-def test_a_child_that_dies_is_named_and_the_launcher_exits_nonzero(
+def test_a_worker_that_dies_is_started_again_and_the_console_serves(
     console: tuple[subprocess.Popen[str], Path, int],
 ) -> None:
     process, log, port = console
     children = _wait_healthy(process, log, port)
     os.kill(children["worker"], signal.SIGKILL)
+    wait_until(
+        lambda: _children(log)["worker"] != children["worker"],
+        timeout=60,
+        what="the launcher to start the worker again",
+    )
+    assert process.poll() is None, log.read_text()
+    assert "worker exited with code" in log.read_text() and "restarting it" in log.read_text()
+    wait_until(
+        lambda: http_status(f"http://127.0.0.1:{port}/healthz") == 200,
+        timeout=120,
+        what="/healthz to be 200 again with the new worker",
+    )
+    again = _children(log)
+    assert _alive(again["worker"]) and not _alive(children["worker"])
+    assert again["web"] == children["web"] and again["redis"] == children["redis"]
+
+
+def test_a_child_that_dies_is_named_and_the_launcher_exits_nonzero(
+    console: tuple[subprocess.Popen[str], Path, int],
+) -> None:
+    """The web node is not restarted: the console never runs half-up."""
+    process, log, port = console
+    children = _wait_healthy(process, log, port)
+    os.kill(children["web"], signal.SIGKILL)
     code = process.wait(timeout=60)
     output = log.read_text()
     assert code != 0
-    assert "worker exited unexpectedly" in output
+    assert "web exited unexpectedly" in output
     wait_until(
         lambda: not any(_alive(pid) for pid in children.values()),
         timeout=30,

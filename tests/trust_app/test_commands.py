@@ -53,6 +53,27 @@ def test_agent_create_refuses_a_duplicate_name_and_writes_nothing() -> None:
     assert AuditEvent.objects.count() == events
 
 
+def test_agent_create_sets_its_cap_on_calls_at_once_or_leaves_the_default() -> None:
+    lines = _run("synthorg_agent", "create", "busy", "--level", "standard",
+                 "--max-concurrent-calls", "6")  # fmt: skip
+    assert "calls at once: 6" in lines[0]
+    assert Agent.objects.get(name="busy").max_concurrent_calls == 6
+    lines = _run("synthorg_agent", "create", "usual", "--level", "standard")
+    assert "calls at once: default" in lines[0]
+    assert Agent.objects.get(name="usual").max_concurrent_calls is None
+
+
+@pytest.mark.parametrize("cap", ["0", "10001"])
+def test_agent_create_refuses_a_cap_out_of_bounds_with_the_allowed_values(cap: str) -> None:
+    with pytest.raises(CommandError) as error:
+        call_command(
+            "synthorg_agent", "create", "over", "--level", "standard",
+            "--max-concurrent-calls", cap, stdout=StringIO(),
+        )  # fmt: skip
+    assert "max_concurrent_calls" in str(error.value) and "1 to 10000" in str(error.value)
+    assert not Agent.objects.filter(name="over").exists()
+
+
 def test_agent_owner_must_exist() -> None:
     with pytest.raises(CommandError, match="no person named"):
         call_command(

@@ -32,6 +32,7 @@ from tools_app.admission.line import WaitingCall, calls_to_start, starts_at_once
 from tools_app.models import Invocation, InvocationStatus
 from tools_app.services.invocation_dispatch import enqueue_invocation, invocation_dispatch_on_commit
 from trust_app.models import Agent
+from trust_app.selectors.agents import agent_cap
 
 log = structlog.get_logger("synthorg.admission")
 
@@ -40,12 +41,6 @@ IN_LINE = (InvocationStatus.QUEUED, InvocationStatus.RUNNING)
 # At most this many waiting calls are looked at in one advance (an agent's cap is smaller).
 _ADVANCE_LOOKAHEAD = 500
 _SWEEP_BATCH = 500
-
-
-def agent_cap(agent: Agent) -> int:
-    """How many of the agent's calls may run at once."""
-    own = agent.max_concurrent_calls
-    return int(own) if own else int(settings.SYNTHORG_AGENT_MAX_CONCURRENT_CALLS)
 
 
 def agent_line_lock(agent_id: uuid.UUID) -> None:

@@ -49,6 +49,7 @@ def _make(change: Change, actor: Actor, new_tokens: dict[str, str]) -> None:
             autonomy=entry.autonomy,
             workspace=entry.workspace,
             actor=actor,
+            max_concurrent_calls=entry.max_concurrent_calls,
         )
         new_tokens[entry.name] = created.token
         return
@@ -62,6 +63,7 @@ def _make(change: Change, actor: Actor, new_tokens: dict[str, str]) -> None:
             allowed=entry.allowed_tools,
             denied=entry.denied_tools,
             sub_constraints=entry.sub_constraints,
+            max_concurrent_calls=entry.max_concurrent_calls,
         )
     elif change.action == "owner":
         agent_owner_update(agent=agent, owner=entry.owner, actor=actor)

@@ -9,8 +9,9 @@ from trust_app.services.permissions import agent_permissions_state
 
 
 def agents_export() -> AgentsFile:
-    """Every agent with its level, autonomy, owner, workspace, lists, sub-constraints
-    and secret grants (names only: a secret's value never leaves the broker)."""
+    """Every agent with its level, autonomy, owner, workspace, lists, sub-constraints,
+    cap on calls at once and secret grants (names only: a secret's value never leaves
+    the broker)."""
     grants: dict[object, list[SecretGrantEntry]] = {}
     rows = SecretGrant.objects.filter(secret__revoked_at__isnull=True).values_list(
         "agent_id", "secret__name", "tool", "server"
@@ -33,6 +34,7 @@ def agents_export() -> AgentsFile:
                 allowed_tools=tuple(state.allowed),
                 denied_tools=tuple(state.denied),
                 sub_constraints=dict(state.sub_constraints),
+                max_concurrent_calls=state.max_concurrent_calls,
                 secret_grants=tuple(sorted(grants.get(agent.id, []), key=lambda g: g.key())),
             )
         )

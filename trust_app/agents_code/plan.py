@@ -61,6 +61,7 @@ def _permissions_proposal(
             allowed=entry.allowed_tools,
             denied=entry.denied_tools,
             sub_constraints=entry.sub_constraints,
+            max_concurrent_calls=entry.max_concurrent_calls,
         )
     except InvalidArgumentError as exc:
         found = (exc.details or {}).get("problems") or {"": exc.message}
@@ -100,6 +101,8 @@ def _granted(agent: Agent) -> dict[tuple[str, str, str], SecretGrantEntry]:
 
 
 def _describe(value: Any) -> str:
+    if value is None:  # a cap on calls at once left to the console
+        return "default"
     if isinstance(value, list | tuple):
         return "[" + ", ".join(map(str, value)) + "]"
     return repr(value)
@@ -111,8 +114,16 @@ def _agent_changes(
     changes: list[Change] = []
     name = entry.name
     if agent is None:
-        changes.append(Change(name, "create", f"{entry.access_level}, {entry.autonomy}", entry))
-        before = AgentPermissionsState(access_level=entry.access_level, autonomy=entry.autonomy)
+        detail = f"{entry.access_level}, {entry.autonomy}"
+        if entry.max_concurrent_calls is not None:
+            detail += f", {entry.max_concurrent_calls} calls at once"
+        changes.append(Change(name, "create", detail, entry))
+        # Created with these; the rest of its permissions are a change of their own.
+        before = AgentPermissionsState(
+            access_level=entry.access_level,
+            autonomy=entry.autonomy,
+            max_concurrent_calls=entry.max_concurrent_calls,
+        )
         owner, active, granted = None, True, {}
     else:
         before = agent_permissions_state(agent)

@@ -12,6 +12,7 @@ agents:
     allowed_tools: []
     denied_tools: [shell_command]
     sub_constraints: {}
+    max_concurrent_calls: 8    # null: the console default
     secret_grants:
       - {secret: GITHUB_TOKEN, tool: http_request}
 ```
@@ -22,10 +23,11 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import yaml
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
 from common.config.errors import ConfigError, ConfigProblem, problems_from
 from common.strict import StrictModel
+from trust_app.concurrency import max_concurrent_calls_problem
 
 AUTONOMY_VALUES = ("full", "semi", "supervised", "locked")
 
@@ -58,7 +60,18 @@ class AgentEntry(StrictModel):
     allowed_tools: tuple[str, ...] = ()
     denied_tools: tuple[str, ...] = ()
     sub_constraints: dict[str, Any] = Field(default_factory=dict)
+    # Calls of the agent that run at once; null: the console default. The rest queue.
+    max_concurrent_calls: int | None = None
     secret_grants: tuple[SecretGrantEntry, ...] = ()
+
+    @field_validator("max_concurrent_calls", mode="before")
+    @classmethod
+    def _cap_in_bounds(cls, value: object) -> object:
+        # Strict: "8", 8.0 or true is refused, not read as a number.
+        problem = max_concurrent_calls_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
 
     @model_validator(mode="after")
     def _grants_once(self) -> AgentEntry:

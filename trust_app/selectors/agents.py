@@ -47,3 +47,12 @@ def agent_policy(agent: Agent) -> AgentPolicy:
         path_resolver=os.path.realpath,
         earned=agent_earned_levels(agent),
     )
+
+
+def agent_cap(agent: Agent) -> int:
+    """How many of the agent's calls may run at once: its own setting, else the
+    console default (SYNTHORG_AGENT_MAX_CONCURRENT_CALLS)."""
+    from django.conf import settings
+
+    own = agent.max_concurrent_calls
+    return int(own) if own else int(settings.SYNTHORG_AGENT_MAX_CONCURRENT_CALLS)

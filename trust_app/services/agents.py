@@ -13,6 +13,7 @@ from django.db import transaction
 from audit_app.record import Actor, audit_record
 from common.errors import ConflictError, InvalidArgumentError
 from common.roles import ROLE_NAMES, Role
+from trust_app.concurrency import max_concurrent_calls_problem
 from trust_app.models import AccessLevel, Agent, Autonomy, PersonToken
 from trust_app.services import tokens as services_tokens
 from trust_app.tokens.bearer import PERSON_TOKEN_PREFIX, issue_token
@@ -47,16 +48,29 @@ def agent_create(
     workspace: str | None = None,
     owner: Any | None = None,
     actor: Actor | None = None,
+    max_concurrent_calls: int | None = None,
 ) -> AgentCreated:
-    """Create an agent and its first token; the token's plaintext is returned once."""
+    """Create an agent and its first token; the token's plaintext is returned once.
+
+    ``max_concurrent_calls`` caps its calls at once (None: the console default).
+    """
     name = name.strip()
     if not name or len(name) > AGENT_NAME_MAX:
         raise InvalidArgumentError(f"agent name must be 1 to {AGENT_NAME_MAX} characters")
     _choice(access_level, AccessLevel, "access level")
     _choice(autonomy, Autonomy, "autonomy")
+    from django.conf import settings
+
+    problem = max_concurrent_calls_problem(
+        max_concurrent_calls, default=settings.SYNTHORG_AGENT_MAX_CONCURRENT_CALLS
+    )
+    if problem:
+        raise InvalidArgumentError(
+            f"max_concurrent_calls: {problem}",
+            details={"problems": {"max_concurrent_calls": problem}},
+        )
     if Agent.objects.filter(name=name).exists():
         raise ConflictError(f"an agent named {name!r} already exists")
-    from django.conf import settings
 
     workspace_path = Path(workspace or Path(settings.VAR_DIR) / "workspaces" / name).resolve()
     if not workspace_path.exists():
@@ -68,6 +82,7 @@ def agent_create(
         autonomy=autonomy,
         workspace=str(workspace_path),
         owner=owner,
+        max_concurrent_calls=max_concurrent_calls,
     )
     token = services_tokens.agent_token_create(agent=agent, label="initial").plaintext
     audit_record(
@@ -80,6 +95,7 @@ def agent_create(
             "autonomy": autonomy,
             "workspace": str(workspace_path),
             "owner": owner.get_username() if owner else None,
+            "max_concurrent_calls": max_concurrent_calls,
         },
     )
     return AgentCreated(agent=agent, token=token)

@@ -1,8 +1,9 @@
 """What an agent may do: check a proposed change, show its effect, and apply it with one audit row.
 
 Proposals are checked like the config loader checks the YAML file: an unknown access
-level, autonomy preset, tool, sub-constraint field or action type is refused with the
-allowed values, every problem at once, each under the name of the field it is about.
+level, autonomy preset, tool, sub-constraint field or action type, or a cap on calls at
+once out of bounds, is refused with the allowed values, every problem at once, each under
+the name of the field it is about.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from pydantic import ValidationError
 
@@ -21,6 +23,7 @@ from common.errors import InvalidArgumentError
 from common.settings_config import synthorg_config
 from tools_app.registry import tool_catalog
 from tools_app.selectors.invocations import permitted_tools
+from trust_app.concurrency import max_concurrent_calls_problem
 from trust_app.models import Agent, AgentPermissions, Autonomy
 from trust_app.policy import AgentPolicy, SubConstraintOverrides, build_agent_policy, name_key
 from trust_app.selectors.agents import agent_permissions, agent_policy
@@ -37,6 +40,8 @@ class AgentPermissionsState:
     allowed: tuple[str, ...] = ()
     denied: tuple[str, ...] = ()
     sub_constraints: Mapping[str, Any] = field(default_factory=dict)
+    # Calls of the agent that run at once; None: the console default. The rest queue.
+    max_concurrent_calls: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -87,7 +92,19 @@ def agent_permissions_state(agent: Agent) -> AgentPermissionsState:
         allowed=tuple(permissions.allowed) if permissions else (),
         denied=tuple(permissions.denied) if permissions else (),
         sub_constraints=dict(permissions.sub_constraints) if permissions else {},
+        max_concurrent_calls=agent.max_concurrent_calls,
     )
+
+
+def _max_concurrent_calls(value: object, problems: dict[str, str]) -> int | None:
+    """The cap, or a problem under its field name when it is not None or 1..10000."""
+    problem = max_concurrent_calls_problem(
+        value, default=settings.SYNTHORG_AGENT_MAX_CONCURRENT_CALLS
+    )
+    if problem:
+        problems["max_concurrent_calls"] = problem
+        return None
+    return value if isinstance(value, int) else None
 
 
 def _tool_names(
@@ -119,6 +136,7 @@ def agent_permissions_check(
     allowed: Iterable[str],
     denied: Iterable[str],
     sub_constraints: Mapping[str, Any] | None,
+    max_concurrent_calls: int | None,
 ) -> AgentPermissionsState:
     """The proposal, normalised; InvalidArgumentError listing every problem by field."""
     config = synthorg_config()
@@ -152,6 +170,7 @@ def agent_permissions_check(
                 problems[key] = problem.message
         else:
             overrides = parsed.model_dump(mode="json", exclude_none=True)
+    cap = _max_concurrent_calls(max_concurrent_calls, problems)
     if problems:
         summary = "; ".join(f"{k}: {v}" for k, v in problems.items())
         raise InvalidArgumentError(summary, details={"problems": problems})
@@ -161,6 +180,7 @@ def agent_permissions_check(
         allowed=allowed_names,
         denied=denied_names,
         sub_constraints=overrides,
+        max_concurrent_calls=cap,
     )
 
 
@@ -211,6 +231,7 @@ def agent_permissions_update(
     allowed: Iterable[str],
     denied: Iterable[str],
     sub_constraints: Mapping[str, Any] | None,
+    max_concurrent_calls: int | None,
 ) -> PermissionsEffect:
     """Apply an admin's change to an agent, with one audit event holding before and after."""
     proposal = agent_permissions_check(
@@ -219,6 +240,7 @@ def agent_permissions_update(
         allowed=allowed,
         denied=denied,
         sub_constraints=sub_constraints,
+        max_concurrent_calls=max_concurrent_calls,
     )
     # Lock the agent so two admins' edits apply one after the other, each audited
     # against the state it actually replaced.
@@ -226,8 +248,11 @@ def agent_permissions_update(
     effect = agent_permissions_effect(agent=locked, proposal=proposal)
     if not effect.changed:
         return effect
-    Agent.objects.filter(pk=locked.pk).update(access_level=proposal.access_level,
-                                              autonomy=proposal.autonomy)  # fmt: skip
+    Agent.objects.filter(pk=locked.pk).update(
+        access_level=proposal.access_level,
+        autonomy=proposal.autonomy,
+        max_concurrent_calls=proposal.max_concurrent_calls,
+    )
     AgentPermissions.objects.update_or_create(
         agent=locked,
         defaults={

@@ -31,6 +31,7 @@ from trust_app.selectors.agent_pages import (
     agent_recent_invocations,
     agent_tokens,
 )
+from trust_app.selectors.agents import agent_cap
 from trust_app.services.agents import agent_explain
 from trust_app.services.permissions import (
     agent_permissions_effect,
@@ -79,6 +80,8 @@ def _detail_context(request: HttpRequest, agent: Agent, **extra: object) -> dict
     context: dict[str, object] = {
         "agent": agent,
         "state": state,
+        # The cap the engine applies: the agent's own, or the console default.
+        "calls_at_once": agent_cap(agent),
         "tokens": agent_tokens(agent),
         "invocations": agent_recent_invocations(agent),
         "can_edit": is_admin(request),
@@ -131,6 +134,7 @@ def agent_edit(request: HttpRequest, agent_id: uuid.UUID) -> HttpResponse:
         allowed=state.allowed,
         denied=state.denied,
         sub_constraints=state.sub_constraints,
+        max_concurrent_calls=state.max_concurrent_calls,
     )
     if effect.changed:
         messages.success(request, f"Saved: {', '.join(effect.changed_fields)} changed.")

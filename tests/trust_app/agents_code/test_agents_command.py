@@ -31,7 +31,8 @@ def run(*args: str) -> str:
 
 @pytest.fixture
 def organisation() -> dict[str, Agent]:
-    """Two agents: one plain, one with lists, sub-constraints, an owner and a secret grant."""
+    """Two agents: one plain, one with lists, sub-constraints, an owner, a cap on calls at
+    once and a secret grant."""
     person_create(username=f"owner-{uuid.uuid4().hex[:6]}", role="admin", password=None)
     owner = person_create(username="ops-owner", role="admin", password=None)
     plain = agent_create(name="plain-agent", access_level="restricted").agent
@@ -46,6 +47,7 @@ def organisation() -> dict[str, Agent]:
         allowed=["git_push"],
         denied=["shell_command"],
         sub_constraints={"code_execution": "namespace"},
+        max_concurrent_calls=6,
     )
     secret_set(name="DEPLOY_KEY", value="s3cr3t-value-for-tests", actor=ADMIN)
     secret_grant(name="DEPLOY_KEY", agent=rich, actor=ADMIN, tool="http_request")
@@ -60,6 +62,9 @@ def test_export_then_apply_is_a_no_op_plan(organisation: dict[str, Agent], tmp_p
     assert rich["denied_tools"] == ["shell_command"] and rich["allowed_tools"] == ["git_push"]
     assert rich["owner"] == "ops-owner" and rich["autonomy"] == "supervised"
     assert rich["secret_grants"] == [{"secret": "DEPLOY_KEY", "tool": "http_request"}]
+    assert rich["max_concurrent_calls"] == 6
+    plain = next(a for a in data["agents"] if a["name"] == "plain-agent")
+    assert plain["max_concurrent_calls"] is None  # the console default, written as null
     assert "s3cr3t" not in file.read_text()  # names only, never values
 
     before = AuditEvent.objects.count()
@@ -185,3 +190,68 @@ def test_a_file_that_is_not_yaml_or_not_a_mapping_is_refused(tmp_path: Path) -> 
     file.write_text("- just a list")
     with pytest.raises(CommandError, match="must be a mapping"):
         run("apply", str(file), "--dry-run")
+
+
+def test_the_cap_on_calls_at_once_is_planned_applied_and_audited(
+    organisation: dict[str, Agent], tmp_path: Path
+) -> None:
+    file = tmp_path / "agents.yaml"
+    run("export", str(file))
+    data = yaml.safe_load(file.read_text())
+    for agent in data["agents"]:
+        if agent["name"] == "plain-agent":
+            agent["max_concurrent_calls"] = 12
+        if agent["name"] == "rich-agent":
+            agent["max_concurrent_calls"] = None
+    data["agents"].append(
+        {"name": "new-agent", "access_level": "sandboxed", "max_concurrent_calls": 3}
+    )
+    file.write_text(yaml.safe_dump(data))
+
+    plan = run("apply", str(file), "--dry-run")
+    lines = [line.strip() for line in plan.splitlines()]
+    assert "plan: 3 changes" in plan
+    assert f"{'permissions':15} plain-agent: max_concurrent_calls: default -> 12" in lines
+    assert f"{'permissions':15} rich-agent: max_concurrent_calls: 6 -> default" in lines
+    # Created with its cap: no permissions change of its own follows.
+    assert f"{'create':15} new-agent: sandboxed, semi, 3 calls at once" in lines
+    assert Agent.objects.get(name="plain-agent").max_concurrent_calls is None
+
+    last = AuditEvent.objects.order_by("-id").values_list("id", flat=True).first() or 0
+    run("apply", str(file))
+    caps = dict(Agent.objects.values_list("name", "max_concurrent_calls"))
+    assert caps == {"plain-agent": 12, "rich-agent": None, "new-agent": 3}
+    updated = AuditEvent.objects.filter(id__gt=last, kind="agent.permissions_updated")
+    changes = sorted(
+        (e.agent_name, *(e.data[side]["max_concurrent_calls"] for side in ("before", "after")))
+        for e in updated
+    )
+    assert changes == [("plain-agent", None, 12), ("rich-agent", 6, None)]
+    created = AuditEvent.objects.get(kind="agent.created", agent_name="new-agent")
+    assert created.data["max_concurrent_calls"] == 3
+    # Exported again and applied: no change planned.
+    run("export", str(file))
+    assert yaml.safe_load(file.read_text())["agents"][0]["max_concurrent_calls"] == 3
+    assert "plan: no changes" in run("apply", str(file), "--dry-run")
+
+
+@pytest.mark.parametrize("cap", [0, 10_001, "8", True, 2.5])
+def test_a_cap_out_of_bounds_or_not_a_whole_number_is_refused_by_field(
+    organisation: dict[str, Agent], tmp_path: Path, cap: object
+) -> None:
+    file = tmp_path / "agents.yaml"
+    file.write_text(
+        yaml.safe_dump(
+            {"agents": [{"name": "plain-agent", "access_level": "restricted",
+                         "max_concurrent_calls": cap}]}
+        )
+    )  # fmt: skip
+    before = AuditEvent.objects.count()
+    with pytest.raises(CommandError) as raised:
+        run("apply", str(file))
+    assert (
+        f"{file}: agents[0].max_concurrent_calls: {cap!r} is not allowed; allowed values: "
+        "a whole number from 1 to 10000" in str(raised.value)
+    )
+    assert Agent.objects.get(name="plain-agent").max_concurrent_calls is None
+    assert AuditEvent.objects.count() == before

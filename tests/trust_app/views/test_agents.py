@@ -175,6 +175,10 @@ def test_saving_an_edit_writes_one_audit_event_with_before_and_after(
          ["'everywhere'", "allowlist_only"]),
         ({"sub_constraints": "netwrok: open"}, "sub_constraints", ["netwrok", "network"]),
         ({"allowed": "read_file", "denied": "read_file"}, "denied", ["both allowed and denied"]),
+        ({"max_concurrent_calls": "0"}, "max_concurrent_calls", ["0 is not allowed", "1 to 10000"]),
+        ({"max_concurrent_calls": "10001"}, "max_concurrent_calls",
+         ["10001 is not allowed", "1 to 10000", "console default"]),
+        ({"max_concurrent_calls": "many"}, "max_concurrent_calls", ["whole number"]),
     ],
 )  # fmt: skip
 def test_a_bad_edit_is_refused_with_the_allowed_values(
@@ -247,3 +251,53 @@ def test_saving_from_the_htmx_panel_reloads_the_whole_page(admin: Client, agent:
     )
     assert response.status_code == 200
     assert response["HX-Redirect"] == f"/agents/{agent.id}/"
+
+
+def calls_at_once(html: str) -> str:
+    return html.split('id="calls-at-once">')[1].split(" <span")[0]
+
+
+def test_the_page_shows_the_cap_on_calls_at_once_and_its_field(
+    admin: Client, operator: Client, agent: Agent, settings: Any
+) -> None:
+    settings.SYNTHORG_AGENT_MAX_CONCURRENT_CALLS = 7
+    html = operator.get(f"/agents/{agent.id}/").content.decode()
+    assert calls_at_once(html) == "7 (default)"
+    assert 'name="max_concurrent_calls"' not in html  # operators read, admins edit
+
+    html = admin.get(f"/agents/{agent.id}/").content.decode()
+    field = html.split('for="id_max_concurrent_calls">')[1].split("</div>")[0]
+    assert field.startswith("Calls at once</label>")
+    assert 'name="max_concurrent_calls"' in field and 'value="' not in field  # blank
+    assert "console default (7)" in field and "wait their turn, queued" in field
+
+    Agent.objects.filter(pk=agent.pk).update(max_concurrent_calls=12)
+    html = admin.get(f"/agents/{agent.id}/").content.decode()
+    assert calls_at_once(html) == "12"
+    field = html.split('for="id_max_concurrent_calls">')[1].split("</div>")[0]
+    assert 'value="12"' in field
+
+
+def test_saving_a_cap_writes_and_audits_it_and_blank_gives_back_the_default(
+    admin: Client, agent: Agent
+) -> None:
+    preview = edit(admin, agent, action="preview", max_concurrent_calls="12").content.decode()
+    assert "Changes: max_concurrent_calls" in preview
+    agent.refresh_from_db()
+    assert agent.max_concurrent_calls is None
+
+    assert edit(admin, agent, max_concurrent_calls="12").status_code == 302
+    agent.refresh_from_db()
+    assert agent.max_concurrent_calls == 12
+    events = AuditEvent.objects.filter(kind="agent.permissions_updated", agent_id=agent.id)
+    event = events.get()
+    assert event.actor_name == "ada" and event.reason == "changed: max_concurrent_calls"
+    assert event.data["before"]["max_concurrent_calls"] is None
+    assert event.data["after"]["max_concurrent_calls"] == 12
+
+    assert edit(admin, agent, max_concurrent_calls="").status_code == 302
+    agent.refresh_from_db()
+    assert agent.max_concurrent_calls is None
+    last = events.order_by("-id").first()
+    assert last is not None and last.data["after"]["max_concurrent_calls"] is None
+    assert events.count() == 2

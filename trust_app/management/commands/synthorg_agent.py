@@ -1,8 +1,8 @@
 """manage.py synthorg_agent: create agents and manage their tokens.
 
-``create NAME --level LEVEL [...]`` and ``token issue|rotate`` print the new token
-once, alone on the last line; ``token list NAME`` shows each token's life;
-``token revoke TOKEN_ID`` refuses a token from now on.
+``create NAME --level LEVEL [--max-concurrent-calls N] [...]`` and ``token issue|rotate``
+print the new token once, alone on the last line; ``token list NAME`` shows each token's
+life; ``token revoke TOKEN_ID`` refuses a token from now on.
 """
 
 from __future__ import annotations
@@ -40,6 +40,14 @@ class Command(BaseCommand):
         create.add_argument("--autonomy", default=Autonomy.SEMI, choices=Autonomy.values)
         create.add_argument("--workspace", default=None)
         create.add_argument("--owner", default=None, help="username of the owning person")
+        create.add_argument(
+            "--max-concurrent-calls",
+            type=int,
+            default=None,
+            metavar="N",
+            help="how many of its calls run at once, 1 to 10000 (default: the console's "
+            "SYNTHORG_AGENT_MAX_CONCURRENT_CALLS); calls beyond wait their turn, queued",
+        )
 
         token = sub.add_parser("token", help="issue, rotate, revoke or list an agent's tokens")
         verbs = token.add_subparsers(dest="verb", required=True)
@@ -85,11 +93,13 @@ class Command(BaseCommand):
             autonomy=options["autonomy"],
             workspace=options["workspace"],
             owner=owner,
+            max_concurrent_calls=options["max_concurrent_calls"],
         )
         agent = created.agent
+        cap = agent.max_concurrent_calls or "default"
         self.stdout.write(
-            f"created agent {agent.name} ({agent.access_level}, {agent.autonomy}) "
-            f"workspace {agent.workspace}"
+            f"created agent {agent.name} ({agent.access_level}, {agent.autonomy}, "
+            f"calls at once: {cap}) workspace {agent.workspace}"
         )
         self.stdout.write("token (shown once):")
         self.stdout.write(created.token)

@@ -1,10 +1,10 @@
 """manage.py synthorg_agents export [FILE] | apply FILE [--dry-run]: agents as code.
 
 ``export`` writes every agent (level, autonomy, owner, workspace, tool lists,
-sub-constraints, secret grant names) as YAML to FILE or standard output. ``apply``
-checks FILE field by field, prints the plan (one line per change) and, without
-``--dry-run``, makes every change in one transaction; the first token of each agent it
-creates is printed once.
+sub-constraints, cap on calls at once, secret grant names) as YAML to FILE or standard
+output. ``apply`` checks FILE field by field, prints the plan (one line per change) and,
+without ``--dry-run``, makes every change in one transaction; the first token of each
+agent it creates is printed once.
 """
 
 from __future__ import annotations
