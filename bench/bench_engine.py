@@ -1,8 +1,8 @@
 """The engine with many agents at once: latency, CPU per call by process, fairness, and
 calls that wait in their sandboxes.
 
-Starts the console as `make run` does (``python -m synthorg_site.launcher``: web,
-worker, beat) on the database and Redis of the environment, and drives it through
+Starts the console as `make run` does (``python -m synthorg_site.launcher``: web, two
+worker processes, beat) on the database and Redis of the environment, and drives it through
 REST only, so the same script measures any release of the console:
 - ``read_file`` and ``shell_command true`` end to end (one client, waiting for the
   result): p50 and p99;
@@ -19,6 +19,7 @@ REST only, so the same script measures any release of the console:
 
 from __future__ import annotations
 
+import collections
 import concurrent.futures
 import json
 import os
@@ -40,6 +41,7 @@ import django
 django.setup()
 
 import httpx  # noqa: E402
+from django.db.models import Count  # noqa: E402
 
 from bench.measure import pct, tree_cpu_seconds  # noqa: E402
 from common.testing import free_port, http_status, python_argv, running, wait_until  # noqa: E402
@@ -57,6 +59,7 @@ SLEEPERS = 500
 SLEEP_SECONDS = 10
 SLEEPERS_BUDGET_SECONDS = 90
 OPEN = ("queued", "running", "pending_approval")
+refused: collections.Counter[str] = collections.Counter()
 
 
 def _agent(prefix: str) -> tuple[str, Path]:
@@ -128,6 +131,8 @@ def _cpu_by_role(roles: dict[str, list[int]]) -> dict[str, float]:
 
 
 def _load(base: str, tokens: list[str], seconds: float) -> tuple[list[str], int]:
+    """Closed loop of read_file calls; the ids submitted and how many did not succeed
+    (answers without an invocation are counted by error code in ``refused``)."""
     submitted: list[str] = []
     failed = 0
     lock = threading.Lock()
@@ -141,6 +146,8 @@ def _load(base: str, tokens: list[str], seconds: float) -> tuple[list[str], int]
                 with lock:
                     if answer.get("id"):
                         submitted.append(str(answer["id"]))
+                    else:
+                        refused[str(answer.get("error", {}).get("code"))] += 1
                     if answer.get("status") != "succeeded":
                         failed += 1
 
@@ -150,6 +157,19 @@ def _load(base: str, tokens: list[str], seconds: float) -> tuple[list[str], int]
     for thread in threads:
         thread.join()
     return submitted, failed
+
+
+def _outcomes(ids: list[str]) -> str:
+    """How the calls ended, e.g. "succeeded 690, failed/sandbox_unavailable 3"."""
+    rows = (
+        Invocation.objects.filter(id__in=ids)
+        .values("status", "error_code")
+        .annotate(n=Count("id"))
+        .order_by("-n")
+    )
+    return ", ".join(
+        f"{r['status']}{'/' + r['error_code'] if r['error_code'] else ''} {r['n']}" for r in rows
+    )
 
 
 def _cancel_open(base: str, token: str, ids: list[str]) -> int:
@@ -247,7 +267,8 @@ def _sleepers(base: str, reader: httpx.Client, idle_p50: float) -> dict[str, obj
         "unit": "running at once",
         "rate": float(peak),
         "note": (
-            f"submitted in {submitted_in:.1f}s; {ok} succeeded in {elapsed:.0f}s, "
+            f"submitted in {submitted_in:.1f}s; {ok} succeeded in {elapsed:.0f}s "
+            f"({_outcomes(ids)}), "
             f"{cancelled} cancelled unstarted at the {SLEEPERS_BUDGET_SECONDS}s budget; "
             f"read_file p50 meanwhile {read_p50:.1f} ms ({read_p50 / idle_p50:.2f}x idle)"
         ),
@@ -261,6 +282,10 @@ def main() -> None:
         SYNTHORG_AGENT_RATE_LIMIT_PER_MINUTE="1000000",
         PORT=str(free_port()),
         HOST="127.0.0.1",
+        # Two worker processes (one per core), as the engine's figures are stated; a
+        # release whose launcher has no such setting runs its own default (two prefork
+        # processes).
+        SYNTHORG_WORKERS="2",
     )
     tmp = Path(tempfile.mkdtemp(prefix="bench-engine-"))
     base = f"http://127.0.0.1:{env['PORT']}"
@@ -291,7 +316,8 @@ def main() -> None:
                     "rate": done / elapsed,
                     "note": (
                         f"{CLIENTS} clients {elapsed:.0f}s, {len(submitted)} calls, {failed} not "
-                        "succeeded; rate is calls/s; "
+                        f"succeeded ({_outcomes(submitted)}; refused {dict(refused)}); "
+                        "rate is calls/s; "
                         + ", ".join(f"{r} {v:.1f}" for r, v in sorted(per_role.items()))
                     ),
                 }

@@ -34,6 +34,8 @@ from synthorg_site.launcher.embedded_redis import RedisBinaryMissingError, redis
 from synthorg_site.launcher.private_state import secure_private_state
 from synthorg_site.launcher.stop_signals import StopSignals
 
+# Every queue of synthorg_site.celery: a launched worker serves them all.
+QUEUES = ("default", "sandbox.subprocess", "sandbox.namespace", "sandbox.docker", "maintenance")
 EXIT_CHILD_DIED = 1
 RESTARTS_PER_WINDOW = 5
 RESTART_WINDOW_SECONDS = 300.0
@@ -69,7 +71,11 @@ def _healthy(url: str) -> bool:
         return response.status == 200
 
 
-def child_specs(*, host: str, port: int) -> list[ChildSpec]:
+def _worker_name(index: int) -> str:
+    return "worker" if index == 0 else f"worker{index + 1}"
+
+
+def child_specs(*, host: str, port: int, workers: int = 1) -> list[ChildSpec]:
     env = dict(os.environ)
     python = sys.executable
     specs: list[ChildSpec] = []
@@ -94,18 +100,21 @@ def child_specs(*, host: str, port: int) -> list[ChildSpec]:
             env=env,
             ready=lambda: _http_answers(url),
         ),
-        ChildSpec(
-            name="worker",
-            argv=[python, "-m", "celery", "-A", "synthorg_site", "worker",
-                  "-Q", "default,sandbox.subprocess,sandbox.namespace,sandbox.docker,maintenance",
-                  "-n", f"worker@{socket.gethostname()}",
-                  "--without-gossip", "--without-mingle", "-l", "INFO"],
-            env=env,
-            # Ready once /healthz is green: the worker's heartbeat and its sandbox
-            # probes are in, so "console ready" is never printed early.
-            ready=lambda: _healthy(url),
-            ready_timeout=180.0,
-            restart=True,
+        *(
+            ChildSpec(
+                name=_worker_name(n),
+                argv=[python, "-m", "celery", "-A", "synthorg_site", "worker",
+                      "-Q", ",".join(QUEUES),
+                      "-n", f"{_worker_name(n)}@{socket.gethostname()}",
+                      "--without-gossip", "--without-mingle", "-l", "INFO"],
+                env=env,
+                # Ready once /healthz is green: the worker's heartbeat and its sandbox
+                # probes are in, so "console ready" is never printed early.
+                ready=lambda: _healthy(url),
+                ready_timeout=180.0,
+                restart=True,
+            )
+            for n in range(workers)
         ),
         ChildSpec(
             name="beat",
@@ -141,7 +150,7 @@ def _restart_pause(died: Child, restarts: dict[str, list[float]]) -> float | Non
     return float(min(2 ** len(recent), RESTART_PAUSE_MAX_SECONDS))
 
 
-def run(*, host: str, port: int, signals: StopSignals) -> int:
+def run(*, host: str, port: int, signals: StopSignals, workers: int = 1) -> int:
     """Start the children in order, watch them, stop them all; the exit status.
 
     Everything happens here, in the main loop: the signal handlers only wake it.
@@ -149,7 +158,7 @@ def run(*, host: str, port: int, signals: StopSignals) -> int:
     # The children's metric files of a previous run would be summed into this one's.
     multiprocess_dir_wipe(Path(os.environ.get(MULTIPROC_ENV) or runtime.var_dir() / "metrics"))
     try:
-        specs = child_specs(host=host, port=port)
+        specs = child_specs(host=host, port=port, workers=workers)
     except RedisBinaryMissingError as exc:
         _say(str(exc))
         return EXIT_CANNOT_START
@@ -217,13 +226,18 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="synthorg-launcher", description=__doc__)
     parser.add_argument("--host", default=os.environ.get("HOST", "127.0.0.1"))
     parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
+    # Worker processes, each supervising SYNTHORG_WORKER_CALLS calls at once (one per
+    # core lets the calls' own Python work use every core).
+    parser.add_argument("--workers", type=int, default=int(os.environ.get("SYNTHORG_WORKERS", "1")))
     args = parser.parse_args(argv)
+    if not 1 <= args.workers <= 64:
+        parser.error("--workers: a whole number from 1 to 64")
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "synthorg_site.settings")
     secure_private_state(_say)
     # manage.py run later without SYNTHORG_ENV then finds the console `make run` started.
     runtime.remember_mode()
     started = time.monotonic()
-    code = run(host=args.host, port=args.port, signals=signals)
+    code = run(host=args.host, port=args.port, signals=signals, workers=args.workers)
     if code:
         _say(f"exit {code} after {time.monotonic() - started:.1f}s")
     return code

@@ -131,3 +131,17 @@ def test_ctrl_c_stops_every_child(console: tuple[subprocess.Popen[str], Path, in
     assert process.wait(timeout=60) == 0, log.read_text()
     assert not [name for name, pid in children.items() if _alive(pid)]
     assert "stopped" in log.read_text()
+
+
+def test_launched_workers_serve_every_queue_of_the_celery_app() -> None:
+    from synthorg_site.celery import QUEUES
+    from synthorg_site.launcher.__main__ import QUEUES as LAUNCHED
+    from synthorg_site.launcher.__main__ import child_specs
+
+    assert LAUNCHED == QUEUES
+    specs = child_specs(host="127.0.0.1", port=8000, workers=2)
+    workers = [spec for spec in specs if spec.name.startswith("worker")]
+    assert [w.name for w in workers] == ["worker", "worker2"]
+    assert all(w.restart for w in workers)
+    names = [w.argv[w.argv.index("-n") + 1].split("@")[0] for w in workers]
+    assert names == ["worker", "worker2"]

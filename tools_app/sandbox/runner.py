@@ -13,7 +13,6 @@ import contextlib
 import errno
 import json
 import os
-import select
 import signal
 import time
 from collections.abc import Mapping
@@ -27,6 +26,7 @@ from tools_app.sandbox.linux.cgroups import CallCgroup, CgroupSupport
 from tools_app.sandbox.linux.identity import SandboxIdentity
 from tools_app.sandbox.linux.limits import count_user_processes, rlimits_for
 from tools_app.sandbox.protocol import KilledBy, Limits
+from tools_app.sandbox.readiness import wait_readable
 from tools_app.sandbox.spawn.client import ExecFailure, Spawned, SpawnServer, spawn_server
 
 # Messages runtimes print when an allocation is refused by RLIMIT_AS.
@@ -39,9 +39,10 @@ MEMORY_FAILURE_MARKERS: tuple[bytes, ...] = (
     b"memory exhausted",
 )
 
-# Room under RLIMIT_NPROC for other calls of the same user when a pids cgroup
-# holds each call to its own ceiling.
-SHARED_NPROC_HEADROOM = 256
+# Room under RLIMIT_NPROC for other calls of the same user when a pids cgroup holds each
+# call to its own ceiling: the rlimit counts every process of the sandbox user, and a
+# worker runs hundreds of calls at once (a call that sleeps holds three or four).
+SHARED_NPROC_HEADROOM = 4096
 # The descriptor number an ``info_pipe`` write end gets in the command.
 INFO_FD = 3
 
@@ -62,8 +63,7 @@ class ProcessOutcome:
 
 def _wait_exit(pidfd: int, seconds: float) -> bool:
     """Wait until the process behind ``pidfd`` exits (not reaped); True if it did."""
-    ready, _, _ = select.select([pidfd], [], [], max(seconds, 0.0))
-    return bool(ready)
+    return wait_readable(pidfd, seconds)
 
 
 def _kill_group(pgid: int, sig: int) -> None:
@@ -189,6 +189,10 @@ def run_confined(
             elapsed = int((time.monotonic() - started) * 1000)
             return ProcessOutcome(code, empty, None, elapsed, False, group is not None)
         init_pidfd = _namespace_init(info_pipe[0], deadline) if info_pipe is not None else None
+        if in_write is not None:
+            # capture_output closes it once stdin is fed: closing it here again would
+            # close whatever another thread has opened under the same number since.
+            pipes.remove(in_write)
         return _supervise(
             server,
             spawned,
@@ -217,8 +221,7 @@ def _namespace_init(read_fd: int, deadline: float) -> int | None:
     """A pidfd for the namespace init bubblewrap reports on its info fd, if any."""
     data = b""
     while time.monotonic() < deadline:
-        ready, _, _ = select.select([read_fd], [], [], deadline - time.monotonic())
-        if not ready:
+        if not wait_readable(read_fd, deadline - time.monotonic()):
             break
         chunk = os.read(read_fd, 4096)
         if not chunk:
@@ -249,7 +252,12 @@ def _supervise(
 ) -> ProcessOutcome:
     # The command started a new session: its pid is its process group id.
     pid = pgid = spawned.pid
-    pidfd = os.pidfd_open(pid)
+    try:
+        pidfd = os.pidfd_open(pid)
+    except OSError:
+        if in_write is not None:
+            os.close(in_write)  # owned here until capture_output takes it
+        raise
     reaped = False
     try:
         capture = capture_output(

@@ -22,7 +22,6 @@ import ctypes
 import json
 import os
 import resource
-import select
 import signal
 import time
 from collections.abc import Callable
@@ -31,6 +30,7 @@ from typing import Any, Final
 
 from tools_app.builtin.base import RefusalCode, ToolFailedError, ToolRefusedError
 from tools_app.builtin.database.rows import QueryMemoryExceededError, StatementTimeoutError
+from tools_app.sandbox.readiness import wait_readable
 
 # Exit status of a child that reported; anything else means it died on the way.
 _REPORTED: Final = 0
@@ -107,7 +107,7 @@ def _read_report(fd: int, pid: int, limits: ChildLimits) -> bytes | None:
         if left <= 0:
             os.kill(pid, signal.SIGKILL)
             return None
-        ready, _, _ = select.select([fd], [], [], left)
+        ready = wait_readable(fd, left)
         if not ready:
             continue
         chunk = os.read(fd, _READ_CHUNK)

@@ -9,7 +9,6 @@ grows the worker's memory.
 from __future__ import annotations
 
 import contextlib
-import select
 import socket
 import struct
 import time
@@ -18,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tools_app.sandbox.capture import CaptureStop
+from tools_app.sandbox.readiness import wait_readable
 
 HEADER = struct.Struct(">BxxxL")
 
@@ -145,7 +145,7 @@ def run_exec(
             if remaining <= 0:
                 stop = CaptureStop.TIMEOUT
                 break
-            ready, _, _ = select.select([raw], [], [], remaining)
+            ready = wait_readable(raw, remaining)
             if not ready:
                 continue
             chunk = raw.recv(CHUNK_BYTES)
