@@ -4,6 +4,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 if command -v uv >/dev/null 2>&1; then command -v uv; exit 0; fi
 if [ -x var/tools/bin/uv ]; then echo var/tools/bin/uv; exit 0; fi
+# var/ is the console's private state: what is made there is private from the start.
+umask 077
 mkdir -p var
 if ! python3 -m venv var/tools >/dev/null 2>&1; then
   rm -rf var/tools

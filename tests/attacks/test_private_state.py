@@ -24,6 +24,7 @@ import pytest
 from common.platform.private_state import loose_modes
 from common.testing import wait_until
 from synthorg_site.launcher.embedded_redis import redis_server_argv
+from synthorg_site.launcher.private_state import SHOWN_REPAIRS
 from tests.attacks.probe import probe_as_sandbox_user
 
 BASE_DIR = Path(__file__).resolve().parents[2]
@@ -131,6 +132,12 @@ def test_the_launcher_repairs_and_names_looser_modes(fresh_var: Path) -> None:
     workspace.chmod(0o775)
     (workspace / "notes.txt").write_text("an agent's file\n")
     (workspace / "notes.txt").chmod(0o664)
+    # A tool set made with a loose umask (many files): counted in one line, not one each.
+    tools = fresh_var / "tools"
+    tools.mkdir(mode=0o755)
+    for n in range(40):
+        (tools / f"module{n}.py").write_text("# a tool's file\n")
+        (tools / f"module{n}.py").chmod(0o644)
     loose = {entry.path for entry in loose_modes(fresh_var)}
     assert {secret, database, static, fresh_var} <= loose
     seen = probe_as_sandbox_user({"read": [str(secret)]})
@@ -151,6 +158,11 @@ def test_the_launcher_repairs_and_names_looser_modes(fresh_var: Path) -> None:
     )
     for path in (secret, database, static):
         assert f"warning: {path} was" in done.stdout
+    warnings = [line for line in done.stdout.splitlines() if line.startswith("warning:")]
+    assert len(warnings) == SHOWN_REPAIRS + 1, done.stdout
+    # var/ itself is set by the layout first, silently; everything else loose is repaired.
+    repaired = len(loose - {fresh_var})
+    assert f"{repaired - SHOWN_REPAIRS} more entries under {fresh_var}" in warnings[-1]
     assert loose_modes(fresh_var) == []
     assert stat.S_IMODE(secret.stat().st_mode) == 0o600
     assert stat.S_IMODE(database.stat().st_mode) == 0o600
