@@ -45,6 +45,8 @@ case "$mode" in
     # The acceptance tests drive the gateway with the official TypeScript MCP client.
     check "command -v node" nodejs
     check "command -v npm" npm
+    # tests/deploy runs the shipped proxy config with Debian's own nginx.
+    check "command -v nginx" nginx
     ;;
   *) echo "usage: $0 run|test" >&2; exit 2 ;;
 esac

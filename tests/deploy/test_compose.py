@@ -78,7 +78,7 @@ def test_web_nodes_are_the_proxys_upstream_and_start_after_migrate(
     webs = sorted(n for n, s in _console(services).items() if s["command"] == ["web"])
     assert webs == ["web-1", "web-2"]
     for web in webs:
-        assert f"server {web}:8000;" in conf
+        assert f"server {web}:8000 " in conf
         assert services[web]["depends_on"]["migrate"] == {
             "condition": "service_completed_successfully"
         }
