@@ -46,7 +46,7 @@ from tools_app.bridge.egress import ServerEgress, has_proxy, write_server_record
 from tools_app.bridge.launch import per_agent
 from tools_app.bridge.results import outcome_from_result
 from tools_app.builtin.base import (
-    RefusalCode,
+    CANCELLED_CODE,
     ToolContext,
     ToolFailedError,
     ToolOutcome,
@@ -312,11 +312,12 @@ def pool_key(server: McpServer, agent_id: str) -> PoolKey:
 
 
 def _cancelled(invocation_id: str | None) -> bool:
+    """Whether a cancel came for this running call (it stays running until it stops)."""
     if invocation_id is None:
         return False
-    from tools_app.models import Invocation, InvocationStatus
+    from tools_app.models import Invocation
 
-    return Invocation.objects.filter(id=invocation_id, status=InvocationStatus.CANCELLED).exists()
+    return Invocation.objects.filter(id=invocation_id, cancel_requested_at__isnull=False).exists()
 
 
 def call_upstream(
@@ -349,9 +350,9 @@ def call_upstream(
         except concurrent.futures.TimeoutError:
             if _cancelled(context.invocation_id):
                 future.cancel()
-                raise ToolRefusedError(
-                    RefusalCode.LIMIT_EXCEEDED,
-                    "the call was cancelled; the MCP server was told to stop it",
+                raise ToolFailedError(
+                    "the call was cancelled while it ran; the MCP server was told to stop it",
+                    code=CANCELLED_CODE,
                 ) from None
         except (ToolFailedError, ToolRefusedError):
             raise

@@ -41,6 +41,11 @@ class ToolRefusedError(Exception):
         self.reason = reason
 
 
+# The code of a ToolFailedError for work stopped because its call was cancelled while it
+# ran: the call ends `cancelled`, with what the tool said kept as its result.
+CANCELLED_CODE = "cancelled"
+
+
 class ToolFailedError(Exception):
     """The tool tried and the work failed (the command exited non-zero, the host said 500…)."""
 

@@ -58,6 +58,9 @@ class Invocation(UUIDModel, TimestampedModel):
     # When it was last sent to its queue: a queued call sent long ago and never
     # claimed is sent again (the broker may have lost it; the claim runs it once).
     dispatched_at = models.DateTimeField(null=True, blank=True)
+    # A cancel that came while the call ran in its sandbox: the call runs to its end
+    # and keeps its outcome and result (a record never says "cancelled" of an effect).
+    cancel_requested_at = models.DateTimeField(null=True, blank=True)
     request_id = models.CharField(max_length=64, blank=True)
     queue = models.CharField(max_length=40, blank=True)
     backend = models.CharField(max_length=20, blank=True)

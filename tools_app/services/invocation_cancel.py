@@ -32,8 +32,10 @@ def invocation_cancel(
     ``why`` (optional) says what asked for the cancellation, for the agent and the audit;
     ``statuses`` narrows which unfinished statuses it may cancel from.
 
-    A running call's result is discarded when it arrives (its worker's final
-    compare-and-set finds the call cancelled).
+    A call already running in its sandbox is not cancelled: its effect may have
+    happened already, and a record never says "cancelled" of a call whose effect ran.
+    The cancel is recorded (``cancel_requested_at`` and an audit row), the call runs to
+    its end (its time limit bounds it) and keeps its outcome and result.
     """
     # The agent's line first (before the call's row), as every writer of the line does.
     agent_line_lock(invocation.agent_id)
@@ -44,9 +46,12 @@ def invocation_cancel(
         .values_list("status", flat=True)
         .first()
     )
+    if previous == InvocationStatus.RUNNING and InvocationStatus.RUNNING in statuses:
+        _cancel_requested_while_running(invocation=invocation, actor=actor, why=why)
+        return Invocation.objects.select_related("approval").get(id=invocation.id)
     cancelled = invocation_transition(
         invocation_id=invocation.id,
-        from_statuses=statuses,
+        from_statuses=[s for s in statuses if s != InvocationStatus.RUNNING],
         to_status=InvocationStatus.CANCELLED,
         finished_at=timezone.now(),
         is_error=True,
@@ -74,3 +79,30 @@ def invocation_cancel(
             # running call's slot frees when its worker is done with the sandbox.
             agent_line_advance(agent=invocation.agent)
     return Invocation.objects.select_related("approval").get(id=invocation.id)
+
+
+def _cancel_requested_while_running(*, invocation: Invocation, actor: Actor, why: str) -> None:
+    """Record a cancel that came too late to stop the call (in the caller's transaction)."""
+    now = timezone.now()
+    first = Invocation.objects.filter(
+        id=invocation.id, status=InvocationStatus.RUNNING, cancel_requested_at__isnull=True
+    ).update(cancel_requested_at=now, updated_at=now)
+    if not first:
+        return  # asked before: one record is enough
+    audit_record(
+        kind="invocation.cancel_requested",
+        actor=actor,
+        agent=invocation.agent,
+        invocation_id=invocation.id,
+        tool=invocation.tool,
+        category=invocation.category,
+        action_type=invocation.action_type,
+        arguments_hash=invocation.arguments_hash,
+        outcome="too_late",
+        status=InvocationStatus.RUNNING,
+        reason=(
+            "the call was already running in its sandbox, where its effect may have "
+            "happened: it runs to its end and keeps its outcome and result"
+            + (f" ({why})" if why else "")
+        ),
+    )

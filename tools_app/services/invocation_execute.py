@@ -30,7 +30,7 @@ from secrets_app.references import SecretReferenceError
 from secrets_app.substitution import CallSecrets, call_secrets_resolve
 from tools_app.bridge.definitions import CATEGORY as BRIDGE_CATEGORY
 from tools_app.bridge.pinning import upstream_standing
-from tools_app.builtin.base import ToolContext, ToolFailedError, ToolRefusedError
+from tools_app.builtin.base import CANCELLED_CODE, ToolContext, ToolFailedError, ToolRefusedError
 from tools_app.models import Invocation, InvocationStatus
 from tools_app.quota.guard import guard_workspace
 from tools_app.registry import tool_catalog
@@ -260,8 +260,14 @@ def _run_tool(invocation: Invocation, arguments: dict[str, Any]) -> Settled:
             error_message=exc.reason,
         )
     except ToolFailedError as exc:
+        status = InvocationStatus.FAILED
+        if exc.timed_out:
+            status = InvocationStatus.TIMED_OUT
+        elif exc.code == CANCELLED_CODE:
+            # Stopped part-way by a cancel that came while it ran (what it said is kept).
+            status = InvocationStatus.CANCELLED
         return Settled(
-            status=InvocationStatus.TIMED_OUT if exc.timed_out else InvocationStatus.FAILED,
+            status=status,
             is_error=True,
             content=exc.message,
             raw_content=exc.message,
@@ -359,5 +365,5 @@ def _finish(*, invocation: Invocation, settled: Settled) -> None:
                 data={"exit_code": settled.exit_code, "truncated": settled.truncated},
             )
     if not done:
-        # Cancelled (or settled elsewhere) while it ran: the result is not delivered.
+        # Settled elsewhere while it ran (the sweeper took its worker for dead).
         log.info("invocation_result_discarded", invocation=str(invocation.id))

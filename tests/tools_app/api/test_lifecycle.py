@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from audit_app.models import AuditEvent
-from common.platform.redis import redis_client
 from common.testing import RunningProcess, wait_until
 from tests.tools_app.api.conftest import AgentClient
 from tools_app.models import Invocation
-from tools_app.worker.lease import LEASE_PREFIX
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
@@ -54,21 +53,56 @@ def test_cancel_while_queued_never_runs(make_agent: Callable[..., AgentClient]) 
     assert AuditEvent.objects.filter(invocation_id=held["id"], kind="invocation.cancelled").exists()
 
 
-def test_cancel_while_running_discards_the_result(make_agent: Callable[..., AgentClient]) -> None:
+def test_a_cancel_while_running_keeps_the_outcome_and_the_result(
+    make_agent: Callable[..., AgentClient],
+) -> None:
+    """Its effect may have happened already: the record never says "cancelled" of it."""
     client = make_agent()
     created = client.call("test_counter", {"seconds": 3}).json()
     wait_until(lambda: _status(created["id"]) == "running", timeout=30, what="the call to start")
     body = client.http.post(f"/api/v1/invocations/{created['id']}/cancel/").json()
-    assert body["status"] == "cancelled"
-    wait_until(lambda: _runs(client) == 1, timeout=30, what="the tool's side effect")
-    wait_until(
-        lambda: redis_client().get(LEASE_PREFIX + created["id"]) is None,
-        timeout=30,
-        what="the worker to finish the call",
+    assert body["status"] == "running"
+    again = client.http.post(f"/api/v1/invocations/{created['id']}/cancel/").json()
+    assert again["status"] == "running"
+    final = client.get(created["id"], wait=30).json()
+    assert final["status"] == "succeeded", final
+    assert final["result"]["content"].endswith("done\n")
+    assert _runs(client) == 1
+    requested = AuditEvent.objects.filter(
+        invocation_id=created["id"], kind="invocation.cancel_requested"
     )
-    final = client.get(created["id"]).json()
-    assert final["status"] == "cancelled"
-    assert final["result"] is None
+    assert requested.count() == 1 and requested.get().outcome == "too_late"
+    finished = AuditEvent.objects.filter(invocation_id=created["id"], kind="invocation.finished")
+    assert list(finished.values_list("status", flat=True)) == ["succeeded"]
+    assert not AuditEvent.objects.filter(
+        invocation_id=created["id"], kind="invocation.cancelled"
+    ).exists()
+    assert Invocation.objects.get(id=created["id"]).cancel_requested_at is not None
+
+
+def test_a_cancel_racing_the_start_either_stops_the_call_or_keeps_its_outcome(
+    make_agent: Callable[..., AgentClient],
+) -> None:
+    """Cancels sent 0 to 0.7 s after the call: each record agrees with the workspace."""
+    client = make_agent()
+    ids = []
+    for delay in (0.0, 0.05, 0.1, 0.2, 0.3, 0.45, 0.7):
+        created = client.call("test_counter", {"seconds": 0}).json()
+        time.sleep(delay)
+        client.http.post(f"/api/v1/invocations/{created['id']}/cancel/")
+        ids.append(created["id"])
+    finals = [client.get(i, wait=30).json() for i in ids]
+    assert all(f["status"] in ("cancelled", "succeeded") for f in finals), finals
+    ran = [f for f in finals if f["status"] == "succeeded"]
+    assert all(f["result"] is not None for f in ran)
+    assert all(f["result"] is None for f in finals if f["status"] == "cancelled")
+    # One line in the workspace per call that ran, none for a call recorded cancelled.
+    assert _runs(client) == len(ran)
+    for invocation_id in ids:
+        endings = AuditEvent.objects.filter(
+            invocation_id=invocation_id, kind__in=("invocation.finished", "invocation.cancelled")
+        )
+        assert endings.count() == 1
 
 
 def test_cancelling_a_finished_call_changes_nothing(make_agent: Callable[..., AgentClient]) -> None:
