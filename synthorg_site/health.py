@@ -171,9 +171,15 @@ def health_report() -> dict[str, Any]:
             "worker": (_worker, True),
             "beat": (_beat, False),
             "probes": (_sandbox_probes, False),
-            "notifications": (_notifications, False),
         },
         deadline,
+    )
+    # Read in this thread (it sees this request's own transaction), and only once the
+    # database answered within the deadline.
+    found["notifications"] = (
+        _notifications()
+        if found["database"].ok
+        else PartHealth(False, False, "not read: the database did not answer")
     )
     probes = found.pop("probes")
     probes = probes if isinstance(probes, dict) else {}
