@@ -6,7 +6,8 @@ was keyed, each hash is an HMAC-SHA256 under an audit key held outside the datab
 (the key's id is stored on the event and covered by the MAC): someone who can write
 the database but does not hold a key cannot recompute the hashes after a row they
 changed. Events written before the chain was keyed keep their plain SHA-256 hashes
-(an empty key id); the first keyed event, of kind AUDIT_CHAIN_KEYED, marks the switch.
+(an empty key id); the first keyed event, of kind AUDIT_CHAIN_KEYED, marks the switch
+(written on an operator's request, `synthorg_audit start-keyed`, never automatically).
 """
 
 from __future__ import annotations
@@ -51,10 +52,20 @@ CHAINED_FIELDS = (
 
 KEY_ID_PATTERN = re.compile(r"^[A-Za-z0-9._-]{1,40}$")
 MIN_KEY_CHARS = 32
+# What a refusal of a malformed key list tells the operator to write instead.
+AUDIT_KEYS_FORM = (
+    "Allowed form: comma-separated ID:SECRET entries, newest first, each ID 1-40 letters, "
+    f"digits, '.', '_' or '-' and each SECRET at least {MIN_KEY_CHARS} characters "
+    "(`manage.py synthorg_audit new-key` prints one)"
+)
 
 
 class AuditKeyError(Exception):
     """The audit keys cannot be used; the message says which and why (never the key)."""
+
+
+class AuditChainUnkeyedError(AuditKeyError):
+    """The log's newest event is unkeyed: keyed events are not appended to it silently."""
 
 
 @dataclass(frozen=True)

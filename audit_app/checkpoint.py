@@ -84,8 +84,9 @@ def _newest_name(directory: Path) -> str | None:
     return names[-1] if names else None
 
 
-def checkpoints_read(ring: AuditKeyRing) -> tuple[list[StoredCheckpoint], list[str]]:
-    """Every checkpoint whose signature verifies, and a problem for each that does not."""
+def checkpoints_read(ring: AuditKeyRing | None) -> tuple[list[StoredCheckpoint], list[str]]:
+    """Every checkpoint whose signature verifies, and a problem for each that does not
+    (each, when no audit key is configured to check them)."""
     directory = Path(settings.SYNTHORG_AUDIT_CHECKPOINT_DIR)
     if not directory.is_dir():
         return [], []
@@ -105,7 +106,7 @@ def checkpoints_read(ring: AuditKeyRing) -> tuple[list[StoredCheckpoint], list[s
         except (OSError, ValueError, KeyError, TypeError):
             problems.append(f"checkpoint {name}: unreadable (not a checkpoint this console wrote)")
             continue
-        key = ring.get(checkpoint.key_id)
+        key = ring.get(checkpoint.key_id) if ring is not None else None
         if key is None:
             problems.append(
                 f"checkpoint {name}: signed with audit key {checkpoint.key_id!r}, which is not "

@@ -38,6 +38,12 @@ def keys_from_environment() -> bool:
     return bool([k for k in settings.SYNTHORG_AUDIT_KEYS if k.strip()])
 
 
+def audit_keys_configured() -> bool:
+    """Whether a key exists already (SYNTHORG_AUDIT_KEYS, or the key file), without
+    making one: from then on the log must be keyed, and an unkeyed one is a downgrade."""
+    return keys_from_environment() or key_file().exists()
+
+
 def audit_key_ring() -> AuditKeyRing:
     """The keys to use now; AuditKeyError when none may be used."""
     global _cached
@@ -46,7 +52,8 @@ def audit_key_ring() -> AuditKeyRing:
     if settings.SYNTHORG_ENV == "production":
         raise AuditKeyError(
             f"set {_SOURCE_ENV} (ID:SECRET entries, newest first, comma-separated) to "
-            "write or verify the audit log in production"
+            "write or verify the audit log in production (`manage.py synthorg_audit new-key` "
+            "prints an entry)"
         )
     path = key_file()
     ensure_key_file(path, lambda: [_entry(new_audit_key())])

@@ -9,8 +9,14 @@ from typing import Any
 from django.db import connection, transaction
 from django.utils import timezone
 
-from audit_app.chain import AUDIT_CHAIN_KEYED, GENESIS_HASH, AuditKey, keyed_event_hash
-from audit_app.keys import audit_key_ring
+from audit_app.chain import (
+    AUDIT_CHAIN_KEYED,
+    GENESIS_HASH,
+    AuditChainUnkeyedError,
+    AuditKey,
+    keyed_event_hash,
+)
+from audit_app.keys import audit_key_ring, audit_keys_configured
 from audit_app.models import AuditEvent
 from common.platform.logs import current_request_id
 
@@ -85,28 +91,30 @@ def audit_record(
 ) -> AuditEvent:
     """Append one event to the chain. Must run inside the transaction of the change it records.
 
-    The event's hash is an HMAC under the newest audit key. The first keyed event after
-    events with plain hashes is preceded by one AUDIT_CHAIN_KEYED event marking the switch.
+    The event's hash is an HMAC under the newest audit key. After unkeyed events it is
+    preceded by one AUDIT_CHAIN_KEYED marker only when this call makes the console's first
+    key; with a key configured already it refuses (AuditChainUnkeyedError) until a person
+    marks the switch with audit_chain_start_keyed.
     """
     if not transaction.get_connection().in_atomic_block:
         raise RuntimeError("audit_record must run inside the transaction it records")
+    first_key = not audit_keys_configured()  # this call makes the console's first key
     key = audit_key_ring().newest  # before the lock: a missing key refuses the change
     head = _lock_chain_and_read_head()
     prev = head[0] if head else GENESIS_HASH
-    if head is not None and not head[1]:
-        marker = _append(
-            key,
-            prev,
-            {
-                **_blank_fields(),
-                "kind": AUDIT_CHAIN_KEYED,
-                "actor_type": "system",
-                "actor_name": "system",
-                "reason": f"events from here on are keyed (HMAC-SHA256, key {key.id})",
-                "data": {"key_id": key.id, "unkeyed_head": prev},
-            },
+    if head is not None and not head[1] and first_key:
+        # No key existed, so no keyed event can have been re-hashed away: the unkeyed
+        # events are this console's history from before it had a key.
+        prev = _mark_keyed(key, prev, Actor.system()).hash
+    elif head is not None and not head[1]:
+        raise AuditChainUnkeyedError(
+            "the audit log's newest event is unkeyed (plain SHA-256, no key id) although an "
+            "audit key is configured: the log was re-hashed without the key (a downgrade) or "
+            "comes from a version without audit keys. Nothing more is recorded until it is "
+            "checked: `manage.py synthorg_audit verify` names what it finds; if the unkeyed "
+            "events are genuine history, `manage.py synthorg_audit start-keyed` marks where "
+            "keyed events begin"
         )
-        prev = marker.hash
     fields: dict[str, Any] = {
         **_blank_fields(),
         "kind": kind,
@@ -128,6 +136,38 @@ def audit_record(
         "data": data or {},
     }
     return _append(key, prev, fields)
+
+
+def audit_chain_start_keyed(*, actor: Actor) -> AuditEvent | None:
+    """Mark where keyed events begin after a log of unkeyed ones; None when the newest
+    event is keyed already (or the log is empty). Must run inside a transaction.
+
+    Deliberately a person's act, never automatic: a marker appended to a log someone
+    re-hashed without the key would make that rewrite verify (a downgrade).
+    """
+    if not transaction.get_connection().in_atomic_block:
+        raise RuntimeError("audit_chain_start_keyed must run inside a transaction")
+    key = audit_key_ring().newest
+    head = _lock_chain_and_read_head()
+    if head is None or head[1]:
+        return None
+    return _mark_keyed(key, head[0], actor)
+
+
+def _mark_keyed(key: AuditKey, unkeyed_head: str, actor: Actor) -> AuditEvent:
+    return _append(
+        key,
+        unkeyed_head,
+        {
+            **_blank_fields(),
+            "kind": AUDIT_CHAIN_KEYED,
+            "actor_type": actor.type,
+            "actor_id": actor.id,
+            "actor_name": actor.name,
+            "reason": f"events from here on are keyed (HMAC-SHA256, key {key.id})",
+            "data": {"key_id": key.id, "unkeyed_head": unkeyed_head},
+        },
+    )
 
 
 def _blank_fields() -> dict[str, Any]:

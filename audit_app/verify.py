@@ -24,7 +24,7 @@ from audit_app.chain import (
     keyed_event_hash,
 )
 from audit_app.checkpoint import StoredCheckpoint, checkpoints_read
-from audit_app.keys import audit_key_ring
+from audit_app.keys import audit_key_ring, audit_keys_configured
 from audit_app.models import AuditEvent
 
 Progress = Callable[[int], None]
@@ -38,6 +38,7 @@ class ChainReport:
     checkpoints: int = 0  # checkpoints held against the log
     keyed_from: int | None = None  # the first event with a keyed hash
     head_id: int | None = None
+    keys_configured: bool = True  # a key existed before this run (else an unkeyed log is allowed)
 
     @property
     def ok(self) -> bool:
@@ -46,11 +47,15 @@ class ChainReport:
     def summary(self) -> str:
         if self.problem is not None:
             return self.problem
-        keyed = (
-            f"keyed from event #{self.keyed_from}"
-            if self.keyed_from is not None
-            else "no keyed events"
-        )
+        if self.keyed_from is not None:
+            keyed = f"keyed from event #{self.keyed_from}"
+        elif self.checked:
+            keyed = (
+                "no keyed events: the log is unkeyed (plain SHA-256, which anyone who can "
+                "write the database can recompute) and no audit key was configured"
+            )
+        else:
+            keyed = "no keyed events"
         return (
             f"audit chain intact: {self.checked} event(s) verified ({keyed}), "
             f"{self.checkpoints} checkpoint(s) matched"
@@ -70,13 +75,14 @@ def _chained(row: dict[str, Any]) -> dict[str, Any]:
 class _Walk:
     """The state of one pass over the chain."""
 
-    def __init__(self, ring: AuditKeyRing, checkpoints: list[StoredCheckpoint]) -> None:
+    def __init__(self, ring: AuditKeyRing | None, checkpoints: list[StoredCheckpoint]) -> None:
         self.ring = ring
         self.pending = sorted(checkpoints, key=lambda c: c.checkpoint.head_id)
         self.matched = 0
         self.expected_prev = GENESIS_HASH
         self.prev_id: int | None = None
         self.keyed_from: int | None = None
+        self.first_id: int | None = None
         self.checked = 0
 
     def link_problem(self, event_id: int, kind: str, prev: str) -> str | None:
@@ -100,9 +106,10 @@ class _Walk:
         if not key_id:
             if self.keyed_from is not None:
                 return (
-                    f"audit event #{event_id} ({kind}): it has a plain, unkeyed hash although "
-                    f"the chain is keyed from event #{self.keyed_from} (written or rewritten "
-                    "without the audit key)"
+                    f"audit event #{event_id} ({kind}): it has a plain, unkeyed hash (no key "
+                    f"id) although the chain is keyed from event #{self.keyed_from}: it was "
+                    "written or rewritten without the audit key (a downgrade); the log from "
+                    f"#{event_id} on cannot be trusted, compare it with an export or backup"
                 )
             if not hashes_equal(event_hash(prev, _chained(row)), stored):
                 return (
@@ -110,7 +117,7 @@ class _Walk:
                     "(the row was changed after it was written)"
                 )
             return None
-        key = self.ring.get(key_id)
+        key = self.ring.get(key_id) if self.ring is not None else None
         if key is None:
             return (
                 f"audit event #{event_id} ({kind}): keyed with audit key {key_id!r}, which is "
@@ -162,6 +169,19 @@ class _Walk:
             self.matched += 1
         return None
 
+    def downgrade_problem(self, keys_configured: bool) -> str | None:
+        """Keys exist but no event is keyed: the whole log was re-hashed without the key."""
+        if not keys_configured or self.keyed_from is not None or self.first_id is None:
+            return None
+        return (
+            f"the audit log is not keyed although audit keys are configured: all "
+            f"{self.checked} event(s), #{self.first_id} to #{self.prev_id}, carry plain SHA-256 "
+            "hashes with no key id, which anyone who can write the database can recompute. "
+            "A console with a key keys every event it writes, so the log was rewritten "
+            "without the key (a downgrade) or restored from a copy made before the console "
+            "had keys; compare it with an export or backup you trust"
+        )
+
     def end_problem(self) -> str | None:
         """A checkpoint past the last event: the newest events were dropped."""
         if not self.pending:
@@ -178,15 +198,34 @@ class _Walk:
         )
 
 
+def audit_event_authentic(event: AuditEvent) -> bool:
+    """Whether this one event's keyed hash verifies under the audit keys: a writer without
+    a key cannot forge or change it. Its place in the chain is the full walk's to check."""
+    try:
+        ring = audit_key_ring()
+    except AuditKeyError:
+        return False
+    key = ring.get(event.key_id) if event.key_id else None
+    if key is None:
+        return False
+    fields = _chained({name: getattr(event, name) for name in CHAINED_FIELDS})
+    return hashes_equal(keyed_event_hash(key, event.prev_hash, fields), event.hash)
+
+
 def audit_chain_verify(*, progress: Progress | None = None) -> ChainReport:
     """Walk every event in id order with the audit keys, then the checkpoints.
 
     `progress` is called with the number of events checked after each chunk.
     """
-    try:
-        ring = audit_key_ring()
-    except AuditKeyError as exc:
-        return ChainReport(0, f"the audit keys cannot be used: {exc}")
+    # With no key yet (outside production) none is made here: the log can only be
+    # unkeyed, and recording this run's result makes the console's first key.
+    keys_configured = audit_keys_configured()
+    ring: AuditKeyRing | None = None
+    if keys_configured or settings.SYNTHORG_ENV == "production":
+        try:
+            ring = audit_key_ring()
+        except AuditKeyError as exc:
+            return ChainReport(0, f"the audit keys cannot be used: {exc}")
     checkpoints, checkpoint_problems = checkpoints_read(ring)
     if checkpoint_problems:
         return ChainReport(0, checkpoint_problems[0])
@@ -210,16 +249,23 @@ def audit_chain_verify(*, progress: Progress | None = None) -> ChainReport:
                 walk.checked, problem, first_bad_event=event_id, keyed_from=walk.keyed_from
             )
         walk.expected_prev, walk.prev_id = stored, event_id
+        if walk.first_id is None:
+            walk.first_id = event_id
         if progress is not None and walk.checked % chunk == 0:
             progress(walk.checked)
     problem = walk.end_problem()
+    first_bad = (walk.prev_id or 0) + 1 if problem else None
+    if problem is None:
+        problem = walk.downgrade_problem(keys_configured)
+        first_bad = walk.first_id if problem else None
     if progress is not None:
         progress(walk.checked)
     return ChainReport(
         walk.checked,
         problem,
-        first_bad_event=(walk.prev_id or 0) + 1 if problem else None,
+        first_bad_event=first_bad,
         checkpoints=walk.matched,
         keyed_from=walk.keyed_from,
         head_id=walk.prev_id,
+        keys_configured=keys_configured,
     )

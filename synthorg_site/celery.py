@@ -9,11 +9,16 @@ import structlog
 from celery import Celery, signals
 from kombu import Exchange, Queue
 
+from synthorg_site.broker_repair import broker_repair_apply
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "synthorg_site.settings")
 
 # One queue per sandbox backend, so a slow backend never starves another and each
 # can be scaled with its own workers; maintenance carries sweeps and heartbeats.
 QUEUES = ("default", "sandbox.subprocess", "sandbox.namespace", "sandbox.docker", "maintenance")
+
+# Before any connection exists: a worker must survive a restart of its Redis broker.
+broker_repair_apply()
 
 app = Celery("synthorg")
 app.config_from_object("django.conf:settings", namespace="CELERY")

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import environ
 from channels_redis.core import RedisChannelLayer
 from django.core.exceptions import ImproperlyConfigured
 
+from audit_app.chain import AUDIT_KEYS_FORM, AuditKeyError, AuditKeyRing
 from common.platform import runtime
 from common.platform.environment import EnvironmentSettingError, load_environment
 from common.platform.logs import logging_config
@@ -43,6 +45,27 @@ except EnvironmentSettingError as exc:
     ) from None
 
 DEBUG = env.bool("DEBUG", default=SYNTHORG_ENV == "dev")
+
+# The audit chain: HMAC keys as ID:SECRET, newest first (comma-separated). Empty
+# outside production: a key kept in var/audit_keys (0600) is made on first use.
+SYNTHORG_AUDIT_KEYS = env.list("SYNTHORG_AUDIT_KEYS", default=[])
+# `synthorg_audit new-key` / `rotate-key` make the first (or a replacing) key, so they
+# run with no key or a malformed one: new-key reads none; rotate-key refuses by itself,
+# saying what to do, when the keys it would rotate are missing or come from here.
+_making_audit_key = sys.argv[1:2] == ["synthorg_audit"] and sys.argv[2:3] in (
+    ["new-key"],
+    ["rotate-key"],
+)
+if not _making_audit_key:
+    try:
+        AuditKeyRing.parse(SYNTHORG_AUDIT_KEYS, source="SYNTHORG_AUDIT_KEYS")
+    except AuditKeyError as exc:
+        if any(k.strip() for k in SYNTHORG_AUDIT_KEYS):  # empty: the key file or production
+            raise ImproperlyConfigured(
+                f"SynthOrg Console refuses to start: SYNTHORG_AUDIT_KEYS is malformed: {exc}. "
+                f"{AUDIT_KEYS_FORM}"
+            ) from None
+
 
 _secret_from_env = bool(env.str("SECRET_KEY", default=""))
 SECRET_KEY = env.str("SECRET_KEY", default="") or runtime.generated_secret_key()
@@ -91,7 +114,7 @@ if SYNTHORG_ENV == "production":
             secret_key=SECRET_KEY,
             allowed_hosts=ALLOWED_HOSTS,
             database_url_set=_database_url_set,
-            audit_keys_set=any(k.strip() for k in env.list("SYNTHORG_AUDIT_KEYS", default=[])),
+            audit_keys_set=_making_audit_key or any(k.strip() for k in SYNTHORG_AUDIT_KEYS),
         )
     )
     if _problems:
@@ -312,9 +335,6 @@ SYNTHORG_SECRET_MIN_LENGTH = _environment.SYNTHORG_SECRET_MIN_LENGTH
 # The secrets broker: Fernet keys, newest first (comma-separated). Empty outside
 # production: a key kept in var/secrets_keys (0600) is made on first use.
 SYNTHORG_SECRETS_KEYS = env.list("SYNTHORG_SECRETS_KEYS", default=[])
-# The audit chain: HMAC keys as ID:SECRET, newest first (comma-separated). Empty
-# outside production: a key kept in var/audit_keys (0600) is made on first use.
-SYNTHORG_AUDIT_KEYS = env.list("SYNTHORG_AUDIT_KEYS", default=[])
 # Signed checkpoints of the chain's head go here, outside the database, this often.
 SYNTHORG_AUDIT_CHECKPOINT_DIR = (
     _environment.SYNTHORG_AUDIT_CHECKPOINT_DIR

@@ -6,14 +6,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.core.cache import cache
 from django.utils import timezone
 
+from audit_app.keys import audit_keys_configured
 from audit_app.models import AuditEvent, AuditVerification, VerificationStatus
 from audit_app.selectors.events import EXACT_FILTERS, AuditFilters, audit_events
+from audit_app.verify import audit_event_authentic
 from common.errors import InvalidArgumentError
 
 _CHOICES_CACHE_KEY = "audit:filter-choices:v1"
@@ -122,21 +124,95 @@ def audit_event_neighbours(event_id: int) -> tuple[int | None, int | None]:
     return before.first(), after.first()
 
 
+# The event each verification's result is recorded as (services/verification.py).
+AUDIT_VERIFIED = "audit.verified"
+
+
+@dataclass(frozen=True)
+class VerificationResult:
+    """A verification's result as its keyed `audit.verified` event records it."""
+
+    verification: int
+    status: str  # passed or failed
+    finished_at: datetime
+    requested_by: str
+    checked: int
+    checkpoints: int
+    first_bad_event: int | None
+    summary: str
+    event_id: int
+
+    @classmethod
+    def from_event(cls, event: AuditEvent) -> VerificationResult:
+        data = event.data if isinstance(event.data, dict) else {}
+        return cls(
+            verification=int(data.get("verification") or 0),
+            status=event.outcome,
+            finished_at=event.created_at,
+            requested_by=str(data.get("requested_by", "")),
+            checked=int(data.get("checked") or 0),
+            checkpoints=int(data.get("checkpoints") or 0),
+            first_bad_event=data.get("first_bad_event"),
+            summary=event.reason,
+            event_id=event.id,
+        )
+
+
 @dataclass(frozen=True)
 class ChainStatus:
-    last: AuditVerification | None  # the newest finished verification
+    last: VerificationResult | None  # the newest result, from its authentic audit event
     current: AuditVerification | None  # one queued or running now
     abandoned: AuditVerification | None = None  # the newest run that stopped without a result
+    # Why the shown status cannot be trusted: the status table disagrees with the audit log,
+    # or the newest result's event does not verify. None when nothing is amiss.
+    untrusted: str | None = None
 
 
-def audit_chain_status() -> ChainStatus:
-    last = (
+def _last_result() -> tuple[VerificationResult | None, str | None]:
+    """The newest result, read from the newest `audit.verified` event (keyed: a database
+    writer without the key cannot forge one), never from the status table alone."""
+    head = AuditEvent.objects.order_by("-id").values_list("id", "key_id").first()
+    if head is not None and not head[1] and audit_keys_configured():
+        return None, (
+            f"the newest audit event, #{head[0]}, is unkeyed (plain SHA-256, no key id) "
+            "although an audit key is configured: the log was re-hashed without the key (a "
+            "downgrade) or comes from a version without audit keys, and nothing more is "
+            "recorded until it is checked. Run `manage.py synthorg_audit verify`; if the "
+            "unkeyed events are genuine history, `manage.py synthorg_audit start-keyed`"
+        )
+    event = AuditEvent.objects.filter(kind=AUDIT_VERIFIED).order_by("-id").first()
+    if event is not None and not audit_event_authentic(event):
+        return None, (
+            f"the newest verification result, audit event #{event.id}, does not verify "
+            "under the audit keys (it was written or changed without the key): the chain's "
+            "status is unknown, verify it again"
+        )
+    result = VerificationResult.from_event(event) if event is not None else None
+    row = (
         AuditVerification.objects.filter(
             status__in=(VerificationStatus.PASSED, VerificationStatus.FAILED)
         )
         .order_by("-id")
         .first()
     )
+    backed = (
+        row is None
+        or (result is not None and row.id <= result.verification)
+        or AuditEvent.objects.filter(
+            kind=AUDIT_VERIFIED, data__verification=row.id, outcome=row.status
+        ).exists()
+    )
+    if row is not None and not backed:
+        return result, (
+            f"the status table holds verification #{row.id} as {row.status}, but no audit "
+            "event records that result: the table was changed outside the console, so it is "
+            "not shown; verify the chain again"
+        )
+    return result, None
+
+
+def audit_chain_status() -> ChainStatus:
+    last, untrusted = _last_result()
     # A run older than its time limit died with its worker: it is no longer shown as current.
     recent = timezone.now() - timedelta(seconds=settings.SYNTHORG_AUDIT_VERIFY_TIME_LIMIT)
     current = (
@@ -149,8 +225,8 @@ def audit_chain_status() -> ChainStatus:
     )
     abandoned = (
         AuditVerification.objects.filter(status=VerificationStatus.ABANDONED)
-        .filter(id__gt=last.id if last is not None else 0)
+        .filter(id__gt=last.verification if last is not None else 0)
         .order_by("-id")
         .first()
     )
-    return ChainStatus(last, current, abandoned)
+    return ChainStatus(last, current, abandoned, untrusted)

@@ -18,9 +18,10 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from audit_app.chain import AuditChainUnkeyedError
 from audit_app.models import AuditEvent, AuditVerification, VerificationStatus
 from audit_app.record import Actor, audit_record
-from audit_app.verify import audit_chain_verify
+from audit_app.verify import ChainReport, audit_chain_verify
 
 VERIFY_TASK = "tools_app.verify_audit_chain"
 
@@ -116,22 +117,43 @@ def audit_verification_run(*, verification_id: int) -> AuditVerification | None:
         AuditVerification.objects.filter(id=verification_id).update(checked=checked)
 
     report = audit_chain_verify(progress=progress)
+    run = AuditVerification.objects.get(id=verification_id)
     status = VerificationStatus.PASSED if report.ok else VerificationStatus.FAILED
+    result = {
+        "status": status,
+        "finished_at": timezone.now(),
+        "checked": report.checked,
+        "checkpoints": report.checkpoints,
+        "first_bad_event": report.first_bad_event,
+        "summary": report.summary(),
+    }
+    try:
+        _verification_record(run, report, status, result)
+    except AuditChainUnkeyedError:
+        # The log ends in unkeyed events (what this run has just reported): it takes no
+        # keyed event until a person checks it, so the result is kept in the table only
+        # (the status panel says why the log holds none).
+        AuditVerification.objects.filter(id=verification_id).update(**result)
+    return AuditVerification.objects.get(id=verification_id)
+
+
+def _verification_record(
+    run: AuditVerification,
+    report: ChainReport,
+    status: VerificationStatus,
+    result: dict[str, Any],
+) -> None:
+    verification_id = run.id
     with transaction.atomic():
-        AuditVerification.objects.filter(id=verification_id).update(
-            status=status,
-            finished_at=timezone.now(),
-            checked=report.checked,
-            checkpoints=report.checkpoints,
-            first_bad_event=report.first_bad_event,
-            summary=report.summary(),
-        )
+        AuditVerification.objects.filter(id=verification_id).update(**result)
         audit_record(
             kind="audit.verified",
             actor=Actor.system("audit verification"),
             outcome=status.value,
             reason=report.summary(),
+            # Everything the status panel shows: it reads the result from this keyed
+            # event, not from the status table (see selectors/browse.py).
             data={"verification": verification_id, "checked": report.checked,
-                  "first_bad_event": report.first_bad_event},
+                  "checkpoints": report.checkpoints, "first_bad_event": report.first_bad_event,
+                  "requested_by": run.requested_by},
         )  # fmt: skip
-    return AuditVerification.objects.get(id=verification_id)

@@ -17,12 +17,13 @@ from audit_app.chain import (
     AUDIT_KEY_ROTATED,
     CHAINED_FIELDS,
     GENESIS_HASH,
+    AuditChainUnkeyedError,
     AuditKey,
     event_hash,
     keyed_event_hash,
 )
 from audit_app.checkpoint import audit_checkpoint_write
-from audit_app.keys import audit_key_ring, key_file
+from audit_app.keys import audit_key_ring, audit_keys_configured, key_file
 from audit_app.models import AuditEvent, AuditVerification
 from audit_app.record import Actor, audit_record
 from audit_app.verify import audit_chain_verify
@@ -235,7 +236,9 @@ def test_after_a_key_rotation_old_and_new_events_verify(
     path.write_text("\n".join(lines) + "\n")
 
 
-def test_unkeyed_history_is_kept_and_the_switch_is_marked(capsys: pytest.CaptureFixture) -> None:
+def test_unkeyed_history_is_kept_and_the_switch_is_marked(
+    capsys: pytest.CaptureFixture, settings: Any, tmp_path: Path
+) -> None:
     """Events from before the chain was keyed keep their plain hashes; one marker event
     starts the keyed part, and later plain-hashed rows are refused."""
     with connection.cursor() as cursor:  # a log that starts before the keyed chain
@@ -254,8 +257,12 @@ def test_unkeyed_history_is_kept_and_the_switch_is_marked(capsys: pytest.Capture
         legacy_events.append(event)
         prev = event.hash
     AuditEvent.objects.bulk_create(legacy_events)
+    # With a key configured an all-unkeyed log is refused (see the downgrade test); a
+    # console with no key yet (an empty var/) verifies it and says it is unkeyed.
+    settings.VAR_DIR = str(tmp_path / "fresh-var")
+    assert not audit_keys_configured()
     call_command("synthorg_audit", "verify")
-    assert "no keyed events" in capsys.readouterr().out
+    assert "no keyed events: the log is unkeyed" in capsys.readouterr().out
     fresh = _record(2, "after-switch")
     marker = AuditEvent.objects.get(kind=AUDIT_CHAIN_KEYED)
     assert marker.prev_hash == prev and marker.id < fresh[0].id and marker.key_id
@@ -320,3 +327,72 @@ def test_beat_writes_checkpoints_at_the_configured_interval(
     second = audit_checkpoint()
     assert second is not None and second > first
     assert sorted(p.name for p in checkpoint_dir.iterdir()) == [first, second]
+
+
+def _rehash_unkeyed(from_id: int = 0) -> list[int]:
+    """What a database writer without the key can do: re-hash events from `from_id` on
+    with plain SHA-256 and empty their key ids, so the chain links up again."""
+    rows = list(AuditEvent.objects.order_by("id"))
+    prev = GENESIS_HASH
+    changed = []
+    with connection.cursor() as cursor:
+        for row in rows:
+            if row.id < from_id:
+                prev = row.hash
+                continue
+            digest = event_hash(prev, _chained_row(row.id))
+            cursor.execute(
+                "UPDATE tools_app_auditevent SET prev_hash = %s, hash = %s, key_id = '' "
+                "WHERE id = %s",
+                [prev, digest, row.id],
+            )
+            changed.append(row.id)
+            prev = digest
+    return changed
+
+
+def test_a_log_rehashed_without_the_key_is_refused_while_keys_are_configured(
+    chain: list[AuditEvent], capsys: pytest.CaptureFixture
+) -> None:
+    """Downgrade: the whole log re-hashed with plain SHA-256 and its key ids emptied, with
+    no checkpoint to betray it, is refused because a key is configured."""
+    call_command("synthorg_audit", "verify")  # positive control: the keyed log is intact
+    assert "keyed from event #" in capsys.readouterr().out
+    AuditVerification.objects.all().delete()
+    changed = _rehash_unkeyed()
+    assert audit_keys_configured()
+    problem = _verify_fails()
+    assert problem.startswith("the audit log is not keyed although audit keys are configured")
+    assert f"#{changed[0]} to #{changed[-1]}" in problem and "downgrade" in problem
+    run = AuditVerification.objects.get()
+    assert run.status == "failed" and run.first_bad_event == changed[0]
+    assert run.summary == problem
+    # No event may launder the rewrite: a keyed event appended now (after a marker) would
+    # make the re-hashed events verify as pre-key history. The console refuses to record.
+    with (
+        pytest.raises(AuditChainUnkeyedError, match="synthorg_audit start-keyed"),
+        transaction.atomic(),
+    ):
+        audit_record(kind="invocation.decided", actor=Actor.system(), reason="after")
+    assert not AuditEvent.objects.exclude(key_id="").exists()
+    assert _verify_fails() == problem  # still refused, the same way
+    # Positive control: a person who has checked the unkeyed events accepts them as
+    # history; from the marker on, events are keyed again and the log verifies.
+    call_command("synthorg_audit", "start-keyed")
+    marker = AuditEvent.objects.get(kind=AUDIT_CHAIN_KEYED)
+    assert marker.actor_name == "synthorg_audit start-keyed" and marker.key_id
+    capsys.readouterr()
+    call_command("synthorg_audit", "verify")
+    assert f"keyed from event #{marker.id}" in capsys.readouterr().out
+
+
+def test_unkeyed_events_after_the_first_keyed_one_are_refused(chain: list[AuditEvent]) -> None:
+    """Downgrade of the tail: events after the first keyed one re-hashed without the key."""
+    assert audit_chain_verify().ok  # positive control
+    changed = _rehash_unkeyed(from_id=chain[2].id)
+    report = audit_chain_verify()
+    assert report.first_bad_event == chain[2].id
+    assert report.problem is not None
+    assert report.problem.startswith(f"audit event #{chain[2].id} ")
+    assert "plain, unkeyed hash (no key id)" in report.problem and "downgrade" in report.problem
+    assert changed[0] == chain[2].id

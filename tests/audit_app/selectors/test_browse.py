@@ -15,11 +15,13 @@ from django.db import connection, transaction
 from django.test import Client
 from django.utils import timezone
 
+from audit_app.chain import CHAINED_FIELDS, event_hash
 from audit_app.models import AuditEvent, AuditVerification
 from audit_app.record import Actor, audit_record
 from audit_app.selectors.browse import audit_chain_status
 from audit_app.services.verification import (
     audit_verification_run,
+    audit_verification_run_here,
     audit_verifications_abandon,
 )
 from audit_app.tasks import sweep_abandoned_verifications
@@ -165,7 +167,43 @@ def test_verify_on_request_reports_intact_then_names_a_rewritten_row(
     html = auditor.get("/audit/").content.decode()
     assert "<strong>Broken</strong>" in html
     assert f'href="/audit/{events[3].id}/">event #{events[3].id}</a>' in html
-    assert audit_chain_status().last == AuditVerification.objects.get(id=second.id)
+    last = audit_chain_status().last
+    assert last is not None and last.verification == second.id and last.status == "failed"
+
+    # A forged "passed" row in the status table, with no audit event behind it, is not
+    # believed: the page keeps the failure the audit log records and says the table lies.
+    forged = AuditVerification.objects.create(
+        requested_by="audrey", requested_at=timezone.now(), finished_at=timezone.now(),
+        status="passed", checked=len(events), summary="audit chain intact",
+    )  # fmt: skip
+    html = auditor.get("/audit/").content.decode()
+    assert "<strong>Intact</strong>" not in html and "<strong>Broken</strong>" in html
+    assert f"holds verification #{forged.id} as passed, but no audit event records" in html
+    status = auditor.get("/audit/verify/status/").content.decode()
+    assert "<strong>Intact</strong>" not in status and 'id="chain-untrusted"' in status
+
+
+def test_a_result_event_forged_without_the_key_shows_unverified(auditor: Client) -> None:
+    """An `audit.verified` event written without the audit key (plain hash) claiming the
+    chain passed is not shown as Intact; positive control: a real run is."""
+    run = audit_verification_run_here(requested_by="audrey")
+    assert run.status == "passed"
+    assert "<strong>Intact</strong>" in auditor.get("/audit/").content.decode()
+    head = AuditEvent.objects.order_by("-id").first()
+    assert head is not None
+    forged = AuditEvent(
+        created_at=timezone.now(), kind="audit.verified", actor_type="system",
+        actor_name="audit verification", outcome="passed", reason="audit chain intact",
+        data={"verification": run.id + 1, "checked": 1}, prev_hash=head.hash, key_id=head.key_id,
+    )  # fmt: skip
+    forged.hash = "f" * 64  # a writer without the key cannot compute the HMAC
+    AuditEvent.objects.bulk_create([forged])
+    AuditVerification.objects.create(
+        requested_by="audrey", requested_at=timezone.now(), status="passed"
+    )
+    html = auditor.get("/audit/").content.decode()
+    assert "<strong>Intact</strong>" not in html and "<strong>Unverified</strong>" in html
+    assert "does not verify under the audit keys" in html
 
 
 def test_a_run_past_its_time_limit_is_no_longer_shown_as_current(
@@ -203,10 +241,7 @@ def test_a_run_whose_process_stopped_is_marked_abandoned_not_broken(
     stays what the last finished run found."""
     limit = timedelta(seconds=settings.SYNTHORG_AUDIT_VERIFY_TIME_LIMIT)
     now = timezone.now()
-    passed = AuditVerification.objects.create(
-        requested_by="audrey", requested_at=now - 2 * limit, status="running"
-    )
-    AuditVerification.objects.filter(id=passed.id).update(status="passed", finished_at=now - limit)
+    passed = audit_verification_run_here(requested_by="audrey")
     stale = AuditVerification.objects.create(
         requested_by="audrey", requested_at=now - limit - timedelta(seconds=1),
         status="running", total=10, checked=3,
@@ -223,7 +258,7 @@ def test_a_run_whose_process_stopped_is_marked_abandoned_not_broken(
     event = AuditEvent.objects.get(kind="audit.verify_abandoned")
     assert event.outcome == "abandoned" and event.data["verification"] == stale.id
     status = audit_chain_status()
-    assert status.last is not None and status.last.id == passed.id
+    assert status.last is not None and status.last.verification == passed.id
     assert status.abandoned is not None and status.abandoned.id == stale.id
     html = auditor.get("/audit/").content.decode()
     assert "<strong>Intact</strong>" in html and 'id="chain-abandoned"' in html
@@ -240,3 +275,30 @@ class TestVerifyAccess(PermissionSuite):
 class TestChainStatusAccess(PermissionSuite):
     path = "/audit/verify/status/"
     allowed = frozenset({"admin", "auditor"})
+
+
+def test_a_log_rehashed_without_the_key_shows_unverified(auditor: Client) -> None:
+    """Downgrade: every event (the passed result's too) re-hashed with plain SHA-256 and
+    its key id emptied. The page does not keep showing Intact; control: before, it does."""
+    audit_verification_run_here(requested_by="audrey")
+    assert "<strong>Intact</strong>" in auditor.get("/audit/").content.decode()
+    prev = "0" * 64
+    with connection.cursor() as cursor:
+        for row in AuditEvent.objects.order_by("id"):
+            fields = {name: getattr(row, name) for name in CHAINED_FIELDS}
+            fields["created_at"] = fields["created_at"].isoformat()
+            fields["agent_id"] = str(row.agent_id) if row.agent_id else None
+            fields["invocation_id"] = str(row.invocation_id) if row.invocation_id else None
+            digest = event_hash(prev, fields)
+            cursor.execute(
+                "UPDATE tools_app_auditevent SET prev_hash = %s, hash = %s, key_id = '' "
+                "WHERE id = %s",
+                [prev, digest, row.id],
+            )
+            prev = digest
+    html = auditor.get("/audit/").content.decode()
+    assert "<strong>Intact</strong>" not in html and "<strong>Unverified</strong>" in html
+    assert "is unkeyed (plain SHA-256, no key id) although an audit key is configured" in html
+    auditor.post("/audit/verify/")  # refused to record; the panel still says why
+    status = auditor.get("/audit/verify/status/").content.decode()
+    assert "<strong>Unverified</strong>" in status
