@@ -61,15 +61,10 @@ def invocation_cancel(
     if cancelled:
         invocation_settled(invocation=invocation, status=InvocationStatus.CANCELLED, evidence=False)
         approval_desk().invocation_cancelled(invocation_id=invocation.id)
-        audit_record(
+        _audit(
+            invocation,
             kind="invocation.cancelled",
             actor=actor,
-            agent=invocation.agent,
-            invocation_id=invocation.id,
-            tool=invocation.tool,
-            category=invocation.category,
-            action_type=invocation.action_type,
-            arguments_hash=invocation.arguments_hash,
             outcome="cancelled",
             status=InvocationStatus.CANCELLED,
             reason=f"cancelled while {previous}: {why}" if why else f"cancelled while {previous}",
@@ -89,15 +84,10 @@ def _cancel_requested_while_running(*, invocation: Invocation, actor: Actor, why
     ).update(cancel_requested_at=now, updated_at=now)
     if not first:
         return  # asked before: one record is enough
-    audit_record(
+    _audit(
+        invocation,
         kind="invocation.cancel_requested",
         actor=actor,
-        agent=invocation.agent,
-        invocation_id=invocation.id,
-        tool=invocation.tool,
-        category=invocation.category,
-        action_type=invocation.action_type,
-        arguments_hash=invocation.arguments_hash,
         outcome="too_late",
         status=InvocationStatus.RUNNING,
         reason=(
@@ -105,4 +95,23 @@ def _cancel_requested_while_running(*, invocation: Invocation, actor: Actor, why
             "happened: it runs to its end and keeps its outcome and result"
             + (f" ({why})" if why else "")
         ),
+    )
+
+
+def _audit(
+    invocation: Invocation, *, kind: str, actor: Actor, outcome: str, status: str, reason: str
+) -> None:
+    """One audit row about this call's cancellation, in the caller's transaction."""
+    audit_record(
+        kind=kind,
+        actor=actor,
+        agent=invocation.agent,
+        invocation_id=invocation.id,
+        tool=invocation.tool,
+        category=invocation.category,
+        action_type=invocation.action_type,
+        arguments_hash=invocation.arguments_hash,
+        outcome=outcome,
+        status=status,
+        reason=reason,
     )
