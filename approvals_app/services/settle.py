@@ -31,7 +31,7 @@ def release_invocation(invocation: Invocation) -> bool:
     )
     if not moved:
         return False
-    agent_line_advance(agent=invocation.agent)
+    agent_line_advance(agent=invocation.agent, locked=True)
     return True
 
 

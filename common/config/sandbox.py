@@ -83,6 +83,10 @@ class SubprocessConfig(_Section):
     use_cgroup: bool = True
     # Serve ``python3 -I -S -c`` commands from an already started interpreter.
     warm_python: bool = True
+    # Read-only file operations are answered by a runner kept standing per agent and
+    # workspace (at most this many per worker process; 0: a process per call).
+    standing_runners: Annotated[int, Field(ge=0, le=4096)] = 32
+    standing_idle_seconds: Annotated[float, Field(gt=0, le=3600)] = 30.0
 
     @field_validator("extra_safe_path_prefixes")
     @classmethod

@@ -19,6 +19,7 @@ from tools_app.sandbox.backends.subprocess import SubprocessSandbox
 from tools_app.sandbox.errors import SandboxConfigInvalidError
 from tools_app.sandbox.logship import LogSink, default_sink
 from tools_app.sandbox.protocol import NetworkPolicy, SandboxBackend
+from tools_app.sandbox.standing import StandingLimits
 
 
 def docker_settings(config: SandboxingConfig) -> DockerSettings:
@@ -54,6 +55,9 @@ def build_backend(
             kill_grace_seconds=s.kill_grace_seconds,
             use_cgroup=s.use_cgroup,
             warm_python=s.warm_python,
+            standing=StandingLimits(
+                capacity=s.standing_runners, idle_seconds=s.standing_idle_seconds
+            ),
         )
     if name == "namespace":
         n = config.namespace

@@ -116,6 +116,10 @@ class SandboxSpec:
     secret_env: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     """Named secrets granted for this call, by variable name (set by the worker from
     the call's ``secret_env``; secret-shaped names pass, injection names never)."""
+    answers_lines: bool = False
+    """The command answers each line of its stdin with one line on stdout and ends at
+    the end of its input: a backend may keep it running and give it the stdin of later
+    calls equal to this one in everything else (``sandbox.standing``)."""
 
     def __post_init__(self) -> None:
         if isinstance(self.argv, str):

@@ -136,17 +136,7 @@ def run_confined(
     pipes: list[int] = []
     server: SpawnServer | None = None
     try:
-        # RLIMIT_NPROC counts every process of the user, across concurrent
-        # calls and (with user namespaces) namespaces still being torn down.
-        # With a pids cgroup the exact per-call ceiling is pids.max and the
-        # rlimit is only a backstop; without one it is the ceiling itself.
-        nproc = limits.max_processes + nproc_headroom
-        if group is not None:
-            nproc += SHARED_NPROC_HEADROOM
-        if not identity.switch:
-            # Without a dedicated user the count includes the worker's own
-            # processes; allow those plus the call's share.
-            nproc += count_user_processes(identity.uid)
+        nproc = _nproc(limits, identity, pids_cgroup=group is not None, headroom=nproc_headroom)
         server = spawn_server(env)
         out_read, out_write = os.pipe()
         err_read, err_write = os.pipe()
@@ -215,6 +205,148 @@ def run_confined(
         if group is not None and release_cgroup(group) and server is not None:
             # Pooled for the next call: a child waits in it already when that comes.
             server.prepare(group.procs_files)
+
+
+def _nproc(limits: Limits, identity: SandboxIdentity, *, pids_cgroup: bool, headroom: int) -> int:
+    """RLIMIT_NPROC for one command.
+
+    It counts every process of the user, across concurrent calls and (with user
+    namespaces) namespaces still being torn down. With a pids cgroup the exact
+    per-call ceiling is pids.max and the rlimit is only a backstop; without one it
+    is the ceiling itself.
+    """
+    nproc = limits.max_processes + headroom
+    if pids_cgroup:
+        nproc += SHARED_NPROC_HEADROOM
+    if not identity.switch:
+        # Without a dedicated user the count includes the worker's own
+        # processes; allow those plus the call's share.
+        nproc += count_user_processes(identity.uid)
+    return nproc
+
+
+@dataclass(slots=True)
+class StartedProcess:
+    """A confined command left running, with its three pipes (see ``start_confined``)."""
+
+    server: SpawnServer
+    pid: int
+    pidfd: int
+    stdin_fd: int
+    stdout_fd: int
+    stderr_fd: int
+    group: CallCgroup | None
+    warm: bool
+
+    def end(
+        self, *, kill_grace_seconds: float = 0.0, exit_wait_seconds: float = 0.0
+    ) -> tuple[int | None, float, bool]:
+        """End it and everything it started; (exit code, CPU seconds, OOM-killed).
+
+        ``exit_wait_seconds``: how long it may take to exit by itself first (its
+        namespace's init reports the command's own status once the command ended).
+        Its pipes close, its cgroup goes back to the pool; safe to call once only.
+        """
+        for fd in (self.stdin_fd, self.stdout_fd, self.stderr_fd):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        exited = exit_wait_seconds > 0 and _wait_exit(self.pidfd, exit_wait_seconds)
+        if not exited and kill_grace_seconds > 0 and not _wait_exit(self.pidfd, 0):
+            _kill_group(self.pid, signal.SIGTERM)
+            _wait_exit(self.pidfd, kill_grace_seconds)
+        # The leader is a zombie until reaped, so its pid still names the group.
+        _kill_group(self.pid, signal.SIGKILL)
+        if self.group is not None:
+            self.group.kill_all()
+        with contextlib.suppress(ProcessLookupError):
+            signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+        _wait_exit(self.pidfd, 60.0)
+        returncode: int | None = None
+        cpu_used = 0.0
+        with contextlib.suppress(SandboxError):
+            status, cpu_used = self.server.reap(self.pid)
+            returncode = os.waitstatus_to_exitcode(status)
+        os.close(self.pidfd)
+        oom = self.group.oom_killed() if self.group is not None else False
+        if self.group is not None and release_cgroup(self.group):
+            self.server.prepare(self.group.procs_files)
+        return returncode, cpu_used, oom
+
+
+def start_confined(
+    argv: list[str],
+    *,
+    env: Mapping[str, str],
+    cwd: Path,
+    limits: Limits,
+    identity: SandboxIdentity,
+    cgroup_support: CgroupSupport,
+    warm_python: bool = False,
+    private_root: Mapping[str, object] | None = None,
+) -> StartedProcess | ExecFailure:
+    """Start ``argv`` confined exactly as ``run_confined`` does, and leave it running.
+
+    The caller talks to it through its pipes and must ``end`` it. Its limits hold
+    for its whole life (CPU time adds up across what it does).
+    """
+    group = (
+        acquire_cgroup(
+            cgroup_support, memory_bytes=limits.memory_bytes, max_processes=limits.max_processes
+        )
+        if cgroup_support.available
+        else None
+    )
+    mine: list[int] = []
+    theirs: list[int] = []
+    try:
+        nproc = _nproc(limits, identity, pids_cgroup=group is not None, headroom=0)
+        server = spawn_server(env)
+        for _ in range(3):
+            read_end, write_end = os.pipe()
+            mine.append(read_end)
+            theirs.append(write_end)
+        # stdin: the child reads, this side writes.
+        mine[0], theirs[0] = theirs[0], mine[0]
+        try:
+            spawned = server.spawn(
+                argv,
+                env=env,
+                cwd=str(cwd),
+                fds=theirs,
+                stdin=True,
+                rlimits=rlimits_for(limits, cgroup_enforces_memory=group is not None, nproc=nproc),
+                uid=identity.uid,
+                gid=identity.gid,
+                switch=identity.switch,
+                cgroup_procs=group.procs_files if group is not None else (),
+                warm=warm_python and server.serves_warm(argv, env),
+                private_root=private_root,
+            )
+        finally:
+            for fd in theirs:
+                os.close(fd)
+            theirs.clear()
+        if isinstance(spawned, ExecFailure):
+            raise _NotStarted(spawned)
+        pidfd = os.pidfd_open(spawned.pid)
+    except BaseException as exc:
+        for fd in mine + theirs:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        if group is not None:
+            release_cgroup(group)
+        if isinstance(exc, _NotStarted):
+            return exc.failure
+        raise
+    return StartedProcess(
+        server, spawned.pid, pidfd, mine[0], mine[1], mine[2], group, spawned.warm
+    )
+
+
+class _NotStarted(Exception):
+    def __init__(self, failure: ExecFailure) -> None:
+        super().__init__(failure.message)
+        self.failure = failure
 
 
 def _namespace_init(read_fd: int, deadline: float) -> int | None:

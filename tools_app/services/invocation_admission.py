@@ -65,9 +65,13 @@ def invocation_admission(*, agent: Agent) -> bool:
     )
 
 
-def agent_line_advance(*, agent: Agent) -> int:
-    """Start the agent's waiting calls while it has free slots; how many started."""
-    agent_line_lock(agent.id)
+def agent_line_advance(*, agent: Agent, locked: bool = False) -> int:
+    """Start the agent's waiting calls while it has free slots; how many started.
+
+    ``locked``: the caller took ``agent_line_lock`` in this transaction already.
+    """
+    if not locked:
+        agent_line_lock(agent.id)
     waiting = list(
         Invocation.objects.filter(agent_id=agent.id, status=QUEUED, held=True)
         .order_by("created_at", "id")

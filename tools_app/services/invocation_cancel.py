@@ -72,7 +72,7 @@ def invocation_cancel(
         if previous == InvocationStatus.QUEUED:
             # Its slot (or its place in line) frees: the next waiting call starts. A
             # running call's slot frees when its worker is done with the sandbox.
-            agent_line_advance(agent=invocation.agent)
+            agent_line_advance(agent=invocation.agent, locked=True)
     return Invocation.objects.select_related("approval").get(id=invocation.id)
 
 

@@ -345,7 +345,7 @@ def _finish(*, invocation: Invocation, settled: Settled) -> None:
         )
         # Its slot frees (also when the call was cancelled while its sandbox ran): the
         # agent's next waiting call, if any, starts.
-        agent_line_advance(agent=invocation.agent)
+        agent_line_advance(agent=invocation.agent, locked=True)
         if done:
             invocation_settled(invocation=invocation, status=settled.status, at=finished_at)
             # Last: the audit chain's lock is held from here to the commit.

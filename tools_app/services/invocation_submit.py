@@ -258,7 +258,8 @@ def _record(
     if starts:
         invocation_dispatch_on_commit(invocation)
     elif status == InvocationStatus.QUEUED:
-        agent_line_advance(agent=agent)
+        # A batch's call skipped admission: its line is locked here first.
+        agent_line_advance(agent=agent, locked=batch_max_concurrency is None)
     # Last: the audit chain's lock is held from here to the commit.
     audit_record(
         kind="invocation.decided",

@@ -147,6 +147,8 @@ def run_operation(
             file_size_bytes=max(settings.max_write_bytes * 2, MIB),
         ),
         owner=context.owner,
+        # One request line, one answer line: a standing runner may answer it.
+        answers_lines=True,
     )
     try:
         result = context.sandbox.run(spec)

@@ -15,8 +15,10 @@ may use it (see ``config``); external programs run on namespace or docker.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
-from collections.abc import Iterable
+from collections.abc import Hashable, Iterable
 from pathlib import Path
 
 from common.vocabulary.sandbox import DEFAULT_SANDBOX_USER
@@ -25,7 +27,7 @@ from tools_app.sandbox.env import build_sandbox_env
 from tools_app.sandbox.errors import SandboxError, SandboxUnavailableError
 from tools_app.sandbox.linux.cgroups import CgroupSupport, detect_cgroup_support
 from tools_app.sandbox.linux.etc_view import etc_view
-from tools_app.sandbox.linux.identity import resolve_identity
+from tools_app.sandbox.linux.identity import SandboxIdentity, resolve_identity
 from tools_app.sandbox.linux.private_root import private_root_plan, stage_dir
 from tools_app.sandbox.paths import (
     DEFAULT_SANDBOX_PATH,
@@ -36,8 +38,10 @@ from tools_app.sandbox.paths import (
 )
 from tools_app.sandbox.protocol import NetworkPolicy, ProbeReport, SandboxResult, SandboxSpec
 from tools_app.sandbox.result import result_from_outcome
-from tools_app.sandbox.runner import run_confined
+from tools_app.sandbox.runner import run_confined, start_confined
 from tools_app.sandbox.scratch import ScratchDir
+from tools_app.sandbox.spawn.client import ExecFailure
+from tools_app.sandbox.standing import StandingLimits, StandingPool, StandingRunner
 from tools_app.sandbox.workspace import check_workspace_access
 
 DEFAULT_SCRATCH_ROOT = Path("/tmp/synthorg-sandbox")  # noqa: S108 - a 0711 root, private subdirs
@@ -62,6 +66,7 @@ class SubprocessSandbox:
         use_cgroup: bool = True,
         worker_env: dict[str, str] | None = None,
         warm_python: bool = True,
+        standing: StandingLimits | None = None,
     ) -> None:
         self.run_as_user = run_as_user
         self.restricted_path = restricted_path
@@ -77,6 +82,9 @@ class SubprocessSandbox:
         self.warm_python = warm_python
         # The same /etc entries the namespace backend shows, copied once.
         self._etc_view = etc_view(ETC_ENTRIES)
+        # Calls that answer by lines and write nothing: served by standing runners.
+        standing = standing if standing is not None else StandingLimits()
+        self._standing = StandingPool(standing) if standing.capacity > 0 else None
 
     def _cgroup_support(self) -> CgroupSupport:
         if not self.use_cgroup:
@@ -105,6 +113,17 @@ class SubprocessSandbox:
         timeout = spec.timeout_seconds
         if self.max_timeout_seconds is not None:
             timeout = min(timeout, self.max_timeout_seconds)
+        if self._standing is not None and _standing_may_serve(spec):
+            served = self._standing.ask(
+                _standing_key(spec, identity, workspace, path),
+                lambda: self._start_standing(spec, identity, workspace, cwd, path),
+                spec.stdin,
+                timeout_seconds=timeout,
+                cap=spec.limits.output_bytes,
+                backend=self.name,
+            )
+            if served is not None:
+                return served
         scratch = ScratchDir(self.scratch_root, identity)
         try:
             env = build_sandbox_env(
@@ -145,16 +164,119 @@ class SubprocessSandbox:
             scratch.remove()
         return result_from_outcome(self.name, outcome)
 
+    def _start_standing(
+        self,
+        spec: SandboxSpec,
+        identity: SandboxIdentity,
+        workspace: Path,
+        cwd: Path,
+        path: str,
+    ) -> StandingRunner | SandboxResult:
+        """Start ``spec``'s command to stand: confined as a call's own process would be."""
+        held = contextlib.ExitStack()
+        try:
+            scratch = ScratchDir(self.scratch_root, identity)
+            held.callback(scratch.remove)
+            worker_env = self._worker_env if self._worker_env is not None else os.environ
+            env = build_sandbox_env(
+                worker_env,
+                spec.env,
+                path=path,
+                home=str(scratch.path),
+                tmpdir=str(scratch.path),
+                granted={},
+            )
+            env["PWD"] = str(cwd)
+            etc = held.enter_context(self._etc_view.lease())
+            plan = private_root_plan(
+                stage=stage_dir(self.scratch_root),
+                workspace=workspace,
+                writable=False,
+                scratch=scratch.path,
+                etc=etc,
+                identity=identity,
+                extra_ro=self.safe_prefixes,
+                network=False,
+            )
+            started = start_confined(
+                list(spec.argv),
+                env=env,
+                cwd=cwd,
+                limits=spec.limits,
+                identity=identity,
+                cgroup_support=self._cgroup_support(),
+                warm_python=self.warm_python,
+                private_root=plan,
+            )
+        except BaseException:
+            held.close()
+            raise
+        if isinstance(started, ExecFailure):
+            held.close()
+            return SandboxResult(
+                backend=self.name,
+                exit_code=127 if started.errno == errno.ENOENT else 126,
+                stdout="",
+                stderr=f"sandbox: cannot run {spec.argv[0]!r}: {started.message}\n",
+                duration_ms=0,
+            )
+        return StandingRunner(
+            started,
+            cpu_seconds_limit=float(spec.limits.cpu_seconds),
+            kill_grace_seconds=self.kill_grace_seconds,
+            release=held.close,
+        )
+
+    @property
+    def standing_runners(self) -> int:
+        """How many standing runners this backend holds now."""
+        return self._standing.standing if self._standing is not None else 0
+
     def probe(self) -> ProbeReport:
         """Run ``true`` for real through this backend."""
         return probe_by_running(self)
 
     def close(self) -> None:
-        """Nothing of this backend is held between calls.
+        """End the standing runners.
 
         The spawn server, pooled cgroups and scratch directories belong to the
         worker process (shared by its backends) and go when it exits.
         """
+        if self._standing is not None:
+            self._standing.close()
+
+
+def _standing_may_serve(spec: SandboxSpec) -> bool:
+    """A call a standing runner may answer: by lines, writing nothing, no secrets, no
+    network (everything else that shapes the process is in its key)."""
+    return (
+        spec.answers_lines
+        and not spec.workspace.writable
+        and not spec.secret_env
+        and spec.network is NetworkPolicy.NONE
+        and b"\n" not in spec.stdin.rstrip(b"\n")
+    )
+
+
+def _standing_key(
+    spec: SandboxSpec, identity: SandboxIdentity, workspace: Path, path: str
+) -> Hashable:
+    """What a runner must share with a call to answer it: the agent, the workspace (its
+    device and inode too), the user, the command, its environment and limits."""
+    found = os.stat(workspace)
+    return (
+        spec.owner.agent_id if spec.owner is not None else None,
+        str(workspace),
+        found.st_dev,
+        found.st_ino,
+        identity.uid,
+        identity.gid,
+        spec.argv,
+        spec.cwd,
+        tuple(sorted(spec.env.items())),
+        path,
+        spec.limits,
+    )
 
 
 def probe_by_running(backend: SubprocessSandbox) -> ProbeReport:

@@ -2,8 +2,8 @@
 
 The worker checks the path first (``fs_paths``); this program does the work as
 the sandbox's unprivileged user and checks again where it matters, against
-what is really on disk. It reads one JSON request on stdin and writes one JSON
-answer on stdout.
+what is really on disk. It reads one JSON request per line on stdin and writes
+one JSON answer per line on stdout, until the end of its input.
 
 How it reaches the sandbox: its source is passed with ``python3 -I -S -c``, so
 nothing on the host has to be visible inside a namespace or a container; only
@@ -535,7 +535,18 @@ def serve(raw: bytes) -> dict[str, Any]:
         return {"ok": False, "code": "INVALID_ARGUMENT", "reason": f"malformed request: {exc}"}
 
 
+def serve_lines(requests: Any, answers: Any) -> None:
+    """Answer each request line with one line, until the end of input.
+
+    A call that starts this program for itself sends one line; a standing runner
+    (``sandbox.standing``) is sent one line per call while it stands.
+    """
+    for line in requests:
+        if not line.strip():
+            continue
+        answers.write(json.dumps(serve(line), ensure_ascii=True) + "\n")
+        answers.flush()
+
+
 if __name__ == "__main__":
-    answer = serve(sys.stdin.buffer.read())
-    sys.stdout.write(json.dumps(answer, ensure_ascii=True))
-    sys.stdout.flush()
+    serve_lines(sys.stdin.buffer, sys.stdout)
