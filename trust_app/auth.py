@@ -12,6 +12,7 @@ from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 
 from common.platform.middleware import SyncAsyncMiddleware
+from common.platform.outage import outage_response
 from trust_app.models import Agent, AgentToken, PersonToken
 from trust_app.tokens.bearer import token_digest, token_kind
 from trust_app.tokens.life import Scope, TokenRefusal, TokenState, token_refusal
@@ -133,12 +134,19 @@ class PersonTokenMiddleware(SyncAsyncMiddleware):
 
     def _call(self, request: HttpRequest) -> Any:
         if self._bearer_kind(request) == "person":
-            self._sign_in(request)
+            try:
+                self._sign_in(request)
+            except Exception as exc:
+                # Raised here, before any view: answered here (503 for an outage).
+                return _outage_or_raise(request, exc)
         return self.get_response(request)
 
     async def _acall(self, request: HttpRequest) -> HttpResponse:
         if self._bearer_kind(request) == "person":
-            await sync_to_async(self._sign_in)(request)
+            try:
+                await sync_to_async(self._sign_in)(request)
+            except Exception as exc:
+                return _outage_or_raise(request, exc)
         get_response: Callable[[HttpRequest], Awaitable[HttpResponse]] = self.get_response
         return await get_response(request)
 
@@ -158,3 +166,12 @@ class PersonTokenMiddleware(SyncAsyncMiddleware):
         if person is not None:
             request.user = person
             request._dont_enforce_csrf_checks = True  # type: ignore[attr-defined]
+
+
+def _outage_or_raise(request: HttpRequest, exc: Exception) -> HttpResponse:
+    """The 503 an outage (database or Redis away) is answered with; anything else is
+    raised again as it was."""
+    response = outage_response(request.path, exc)
+    if response is None:
+        raise exc
+    return response

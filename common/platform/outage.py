@@ -4,7 +4,13 @@
 
 from __future__ import annotations
 
+import structlog
 from django.db import InterfaceError, OperationalError
+from django.http import HttpResponse
+
+from common.envelope import error_bytes, is_api_path
+
+log = structlog.get_logger("synthorg.http")
 
 # What a client is told to wait before trying again, in seconds.
 RETRY_AFTER_SECONDS = 5
@@ -41,3 +47,23 @@ def outage_message(part: str) -> str:
         f"the console's {part} is unreachable right now; nothing of this request was "
         f"lost that you cannot send again: retry in {RETRY_AFTER_SECONDS} s"
     )
+
+
+def outage_response(path: str, exc: BaseException) -> HttpResponse | None:
+    """503 with Retry-After when ``exc`` says a part is away (the JSON envelope on API
+    paths, plain text elsewhere), else None. Not audited: the record may be what is away."""
+    part = outage_part(exc)
+    if part is None:
+        return None
+    log.warning("request_met_outage", part=part, path=path, error=str(exc)[:300])
+    message = outage_message(part)
+    if is_api_path(path):
+        response = HttpResponse(
+            error_bytes("unavailable", message, {"part": part}),
+            status=503,
+            content_type="application/json",
+        )
+    else:
+        response = HttpResponse(message, status=503, content_type="text/plain; charset=utf-8")
+    response["Retry-After"] = str(RETRY_AFTER_SECONDS)
+    return response

@@ -26,7 +26,7 @@ from common.envelope import (
     is_api_path,
 )
 from common.platform.middleware import SyncAsyncMiddleware
-from common.platform.outage import RETRY_AFTER_SECONDS, outage_message, outage_part
+from common.platform.outage import outage_response
 from synthorg_site.http_edge.refusals import refusal_audit, refusal_audit_async
 from tools_app.agent_view import agent_message, agent_structure
 
@@ -142,13 +142,7 @@ class ApiErrorEnvelopeMiddleware(SyncAsyncMiddleware):
         Retry-After; not audited, since the record itself may be what is away."""
         if not is_api_path(request.path):
             return None
-        part = outage_part(exception)
-        if part is None:
-            return None
-        log.warning("request_met_outage", part=part, path=request.path, error=str(exception)[:300])
-        response = envelope_response(503, outage_message(part), {"part": part})
-        response["Retry-After"] = str(RETRY_AFTER_SECONDS)
-        return response
+        return outage_response(request.path, exception)
 
     def _call(self, request: HttpRequest) -> Any:
         add_missing_slash(request)

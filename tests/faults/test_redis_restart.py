@@ -8,7 +8,6 @@ unacknowledged messages when Redis goes away (synthorg_site/broker_repair.py).
 
 from __future__ import annotations
 
-import signal
 import subprocess
 import time
 import uuid
@@ -21,43 +20,13 @@ import pytest
 
 from audit_app.models import AuditEvent
 from common.testing import free_port, http_status, python_argv, running, wait_until
+from tests.support.faults import OwnRedis
 from tools_app.models import Invocation
 from trust_app.services.agents import agent_create
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
 QUEUES = "default,sandbox.subprocess,sandbox.namespace,sandbox.docker,maintenance"
-
-
-class OwnRedis:
-    """A redis-server of the test's own, on a loopback TCP port, append-only."""
-
-    def __init__(self, directory: Path) -> None:
-        self.directory = directory
-        self.port = free_port()
-        self.process: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
-
-    def start(self) -> None:
-        self.process = subprocess.Popen(
-            ["redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
-             "--appendonly", "yes", "--save", "", "--dir", str(self.directory)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )  # fmt: skip
-        wait_until(self._answers, timeout=30, what="redis-server")
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            self.process.wait(timeout=30)
-
-    def _answers(self) -> bool:
-        import redis
-
-        return bool(redis.Redis.from_url(self.url, socket_timeout=1).ping())
 
 
 @contextmanager

@@ -36,6 +36,8 @@ class Cluster:
     stack: ExitStack
     heartbeats: redis.Redis
     logs: list[Path] = field(default_factory=list)
+    web_processes: list[RunningProcess] = field(default_factory=list)
+    beat: RunningProcess | None = None
 
     def worker_of(self, pid: int) -> int:
         """The index of the worker whose process (or pool child) ``pid`` is."""
@@ -56,6 +58,29 @@ class Cluster:
         )
         self.logs.append(self.workers[index].log_path)
         self.wait_for_heartbeat(self.worker_names[index])
+
+    def kill_web(self, index: int) -> None:
+        """SIGKILL a web node, as a machine that loses power."""
+        os.killpg(self.web_processes[index].process.pid, signal.SIGKILL)
+        self.web_processes[index].process.wait(timeout=30)
+
+    def restart_web(self, index: int) -> None:
+        """Start a web node again on its own port."""
+        port = int(self.web[index].rsplit(":", 1)[1])
+        self.web_processes[index] = self.stack.enter_context(
+            _web(self.env, self.root, index, port, f"-{len(self.logs)}")
+        )
+        self.logs.append(self.web_processes[index].log_path)
+        _wait_for_web(self.web[index])
+
+    def kill_beat(self) -> None:
+        assert self.beat is not None
+        os.killpg(self.beat.process.pid, signal.SIGKILL)
+        self.beat.process.wait(timeout=30)
+
+    def restart_beat(self) -> None:
+        self.beat = self.stack.enter_context(_beat(self.env, self.root, f"-{len(self.logs)}"))
+        self.logs.append(self.beat.log_path)
 
     def wait_for_heartbeat(self, name: str) -> None:
         wait_until(
@@ -88,21 +113,41 @@ def _worker(
 
 
 @contextmanager
+def _web(
+    env: dict[str, str], root: Path, node: int, port: int, suffix: str = ""
+) -> Iterator[RunningProcess]:
+    argv = python_argv("-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
+                       "synthorg_site.asgi:application")  # fmt: skip
+    with running(argv, env=env, log_path=root / f"web-{node}{suffix}.log") as web:
+        yield web
+
+
+@contextmanager
+def _beat(env: dict[str, str], root: Path, suffix: str = "") -> Iterator[RunningProcess]:
+    argv = python_argv("-m", "celery", "-A", "synthorg_site", "beat", "-l", "INFO",
+                       "-s", str(root / "beat-schedule"))  # fmt: skip
+    with running(argv, env=env, log_path=root / f"beat{suffix}.log") as beat:
+        yield beat
+
+
+@contextmanager
 def cluster(
     test_env: dict[str, str],
     root: Path,
     config: dict[str, Any],
     *,
-    redis_db: int,
+    redis_db: int | None,
     web_nodes: int = 2,
     workers: int = 3,
 ) -> Iterator[Cluster]:
     """Start ``web_nodes`` daphne, ``workers`` Celery workers and one beat with ``config``."""
     path = root / "synthorg.yaml"
     path.write_text(json.dumps(config))
-    env = dict(
-        test_env, SYNTHORG_CONFIG=str(path), REDIS_URL=own_redis(test_env["REDIS_URL"], redis_db)
-    )
+    # A test that brings its own Redis (redis_db None) keeps its REDIS_URL as it is.
+    redis_url = test_env["REDIS_URL"]
+    if redis_db is not None:
+        redis_url = own_redis(redis_url, redis_db)
+    env = dict(test_env, SYNTHORG_CONFIG=str(path), REDIS_URL=redis_url)
     redis.Redis.from_url(env["REDIS_URL"]).flushdb()
     heartbeats = redis.Redis.from_url(env["REDIS_URL"])
     names = [f"cluster-worker-{n}-{os.getpid()}@localhost" for n in range(workers)]
@@ -114,17 +159,13 @@ def cluster(
         for name in names:
             started.workers.append(stack.enter_context(_worker(env, root, name)))
             started.logs.append(started.workers[-1].log_path)
-        beat = python_argv("-m", "celery", "-A", "synthorg_site", "beat", "-l", "INFO",
-                           "-s", str(root / "beat-schedule"))  # fmt: skip
-        stack.enter_context(running(beat, env=env, log_path=root / "beat.log"))
-        started.logs.append(root / "beat.log")
+        started.beat = stack.enter_context(_beat(env, root))
+        started.logs.append(started.beat.log_path)
         for node in range(web_nodes):
             port = free_port()
-            argv = python_argv("-m", "daphne", "-b", "127.0.0.1", "-p", str(port),
-                               "synthorg_site.asgi:application")  # fmt: skip
-            log = root / f"web-{node}.log"
-            stack.enter_context(running(argv, env=env, log_path=log))
-            started.logs.append(log)
+            web = stack.enter_context(_web(env, root, node, port))
+            started.web_processes.append(web)
+            started.logs.append(web.log_path)
             started.web.append(f"http://127.0.0.1:{port}")
         for name in names:
             started.wait_for_heartbeat(name)

@@ -6,6 +6,7 @@ worker processes the tests start, so both sides see the same contracts.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -75,7 +76,8 @@ class Echo:
 
 @dataclass(frozen=True)
 class Counter:
-    """Appends a line to counter.txt in the workspace, then sleeps: one line per run."""
+    """Appends a line to counter.txt in the workspace (``run`` and the call's ``text``),
+    then sleeps: one line per run."""
 
     contract: ToolContract = field(
         default_factory=lambda: _contract(
@@ -85,7 +87,11 @@ class Counter:
 
     def run(self, context: ToolContext, arguments: Mapping[str, Any]) -> ToolOutcome:
         seconds = float(arguments.get("seconds", 0))
-        script = f"echo run >> counter.txt; sleep {seconds:g}; echo done"
+        # ``text`` names the run on its line (letters, digits and dashes only).
+        marker = str(arguments.get("text", ""))
+        if not re.fullmatch(r"[A-Za-z0-9-]{0,64}", marker):
+            return ToolOutcome(content="text must be letters, digits and dashes", is_error=True)
+        script = f"echo run {marker} >> counter.txt; sleep {seconds:g}; echo done"
         return _run(context, ("sh", "-c", script), writable=True, timeout=seconds + 30)
 
 

@@ -20,7 +20,7 @@ import pytest
 
 from common.testing import free_port, http_status, python_argv, running, wait_until
 from tools_app.models import Invocation, InvocationStatus
-from trust_app.services.agents import agent_create
+from trust_app.services.agents import agent_create, person_create, person_token_issue
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
@@ -88,6 +88,20 @@ def test_a_node_without_its_database_answers_503_with_retry_after(
         _assert_unavailable(http.get(no_database + "/api/v1/me/"), "database")
         # Control: the healthy node answers the same requests.
         assert http.get(daphne_server + "/api/v1/me/").status_code == 200
+
+
+def test_a_persons_token_met_by_an_outage_answers_503_not_500(
+    no_database: str, daphne_server: str
+) -> None:
+    # A person's token is looked up before any view runs (its own middleware).
+    person = person_create(username=f"op-{uuid.uuid4().hex[:8]}", role="operator", password=None)
+    headers = {"Authorization": f"Bearer {person_token_issue(person=person)}"}
+    with httpx.Client(headers=headers, timeout=30) as http:
+        _assert_unavailable(http.get(no_database + "/api/v1/approvals/"), "database")
+        page = http.get(no_database + "/approvals/")
+        assert page.status_code == 503 and int(page.headers["Retry-After"]) > 0
+        # Control: the healthy node signs the same person in.
+        assert http.get(daphne_server + "/api/v1/approvals/").status_code == 200
 
 
 def test_a_node_without_redis_answers_503_and_a_healthy_one_serves(
