@@ -124,4 +124,4 @@ say "mypy"
 say "import-linter"
 "$venv/lint-imports" --no-cache
 say "pytest"
-"$venv/pytest" -p no:cacheprovider "${@:2}"
+"$venv/pytest" -p no:cacheprovider --durations=40 "${@:2}"

@@ -6,19 +6,37 @@ rolled-back change is never counted.
 
 from __future__ import annotations
 
-import functools
+import threading
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
+import structlog
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 from prometheus_client import Counter, Histogram
 
+log = structlog.get_logger("synthorg.metrics")
 
-@functools.cache
+
+_built: dict[str, Any] = {}
+_building = threading.Lock()
+
+
 def _instruments() -> dict[str, Any]:
-    # Built on first use, after settings named the multiprocess directory.
+    """The instruments, built once per process on first use (after settings named the
+    multiprocess directory); threads that ask at once wait for the one that builds
+    them, since a second registration of a name is refused."""
+    if _built:
+        return _built
+    with _building:
+        if not _built:
+            _built.update(_build())
+    return _built
+
+
+def _build() -> dict[str, Any]:
     latency = tuple(settings.SYNTHORG_METRICS_LATENCY_BUCKETS)
     call = tuple(settings.SYNTHORG_METRICS_CALL_BUCKETS)
     return {
@@ -59,11 +77,18 @@ def _instruments() -> dict[str, Any]:
     }
 
 
-def _after_commit(record: Any) -> None:
+def _after_commit(record: Callable[[], None]) -> None:
+    def safely() -> None:
+        # A count that cannot be written never fails what it counts (a call that ran).
+        try:
+            record()
+        except Exception:
+            log.exception("metric_not_recorded")
+
     if transaction.get_connection().in_atomic_block:
-        transaction.on_commit(record)
+        transaction.on_commit(safely)
     else:
-        record()
+        safely()
 
 
 def call_decided(*, tool: str, outcome: str, seconds: float) -> None:
@@ -94,8 +119,15 @@ def call_settled(*, tool: str, status: str, created_at: datetime | None) -> None
 def sandbox_ran(*, backend: str, wall_seconds: float, command_seconds: float) -> None:
     """One sandboxed command took ``wall_seconds``, of which the command's own clock
     measured ``command_seconds``."""
-    found = _instruments()
-    found["sandbox_run_seconds"].labels(backend=backend).observe(wall_seconds)
-    found["sandbox_start_seconds"].labels(backend=backend).observe(
-        max(wall_seconds - command_seconds, 0.0)
-    )
+
+    def record() -> None:
+        found = _instruments()
+        found["sandbox_run_seconds"].labels(backend=backend).observe(wall_seconds)
+        found["sandbox_start_seconds"].labels(backend=backend).observe(
+            max(wall_seconds - command_seconds, 0.0)
+        )
+
+    try:
+        record()
+    except Exception:
+        log.exception("metric_not_recorded")
