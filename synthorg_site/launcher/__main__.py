@@ -113,6 +113,9 @@ def child_specs(*, host: str, port: int, workers: int = 1) -> list[ChildSpec]:
                 ready=lambda: _healthy(url),
                 ready_timeout=180.0,
                 restart=True,
+                # SIGTERM lets its running calls finish (a call's own time limit bounds
+                # them); a second Ctrl-C stops it at once.
+                stop_grace=float(os.environ.get("SYNTHORG_WORKER_STOP_GRACE_SECONDS", "90")),
             )
             for n in range(workers)
         ),
@@ -232,6 +235,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not 1 <= args.workers <= 64:
         parser.error("--workers: a whole number from 1 to 64")
+    grace = os.environ.get("SYNTHORG_WORKER_STOP_GRACE_SECONDS", "90")
+    try:
+        if not 0 <= float(grace) <= 86400:
+            raise ValueError(grace)
+    except ValueError:
+        parser.error("SYNTHORG_WORKER_STOP_GRACE_SECONDS: seconds from 0 to 86400")
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "synthorg_site.settings")
     secure_private_state(_say)
     # manage.py run later without SYNTHORG_ENV then finds the console `make run` started.

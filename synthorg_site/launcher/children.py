@@ -42,6 +42,9 @@ class ChildSpec:
     # Started again when it exits on its own (a worker or beat that lost its broker);
     # a child that is not restarted stops the whole console when it exits.
     restart: bool = False
+    # How long it may take to stop after SIGTERM before SIGKILL (a worker finishes the
+    # calls it runs first).
+    stop_grace: float = 10.0
 
 
 @dataclass
@@ -118,14 +121,18 @@ def wait_ready(child: Child, *, interrupted: Interrupted, poll: float = 0.1) -> 
 
 
 def stop_child(
-    child: Child, *, hurry: Interrupted | None = None, grace: float = 10.0, poll: float = 0.1
+    child: Child,
+    *,
+    hurry: Interrupted | None = None,
+    grace: float | None = None,
+    poll: float = 0.1,
 ) -> int | None:
-    """SIGTERM the child's whole process group, SIGKILL it after the grace period
-    (at once when ``hurry`` says so: a second Ctrl-C)."""
+    """SIGTERM the child's whole process group, SIGKILL it after the grace period (its
+    spec's ``stop_grace`` unless given; at once when ``hurry`` says so: a second Ctrl-C)."""
     process = child.process
     if process.poll() is None:
         _signal_group(process.pid, signal.SIGTERM)
-        deadline = time.monotonic() + grace
+        deadline = time.monotonic() + (child.spec.stop_grace if grace is None else grace)
         while process.poll() is None and time.monotonic() < deadline:
             if hurry is not None and hurry(poll):
                 break

@@ -143,7 +143,10 @@ def console(console_image: tuple[Any, str], test_env: dict[str, str]) -> Iterato
             timeout=120,
             what="the worker container's heartbeat",
         )
-        yield {"url": url, "web": web, "worker": worker, "image": image, "client": client}
+        yield {
+            "url": url, "web": web, "worker": worker, "image": image, "client": client,
+            "environment": common, "binds": binds, "var_dir": var_dir,
+        }  # fmt: skip
     finally:
         for container in containers:
             container.remove(force=True)
@@ -197,6 +200,35 @@ def test_an_unknown_role_is_refused_with_the_allowed_ones(console: dict[str, Any
         stdout=True, labels=MANAGED, entrypoint=["sh", "-c", "synthorg \"$@\"; echo rc=$?", "-"],
     ).decode()  # fmt: skip
     assert "unknown role 'serve'" in out and "web, worker" in out and "rc=2" in out
+
+
+def test_the_compose_healthcheck_passes_with_the_example_allowed_hosts(
+    console: dict[str, Any],
+) -> None:
+    # As docker/console.env.example sets it: one public name, behind a TLS proxy.
+    port = free_port()
+    web = _container(
+        console["client"], console["image"], ["web"],
+        environment={**console["environment"], "HOST": "127.0.0.1", "PORT": str(port),
+                     "ALLOWED_HOSTS": "console.example.org", "SECURE_PROXY_SSL_HEADER": "true"},
+        binds=console["binds"], var_dir=console["var_dir"],
+    )  # fmt: skip
+    try:
+
+        def healthy() -> bool:
+            web.reload()
+            assert web.status != "exited", web.logs(tail=60).decode(errors="replace")
+            return web.exec_run(["synthorg", "healthcheck"]).exit_code == 0
+
+        wait_until(healthy, timeout=120, what="the compose healthcheck to pass")
+        # Control: asked for as 127.0.0.1 the same node refuses (a host it does not serve).
+        bare = web.exec_run(
+            ["python3", "-c", "import urllib.request as u; "
+             f"u.urlopen('http://127.0.0.1:{port}/healthz', timeout=4)"]
+        )  # fmt: skip
+        assert bare.exit_code != 0 and b"400" in bare.output, bare.output[-500:]
+    finally:
+        web.remove(force=True)
 
 
 def _probe(console: dict[str, Any], *, sandboxes: bool) -> tuple[int, str]:
