@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import dataclasses
 import itertools
 import threading
 import time
@@ -24,7 +25,7 @@ from typing import Any
 
 import httpx
 import pytest
-from django.db import close_old_connections, connections
+from django.db import InterfaceError, OperationalError, close_old_connections, connections
 
 from approvals_app.models import ApprovalRequest
 from audit_app.models import AuditEvent
@@ -41,7 +42,9 @@ CLIENTS = 6
 # Each fault's outage, and the load between faults (seconds).
 OUTAGE = 4.0
 BETWEEN = 4.0
-SETTLE_SECONDS = 240
+SETTLE_SECONDS = 120
+# Beat's absence shows on /healthz this soon (the cluster's heartbeat maximum age).
+HEARTBEAT_MAX_AGE = 4.0
 FINAL = {"succeeded", "failed", "timed_out", "cancelled", "denied", "expired"}
 
 CONFIG: dict[str, Any] = {
@@ -131,6 +134,7 @@ class Approvals:
         self.web = cluster_.web
         self.asked: dict[str, str] = {}  # marker -> invocation id
         self.decided: list[str] = []
+        self.errors: list[str] = []
 
     def ask(self) -> None:
         """A call that waits for a person (made while everything runs)."""
@@ -150,14 +154,27 @@ class Approvals:
         a lost answer until the console says it is decided."""
         try:
             self._decide_all(node, patience)
+        except BaseException as exc:
+            self.errors.append(repr(exc))  # read by the test: a thread's failure is not lost
+            raise
         finally:
             connections.close_all()  # this thread's own
 
     def _decide_all(self, node: str, patience: float) -> None:
-        _database_back()
-        pending = ApprovalRequest.objects.filter(
-            invocation_id__in=self.asked.values(), status="pending"
-        ).values_list("id", flat=True)
+        # The test reads which requests wait from the database, which may be away too.
+        deadline = time.monotonic() + patience
+        while True:
+            _database_back()
+            try:
+                pending = list(
+                    ApprovalRequest.objects.filter(
+                        invocation_id__in=self.asked.values(), status="pending"
+                    ).values_list("id", flat=True)
+                )
+                break
+            except (OperationalError, InterfaceError):
+                assert time.monotonic() < deadline, "the database did not come back"
+                time.sleep(0.5)
         with httpx.Client(headers={"Authorization": f"Bearer {self.operator}"}, timeout=10) as http:
             for request_id in list(pending):
                 deadline = time.monotonic() + patience
@@ -181,7 +198,10 @@ def _console(test_env: dict[str, str], root: Path) -> Iterator[tuple[Cluster, Ow
     own = OwnRedis(root)
     own.start()
     try:
-        env = dict(test_env, REDIS_URL=own.url)
+        env = dict(
+            test_env, REDIS_URL=own.url, SYNTHORG_HEARTBEAT_MAX_AGE=str(HEARTBEAT_MAX_AGE),
+            SYNTHORG_HEARTBEAT_INTERVAL="1",
+        )  # fmt: skip
         with cluster(env, root, CONFIG, redis_db=None, web_nodes=2, workers=2) as started:
             yield started, own
     finally:
@@ -209,39 +229,94 @@ def _database_back() -> None:
         pool.check()
 
 
-def _faults(nodes: Cluster, own: OwnRedis, approvals: Approvals) -> list[str]:
-    """Each part killed or stopped in turn while the load runs; what was done, in order."""
-    done: list[str] = []
+@dataclasses.dataclass
+class Fault:
+    """One fault and what it did: calls in flight when it struck, seconds until every
+    node was healthy again and a new call ran end to end."""
 
-    def outage(name: str, stop: Callable[[], None], start: Callable[[], None]) -> None:
-        approvals.ask()
+    name: str
+    in_flight: int = 0
+    to_healthy: float = 0.0
+
+
+class Faults:
+    """Each part killed or stopped in turn while the load runs."""
+
+    def __init__(self, nodes: Cluster, own: OwnRedis, approvals: Approvals) -> None:
+        self.nodes = nodes
+        self.own = own
+        self.approvals = approvals
+        self.done: list[Fault] = []
+        probe = agent_create(
+            name=f"probe-{uuid.uuid4().hex[:8]}", access_level="elevated", autonomy="full"
+        )
+        self.probe_token = probe.token
+
+    def run(self) -> list[Fault]:
+        nodes = self.nodes
+        self.outage(
+            "worker 0 killed", lambda: nodes.kill_worker(0), lambda: nodes.restart_worker(0)
+        )
+        self.outage("web node 0 killed", lambda: nodes.kill_web(0), lambda: nodes.restart_web(0))
+        self.outage("redis restarted", self.own.stop, self.own.start)
+        self.outage("beat killed", self.beat_away, nodes.restart_beat)
+        restarting = threading.Thread(target=restart_suite_postgres)
+        self.outage("postgresql restarted", restarting.start, restarting.join)
+        return self.done
+
+    def outage(self, name: str, stop: Callable[[], None], start: Callable[[], None]) -> None:
+        self.approvals.ask()
         time.sleep(BETWEEN)
+        fault = Fault(name, in_flight=_in_flight())
         stop()
+        # A person decides while the part is away (asking again after a 503).
+        deciding = threading.Thread(
+            target=self.approvals.decide_all, args=(self.nodes.web[1],), kwargs={"patience": 90}
+        )
         try:
-            # A person decides while the part is away (the other node answers).
-            approvals_during = threading.Thread(
-                target=approvals.decide_all, args=(nodes.web[1],), kwargs={"patience": 90}
-            )
-            approvals_during.start()
+            deciding.start()
             time.sleep(OUTAGE)
         finally:
             start()
-        approvals_during.join(timeout=120)
-        done.append(name)
+        started = time.monotonic()
+        self.wait_healthy()
+        fault.to_healthy = time.monotonic() - started
+        deciding.join(timeout=120)
+        self.done.append(fault)
 
-    outage("worker 0 killed", lambda: nodes.kill_worker(0), lambda: nodes.restart_worker(0))
-    outage("web node 0 killed", lambda: nodes.kill_web(0), lambda: nodes.restart_web(0))
-    outage("redis restarted", own.stop, own.start)
-    outage("beat killed", nodes.kill_beat, nodes.restart_beat)
-    # PostgreSQL: a fast shutdown ends every session at once; pg_ctl starts it again.
-    approvals.ask()
-    time.sleep(BETWEEN)
-    restart_suite_postgres()
+    def beat_away(self) -> None:
+        """Beat killed: /healthz turns degraded (never 200 "ok") while it is away."""
+        self.nodes.kill_beat()
+
+        def degraded() -> bool:
+            body = httpx.get(self.nodes.web[0] + "/healthz", timeout=5).json()
+            return bool(body["status"] == "degraded" and "beat" in body["degraded"])
+
+        wait_until(degraded, timeout=HEARTBEAT_MAX_AGE * 4, what="/healthz to say beat is away")
+
+    def wait_healthy(self) -> None:
+        """Every node says ok, and a new call runs end to end through node 0."""
+
+        def healthy() -> bool:
+            _database_back()
+            for node in self.nodes.web:
+                body = httpx.get(node + "/healthz", timeout=5).json()
+                if body["status"] != "ok":
+                    return False
+            answer = httpx.post(
+                self.nodes.web[0] + "/api/v1/invocations/",
+                headers={"Authorization": f"Bearer {self.probe_token}"},
+                json={"tool": "test_echo", "arguments": {"text": "healthy"}, "wait": 10},
+                timeout=15,
+            )
+            return answer.status_code == 201 and answer.json()["status"] == "succeeded"
+
+        wait_until(healthy, timeout=120, what="every part to be healthy", poll=0.2)
+
+
+def _in_flight() -> int:
     _database_back()
-    approvals.decide_all(nodes.web[0], patience=90)
-    done.append("postgresql restarted")
-    time.sleep(BETWEEN)
-    return done
+    return Invocation.objects.filter(status__in=("queued", "running")).count()
 
 
 def test_every_call_ends_once_while_each_part_is_killed_and_restarted(
@@ -256,7 +331,7 @@ def test_every_call_ends_once_while_each_part_is_killed_and_restarted(
         approvals = Approvals(nodes)
         with Load(nodes.web, [a.token for a in agents]) as load:
             time.sleep(BETWEEN)
-            done = _faults(nodes, own, approvals)
+            done = Faults(nodes, own, approvals).run()
         # Every call the agents made (and every approved one) reaches its end.
         ids = list(load.ids.values())
         asked = list(approvals.asked.values())
@@ -268,14 +343,28 @@ def test_every_call_ends_once_while_each_part_is_killed_and_restarted(
                 ids
             ) + len(asked)
 
-        wait_until(all_final, timeout=SETTLE_SECONDS, what="every call to reach its end")
+        try:
+            wait_until(all_final, timeout=SETTLE_SECONDS, what="every call to reach its end")
+        except AssertionError as exc:
+            open_rows = list(
+                rows.exclude(status__in=FINAL).values_list(
+                    "id", "status", "held", "worker", "dispatched_at", "started_at"
+                )
+            )
+            missing = len(ids) + len(asked) - rows.count()
+            raise AssertionError(f"{exc}: {missing} missing, open {open_rows[:10]}") from None
         output = nodes.outputs()
-    print(  # what the run did, for whoever reads the test's output
-        f"faults: {done}; calls {len(ids)}, approvals {len(asked)}, client retries "
-        f"{dict(load.retries)}, endings "
-        f"{collections.Counter(rows.values_list('status', 'error_code'))}"
+    endings = collections.Counter(rows.values_list("status", "error_code"))
+    print(  # the figures of the run, for whoever reads the test's output
+        "fault | calls in flight | seconds to healthy\n"
+        + "\n".join(f"{f.name} | {f.in_flight} | {f.to_healthy:.1f}" for f in done)
+        + f"\ncalls {len(ids)}, approvals {len(asked)}, client retries {dict(load.retries)}, "
+        f"endings {dict(endings)}"
     )
-    assert len(done) == 5, done
+    assert [f.name for f in done] == [
+        "worker 0 killed", "web node 0 killed", "redis restarted", "beat killed",
+        "postgresql restarted",
+    ]  # fmt: skip
     assert len(ids) > 50, f"too little load to judge: {len(ids)} calls ({dict(load.retries)})"
     # A call whose answer never came back was still recorded at most once, and ended.
     for marker in load.unanswered:
@@ -294,6 +383,7 @@ def test_every_call_ends_once_while_each_part_is_killed_and_restarted(
             assert runs[marker] == 1, f"{marker} succeeded but ran {runs[marker]} times"
         elif status in ("cancelled", "denied", "expired"):
             assert runs[marker] == 0, f"{marker} ended {status} but ran"
+    assert approvals.errors == []
     # Every approval a person decided ran its call, once.
     approved = Invocation.objects.filter(id__in=asked)
     assert set(approved.values_list("status", flat=True)) == {"succeeded"}, output[-3000:]
