@@ -82,7 +82,11 @@ mcp_servers:
     transport: stdio
     command: [/usr/bin/python3, "{SERVERS}/py_tools.py", "{SITE}"]
     workspace: agent
-    tools: {{deny: [whoami]}}
+    tools:
+      deny: [whoami]
+      # The admin's word, not the server's readOnlyHint, makes echo a read.
+      safety_classes: {{echo: read}}
+      action_types: {{echo: "code:read"}}
   - name: everything
     transport: stdio
     command: [node, "{EVERYTHING}"]
@@ -184,7 +188,7 @@ def test_discovered_tools_are_listed_to_permitted_agents_only(
     with console.agent("build-bot") as http:
         body = http.get("/api/v1/tools/py__echo/").json()
     assert body["category"] == "mcp" and body["action_type"] == "code:read"
-    assert body["safety_class"] == "read", "readOnlyHint gives a read"
+    assert body["safety_class"] == "read", "the admin's classification gives a read"
     assert body["input_schema"]["properties"]["text"]["type"] == "string"
     with console.agent("build-bot") as http:
         note = http.get("/api/v1/tools/py__note/").json()

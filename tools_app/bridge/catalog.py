@@ -4,6 +4,8 @@ Web nodes and workers read the same rows (the database is the place every node s
 each process keeps its copy for ``SYNTHORG_BRIDGE_CATALOG_TTL_SECONDS``. Only records
 with an admitted contract enter the catalog; an unavailable one stays in it so a call is
 refused with the reason (``BridgedTool.preflight``) rather than the tool going missing.
+So does a held or rejected one; agents' listings leave it out
+(``selectors.unlisted_upstream_tools``), since only a pinned definition is shown.
 """
 
 from __future__ import annotations

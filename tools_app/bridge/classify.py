@@ -1,10 +1,11 @@
 """PURE: an upstream tool as the console's typed contract (`<server>__<tool>`, category mcp).
 
-The action type and safety class come from the server's config entry
-(`tools.action_types`, `tools.safety_classes`), else from the tool's annotations
-(``readOnlyHint: true`` is a read), else the safe side (a write, ``code:write``): an
-upstream server's hints can only make a tool look more consequential than its
-config says, never less, because the config is consulted first.
+The action type and safety class come from the admin: the server's config entry
+(`tools.action_types`, `tools.safety_classes`). Until an admin classifies a tool, it is
+a write (``code:write``, safety class ``write``), so it asks a person wherever the
+agent's autonomy asks for writes. The server's annotations (``readOnlyHint``,
+``destructiveHint``, …) are its claims: pinned with its definition, where admins read
+them as claims, and never what a call needs.
 """
 
 from __future__ import annotations
@@ -15,31 +16,21 @@ from common.config.mcp import McpToolRules
 from tools_app.bridge.definitions import CATEGORY, UpstreamTool
 from tools_app.contracts import ToolContract
 
-READ_ACTION_TYPE: Final = "code:read"
 WRITE_ACTION_TYPE: Final = "code:write"
+WRITE_SAFETY_CLASS: Final = "write"
 # Schema of a tool whose server declares no output schema: any object.
 ANY_OBJECT: Final[dict[str, Any]] = {"type": "object"}
 SUMMARY_LIMIT: Final = 200
 
 
-def _read_only(tool: UpstreamTool) -> bool:
-    return tool.annotations.get("readOnlyHint") is True
-
-
 def action_type_of(tool: UpstreamTool, rules: McpToolRules) -> str:
-    """The configured action type, else the annotations', else ``code:write``."""
-    configured = rules.action_type_for(tool.name)
-    if configured is not None:
-        return configured
-    return READ_ACTION_TYPE if _read_only(tool) else WRITE_ACTION_TYPE
+    """The admin's action type for ``tool``, else ``code:write`` (whatever its hints say)."""
+    return rules.action_type_for(tool.name) or WRITE_ACTION_TYPE
 
 
 def safety_class_of(tool: UpstreamTool, rules: McpToolRules) -> str:
-    """The configured safety class, else ``read`` for a read-only hint, else ``write``."""
-    configured = rules.safety_class_for(tool.name)
-    if configured is not None:
-        return configured
-    return "read" if _read_only(tool) else "write"
+    """The admin's safety class for ``tool``, else ``write`` (whatever its hints say)."""
+    return rules.safety_class_for(tool.name) or WRITE_SAFETY_CLASS
 
 
 def summary_of(tool: UpstreamTool) -> str:

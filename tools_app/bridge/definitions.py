@@ -3,6 +3,8 @@
 A tool reaches agents as ``<server>__<tool>``; its definition (title, description,
 input and output schemas, annotations) is hashed over its canonical JSON, so any
 change of wording, schema or hints gives another hash and can be held for review.
+Of a pinned definition, agents are also given the title and an ``openWorldHint: false``
+as the server wrote them (``server_words``).
 """
 
 from __future__ import annotations
@@ -63,6 +65,32 @@ class UpstreamTool:
     def definition_hash(self) -> str:
         """SHA-256 (hex) of the canonical JSON of ``definition()``."""
         return hashlib.sha256(canonical_json(self.definition()).encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class ServerWords:
+    """What agents are told of an upstream tool in its server's own words.
+
+    The title, as the server gave it; and ``closed_world`` when the server says its tool
+    reaches no open world (``openWorldHint: false``). Neither decides anything: the
+    console's classification (``classify``) decides what a call needs.
+    """
+
+    title: str | None = None
+    closed_world: bool = False
+
+
+def server_words(definition: Mapping[str, Any] | None) -> ServerWords:
+    """The words of ``definition`` (``UpstreamTool.definition()``) passed on to agents."""
+    if not definition:
+        return ServerWords()
+    title = definition.get("title")
+    annotations = definition.get("annotations")
+    claims = annotations if isinstance(annotations, Mapping) else {}
+    return ServerWords(
+        title=title if isinstance(title, str) and title else None,
+        closed_world=claims.get("openWorldHint") is False,
+    )
 
 
 def _plain(value: Any) -> Any:

@@ -1,9 +1,11 @@
 """Discovery: workers list each configured server's tools and record them for every node.
 
 Where: in each Celery worker's main process, at start and then every
-``SYNTHORG_BRIDGE_HEALTH_INTERVAL`` seconds (that listing is the server's health check),
-and in worker processes whenever a warm server sends
-``notifications/tools/list_changed``. Workers are where servers may be started (inside
+``SYNTHORG_BRIDGE_HEALTH_INTERVAL`` seconds (that listing is the server's health check);
+and in worker processes whenever the pool opens a session to a server (a restart
+included), whenever a warm server sends ``notifications/tools/list_changed``, and
+whenever the listing taken before a call does not show the called tool's pinned
+definition. Workers are where servers may be started (inside
 their sandboxes); web nodes never start one and learn the tools from the records
 (``UpstreamToolRecord``), the place every node shares. A server that cannot be started
 or listed makes its recorded tools unavailable with the reason; a server the config no
@@ -18,18 +20,20 @@ from collections.abc import Sequence
 
 import structlog
 from django.conf import settings
-from django.db import close_old_connections
+from django.db import close_old_connections, connection
 
 from common.config.mcp import McpServer
 from common.settings_config import synthorg_config
 from tools_app.bridge.catalog import forget_records
 from tools_app.bridge.connect import list_upstream_tools, open_session
-from tools_app.bridge.definitions import UpstreamTool
+from tools_app.bridge.definitions import UpstreamTool, contract_name
+from tools_app.bridge.pinning import upstream_pin
 from tools_app.bridge.services import (
     bridge_discovery_record,
     bridge_server_unavailable,
     bridge_servers_unconfigured,
 )
+from tools_app.bridge.standing import CallRefusal, refusal_before_call
 
 log = structlog.get_logger("synthorg.bridge")
 _stop = threading.Event()
@@ -46,6 +50,30 @@ def record_listing(server: McpServer, tools: Sequence[UpstreamTool]) -> list[str
     if changed:
         log.info("bridge_tools_recorded", server=server.name, changed=changed)
     return changed
+
+
+def record_session_listing(server: McpServer, tools: Sequence[UpstreamTool]) -> list[str]:
+    """Record the listing of a session that just opened (the pool's executor thread)."""
+    try:
+        return record_listing(server, tools)
+    finally:
+        connection.close()  # an executor thread: no connection left open behind it
+
+
+def refusal_at_call(server: McpServer, tools: Sequence[UpstreamTool], tool: str) -> CallRefusal:
+    """A listing taken just before a call to ``tool`` did not show its pinned definition:
+    record it (a changed definition is held now, audited, its waiting calls withdrawn)
+    and say why the call is not sent. From the pool's executor thread."""
+    name = contract_name(server.name, tool)
+    try:
+        record_listing(server, tools)
+        standing, _ = upstream_pin(name)
+    finally:
+        connection.close()
+    listed = any(t.name == tool for t in tools)
+    return refusal_before_call(
+        contract_name=name, server=server.name, listed=listed, standing=standing
+    )
 
 
 async def list_server(server: McpServer) -> list[UpstreamTool]:

@@ -1,7 +1,10 @@
 """Pinning services: the only writers of ``UpstreamToolPin``, each with its AuditEvent.
 
-``definitions_review`` is called by discovery every time a server lists its tools;
-``upstream_pin_accept`` and ``upstream_pin_reject`` are an admin's decisions.
+``definitions_review`` is called every time a server's tools are listed: by discovery
+(the health interval), when a session to the server opens (a restart included), when
+the server says its tools changed, and when a listing before a call does not show the
+pinned definition. ``upstream_pin_accept`` and ``upstream_pin_reject`` are an admin's
+decisions.
 """
 
 from __future__ import annotations
@@ -19,14 +22,14 @@ from common.errors import ConflictError, InvalidArgumentError, NotFoundError
 from tools_app.bridge.definitions import CATEGORY, UpstreamTool
 from tools_app.bridge.review import PinEvent, PinState, review_definition, standing_reason
 from tools_app.bridge.scan import Finding, Severity, blocking, scan_tool
-from tools_app.bridge.standing import PinStatus, Standing
+from tools_app.bridge.standing import HELD_CODE, PinStatus, Standing
 from tools_app.models import UpstreamToolPin
 
 log = structlog.get_logger(__name__)
 
 REVIEW_PATH = "/tools/upstream/"
 BRIDGE_ACTOR = "mcp-bridge"
-RULE_HELD = "upstream_definition_held"
+RULE_HELD = HELD_CODE
 _NAME_FIELD_MAX = {"server": 100, "tool": 200}
 
 
@@ -82,6 +85,15 @@ def upstream_standing(contract_name: str) -> Standing:
     """Whether the upstream tool ``contract_name`` may be called now (preflight, workers)."""
     pin = UpstreamToolPin.objects.filter(contract_name=contract_name).first()
     return pin_standing(pin, contract_name)
+
+
+def upstream_pin(contract_name: str) -> tuple[Standing, str]:
+    """The standing of ``contract_name`` and the hash of the definition a call may meet
+    upstream ("" when it may be called on none): what the bridge checks a server's
+    listing against before each call."""
+    pin = UpstreamToolPin.objects.filter(contract_name=contract_name).first()
+    standing = pin_standing(pin, contract_name)
+    return standing, pin.pinned_hash if pin is not None and standing.available else ""
 
 
 def _refused_name(tool: UpstreamTool) -> str | None:

@@ -5,7 +5,11 @@ worker``) or one per server and agent (``state: agent``, or a server given the a
 workspace). At most ``SYNTHORG_BRIDGE_POOL_SIZE`` are kept: the least recently used idle
 one makes room. A session that fails its ping before a call is dropped and started
 again (a server that died is restarted); one idle for ``SYNTHORG_BRIDGE_IDLE_SECONDS``
-is stopped. ``notifications/tools/list_changed`` lists the server again and records it.
+is stopped. Each session's listing is reviewed against the pins when it opens (a restart
+included), before any call uses it; before each call the server is listed again, and a
+call whose tool it no longer lists with the pinned definition is not sent (the new
+listing is recorded, so the change is held). ``notifications/tools/list_changed``
+lists the server again and records it.
 
 A server whose entry names ``network`` gets its egress proxy (``bridge.egress``) before it
 starts and loses it after it stops; the call's task drains the proxy's records after each
@@ -123,6 +127,9 @@ class BridgePool:
                 secret_env=secret_env,
             ) as session:
                 warm.session = session
+                # Checked against the pins before any call uses it: what this start of
+                # the server lists is reviewed (a changed definition is held now).
+                await self._review_listing(warm, session)
                 warm.ready.set()
                 await warm.stop.wait()
         except BaseException as exc:
@@ -132,6 +139,34 @@ class BridgePool:
             if warm.egress is not None:
                 await loop.run_in_executor(None, _close_egress, warm)
             warm.ready.set()
+
+    async def _review_listing(self, warm: WarmServer, session: ClientSession) -> None:
+        """List a session that just opened and record it; a failure fails the start."""
+        from tools_app.bridge.discovery import record_session_listing
+
+        tools = await list_upstream_tools(session, warm.server.name)
+        await asyncio.get_running_loop().run_in_executor(
+            None, record_session_listing, warm.server, tools
+        )
+
+    async def _check_pin(self, warm: WarmServer, tool: str, pinned_hash: str) -> None:
+        """Refuse the call unless the server lists ``tool`` with its pinned definition now.
+
+        A listing that differs is recorded (the change is held, audited) before the
+        refusal, so the next listing agents get no longer shows the tool.
+        """
+        from tools_app.bridge.discovery import refusal_at_call
+
+        assert warm.session is not None
+        tools = await list_upstream_tools(warm.session, warm.server.name)
+        listed = next((t for t in tools if t.name == tool), None)
+        if listed is not None and listed.definition_hash() == pinned_hash:
+            return
+        refusal = await asyncio.get_running_loop().run_in_executor(
+            None, refusal_at_call, warm.server, tools, tool
+        )
+        log.warning("bridge_call_refused_unpinned", server=warm.server.name, tool=tool)
+        raise ToolFailedError(refusal.reason, code=refusal.code)
 
     async def _list_changed(self, warm: WarmServer) -> None:
         session = warm.session
@@ -214,13 +249,16 @@ class BridgePool:
     async def call(
         self, server: McpServer, key: PoolKey, workspace: Path | None, tool: str,
         arguments: dict[str, Any], sent: threading.Event | None = None,
-        secret_env: Mapping[str, str] | None = None,
+        secret_env: Mapping[str, str] | None = None, pinned_hash: str | None = None,
     ) -> Any:  # fmt: skip
+        """Call ``tool``; with ``pinned_hash``, only once the server lists that definition."""
         warm = await self.warm(server, key, workspace, secret_env)
         if sent is not None:
             sent.set()  # the tool's timeout runs from here; starting has its own limit
         try:
             assert warm.session is not None
+            if pinned_hash is not None:
+                await self._check_pin(warm, tool, pinned_hash)
             return await warm.session.call_tool(tool, arguments)
         finally:
             warm.busy -= 1
@@ -323,14 +361,21 @@ def _cancelled(invocation_id: str | None) -> bool:
 def call_upstream(
     *, server: McpServer, tool: str, arguments: dict[str, Any], timeout: float,
     context: ToolContext, secret_env: Mapping[str, str] | None = None,
+    pinned_hash: str | None = None,
 ) -> ToolOutcome:  # fmt: skip
-    """Run one upstream call for a Celery task; its timeout and cancellation apply."""
+    """Run one upstream call for a Celery task; its timeout and cancellation apply.
+
+    With ``pinned_hash``, the server must list ``tool`` with that definition just before
+    the call (``BridgePool.call``), else the call is not sent.
+    """
     pool = bridge_pool()
     workspace = context.workspace if server.workspace == "agent" else None
     started = time.monotonic()
     sent = threading.Event()
     key = pool_key(server, context.agent_id)
-    future = pool.submit(pool.call(server, key, workspace, tool, arguments, sent, secret_env))
+    future = pool.submit(
+        pool.call(server, key, workspace, tool, arguments, sent, secret_env, pinned_hash)
+    )
     deadline: float | None = None
     while True:
         if deadline is None and sent.is_set():

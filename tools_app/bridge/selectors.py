@@ -1,13 +1,19 @@
-"""Reads of upstream tool pins for the admins' review page and the operators' inbox."""
+"""Reads of upstream tool pins: the admins' review page, the operators' inbox, and which
+upstream tools the agents' listings show (and with which of their server's words)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from tools_app.bridge.definitions import ServerWords, server_words
 from tools_app.bridge.diff import DiffLine, definition_diff, readable_definition
 from tools_app.bridge.pinning import pin_standing
+from tools_app.bridge.standing import shown_to_agents
+from tools_app.bridge.tool import BridgedTool
 from tools_app.models import UpstreamToolPin
+from trust_app.policy import name_key
 
 _WAITING = (UpstreamToolPin.Status.HELD, UpstreamToolPin.Status.REJECTED)
 
@@ -58,3 +64,44 @@ def held_upstream_tools() -> list[str]:
             "contract_name", flat=True
         )
     )
+
+
+def unlisted_upstream_tools(implementations: Mapping[str, Any]) -> frozenset[str]:
+    """Name keys of the catalog's upstream tools that agents are not shown.
+
+    ``implementations`` are a catalog's, by name key. An upstream tool is shown only on
+    its pinned definition (``standing.shown_to_agents``): read fresh here, not from the
+    catalog's copy, so a tool is gone from every listing once its pin is held, whatever
+    the age of the catalog. Calls to it are still refused with the reason.
+    """
+    recorded = {
+        key: tool.record for key, tool in implementations.items() if isinstance(tool, BridgedTool)
+    }
+    if not recorded:
+        return frozenset()
+    pins = {
+        name_key(name): (status, pinned_hash)
+        for name, status, pinned_hash in UpstreamToolPin.objects.filter(
+            contract_name__in=[record.name for record in recorded.values()]
+        ).values_list("contract_name", "status", "pinned_hash")
+    }
+    hidden = set()
+    for key, record in recorded.items():
+        status, pinned_hash = pins.get(key, ("", ""))  # never reviewed: not shown
+        if not shown_to_agents(
+            status=status, pinned_hash=pinned_hash, recorded_hash=record.upstream_hash
+        ):
+            hidden.add(key)
+    return frozenset(hidden)
+
+
+def upstream_server_words(names: Iterable[str]) -> dict[str, ServerWords]:
+    """The server's words (title, ``openWorldHint: false``) of each pinned upstream tool
+    named, from its pinned definition, by contract name."""
+    wanted = list(names)
+    if not wanted:
+        return {}
+    pins = UpstreamToolPin.objects.filter(
+        contract_name__in=wanted, status=UpstreamToolPin.Status.PINNED
+    ).values_list("contract_name", "pinned_definition")
+    return {name: server_words(definition) for name, definition in pins}

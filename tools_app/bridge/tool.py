@@ -2,7 +2,9 @@
 
 ``preflight`` refuses, before anyone is asked, a call to a tool its server no longer
 offers (vanished, failed its health check, unconfigured, held): the reason is the
-record's, read fresh from the database.
+record's, read fresh from the database. ``run`` reads the tool's pin again and sends
+the call only when the server, listed just before it, still gives the pinned
+definition (``BridgePool.call``).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any
 
 from common.config.mcp import McpServer
 from common.settings_config import synthorg_config
+from tools_app.bridge.standing import HELD_CODE
 from tools_app.builtin.base import (
     RefusalCode,
     ToolContext,
@@ -100,12 +103,16 @@ class BridgedTool:
         (the call, and the server's connections through its egress proxy)."""
         from tools_app.bridge.credentials import SecretRedactor, server_secret_values
         from tools_app.bridge.egress import has_proxy
+        from tools_app.bridge.pinning import upstream_pin
         from tools_app.bridge.pool import call_upstream, pool_key
         from tools_app.bridge.services import bridge_call_record
 
         self.preflight(context.settings, arguments)
         server = configured_server(self.record.server)
         assert server is not None
+        standing, pinned_hash = upstream_pin(self.contract.name)
+        if not standing.available:
+            raise ToolFailedError(f"{standing.reason} This call was not run.", code=HELD_CODE)
         timeout = float(context.settings.get("timeout_seconds") or server.timeout_seconds)
         started = time.monotonic()
         outcome_code, reason = "ok", ""
@@ -125,6 +132,7 @@ class BridgedTool:
                     timeout=timeout,
                     context=context,
                     secret_env=secret_env,
+                    pinned_hash=pinned_hash,
                 )
             )
             if outcome.is_error:

@@ -18,7 +18,8 @@ ADDITIVE_ACTION_TYPES: Final = frozenset(
 
 # Categories whose tools act only on the agent's workspace, the console's own state
 # or its configured database (the sandboxes give them no network); any other
-# category, an upstream MCP server's included, reaches an open world.
+# category, an upstream MCP server's included, reaches an open world (unless that
+# server says its tool does not: ``closed_world_claimed``).
 CLOSED_WORLD_CATEGORIES: Final = frozenset(
     {
         "file_system", "code_execution", "version_control", "database", "terminal",
@@ -41,21 +42,30 @@ class ToolHints:
 
 
 def tool_hints(
-    *, category: str, action_type: str, safety_class: str, idempotent: bool
+    *,
+    category: str,
+    action_type: str,
+    safety_class: str,
+    idempotent: bool,
+    closed_world_claimed: bool = False,
 ) -> ToolHints:
     """The hints for a tool with this contract.
 
     A read-class tool changes nothing, so it is neither destructive nor anything
     but idempotent. Any other tool is destructive unless its action type is known
     to be additive; unknown categories and action types count as destructive and
-    open-world.
+    open-world. ``closed_world_claimed``: an upstream server says its tool reaches no
+    open world (``openWorldHint: false``); that is passed on for its category, never
+    against a class or action type that reaches out.
     """
     read_only = safety_class == "read"
-    open_world = (
-        category not in CLOSED_WORLD_CATEGORIES
-        or safety_class in OPEN_WORLD_SAFETY_CLASSES
+    reaches_out = (
+        safety_class in OPEN_WORLD_SAFETY_CLASSES
         or action_type in OPEN_WORLD_ACTION_TYPES
         or action_type.startswith(OPEN_WORLD_ACTION_PREFIXES)
+    )
+    open_world = reaches_out or (
+        category not in CLOSED_WORLD_CATEGORIES and not closed_world_claimed
     )
     return ToolHints(
         read_only=read_only,

@@ -24,6 +24,9 @@ from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
 from common.errors import SynthOrgError
+from tools_app.bridge.definitions import CATEGORY as BRIDGE_CATEGORY
+from tools_app.bridge.definitions import ServerWords
+from tools_app.bridge.selectors import upstream_server_words
 from tools_app.contracts import ToolContract
 from tools_app.events import carried_body, watch_invocation
 from tools_app.mcp.annotations import tool_hints
@@ -79,18 +82,23 @@ def _description(contract: ToolContract) -> str:
     return contract.summary
 
 
-def _tool(contract: ToolContract) -> types.Tool:
+def _tool(contract: ToolContract, words: ServerWords | None = None) -> types.Tool:
+    """``contract`` as tools/list shows it; ``words`` are an upstream tool's server's own
+    (its title, its ``openWorldHint: false``), from the definition pinned for it."""
     # Up to protocol 2025-11-25 an output schema must be an object at its root.
     schema = contract.output_schema
     output_schema = schema if schema.get("type") == "object" else None
+    words = words or ServerWords()
     hints = tool_hints(
         category=contract.category.value,
         action_type=contract.resolved_action_type,
         safety_class=contract.safety_class.value,
         idempotent=contract.idempotent,
+        closed_world_claimed=words.closed_world,
     )
     return types.Tool(
         name=contract.name,
+        title=words.title,
         description=_description(contract),
         input_schema=contract.input_schema,
         output_schema=output_schema,
@@ -113,12 +121,10 @@ def _tool(contract: ToolContract) -> types.Tool:
 def mcp_tools_for(agent: Agent) -> list[types.Tool]:
     """Exactly the tools `GET /api/v1/tools/` lists for this agent, with their schemas."""
     catalog = tool_catalog()
-    tools = []
-    for entry in permitted_tools(agent_policy(agent)):
-        contract = catalog.contract(entry["name"])
-        if contract is not None:
-            tools.append(_tool(contract))
-    return tools
+    contracts = [catalog.contract(entry["name"]) for entry in permitted_tools(agent_policy(agent))]
+    listed = [c for c in contracts if c is not None]
+    words = upstream_server_words(c.name for c in listed if c.category.value == BRIDGE_CATEGORY)
+    return [_tool(contract, words.get(contract.name)) for contract in listed]
 
 
 async def _list_tools(

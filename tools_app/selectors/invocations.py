@@ -6,6 +6,7 @@ from typing import Any
 
 from django.db import connection
 
+from tools_app.bridge.selectors import unlisted_upstream_tools
 from tools_app.contracts import ToolContract
 from tools_app.models import Invocation, ToolDefinition
 from tools_app.registry import tool_catalog, tool_view
@@ -28,16 +29,33 @@ def disabled_tool_keys() -> frozenset[str]:
 
 
 def permitted_tools(policy: AgentPolicy) -> list[dict[str, Any]]:
-    """L1 entries of the tools this agent may use, as GET /api/v1/tools/ lists them."""
+    """L1 entries of the tools this agent may use, as GET /api/v1/tools/ lists them.
+
+    An upstream MCP tool not on its pinned definition (held, rejected) is not listed.
+    """
+    catalog = tool_catalog()
     disabled = disabled_tool_keys()
-    views = [tool_view(c, enabled=name_key(c.name) not in disabled) for c in tool_catalog()]
+    unlisted = unlisted_upstream_tools(catalog.implementations)
+    views = [
+        tool_view(c, enabled=name_key(c.name) not in disabled)
+        for c in catalog
+        if name_key(c.name) not in unlisted
+    ]
     return [entry.as_dict() for entry in list_permitted(policy, views)]
 
 
 def permitted_contract(policy: AgentPolicy, name: str) -> ToolContract | None:
-    """The tool's contract when it exists, is enabled and this agent may use it; else None."""
-    contract = tool_catalog().contract(name)
+    """The tool's contract when it exists, is enabled and this agent may use it; else None.
+
+    None too for an upstream MCP tool not on its pinned definition (held, rejected).
+    """
+    catalog = tool_catalog()
+    contract = catalog.contract(name)
     if contract is None or name_key(contract.name) in disabled_tool_keys():
+        return None
+    if name_key(contract.name) in unlisted_upstream_tools(
+        {name_key(contract.name): catalog.implementation(contract.name)}
+    ):
         return None
     if decide(policy, tool_view(contract)).outcome is Outcome.DENY:
         return None

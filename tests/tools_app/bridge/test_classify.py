@@ -1,4 +1,4 @@
-"""An upstream tool as a contract: names, classes from config, annotations, the safe side."""
+"""An upstream tool as a contract: its name, and classes from the admin only (hints are claims)."""
 
 from __future__ import annotations
 
@@ -18,25 +18,38 @@ def _tool(**kwargs: object) -> UpstreamTool:
     return UpstreamTool(**fields)  # type: ignore[arg-type]
 
 
-def test_a_read_only_hint_gives_a_read_and_its_name_is_server__tool() -> None:
-    contract = bridged_contract(
-        _tool(description="Read a file.\nMore.", annotations={"readOnlyHint": True}),
-        McpToolRules(),
-    )
+HARMLESS = {"readOnlyHint": True, "destructiveHint": False, "idempotentHint": True}
+
+
+def test_its_name_is_server__tool_and_its_summary_the_first_line() -> None:
+    contract = bridged_contract(_tool(description="Read a file.\nMore."), McpToolRules())
     assert contract.name == "files__read" and contract.category.value == "mcp"
-    assert (contract.action_type, contract.safety_class.value) == ("code:read", "read")
     assert contract.summary == "Read a file."
     assert contract.output_schema == {"type": "object"}
     assert contract.idempotent is False, "an upstream hint never makes a retry safe"
 
 
-@pytest.mark.parametrize("annotations", [{}, {"readOnlyHint": False}, {"readOnlyHint": "yes"}])
-def test_no_or_unclear_hint_is_the_safe_side(annotations: dict[str, object]) -> None:
+@pytest.mark.parametrize(
+    "annotations", [HARMLESS, {"readOnlyHint": True}, {}, {"readOnlyHint": "yes"}]
+)
+def test_a_servers_hints_never_classify_its_tool_it_is_a_write(
+    annotations: dict[str, object],
+) -> None:
     contract = bridged_contract(_tool(annotations=annotations), McpToolRules())
     assert (contract.action_type, contract.safety_class.value) == ("code:write", "write")
+    assert contract.idempotent is False
 
 
-def test_the_config_wins_over_the_annotations() -> None:
+def test_control_an_admin_classifies_the_same_tool_as_a_read() -> None:
+    rules = McpToolRules(action_types={"read": "code:read"}, safety_classes={"read": "read"})
+    contract = bridged_contract(_tool(annotations=HARMLESS), rules)
+    assert (contract.action_type, contract.safety_class.value) == ("code:read", "read")
+    # Either half left out stays on the write side.
+    half = bridged_contract(_tool(annotations=HARMLESS), McpToolRules(safety_classes={"*": "read"}))
+    assert (half.action_type, half.safety_class.value) == ("code:write", "read")
+
+
+def test_the_admin_classifies_above_what_the_hints_claim() -> None:
     rules = McpToolRules(action_types={"re*": "db:query"}, safety_classes={"read": "privileged"})
     contract = bridged_contract(_tool(annotations={"readOnlyHint": True}), rules)
     assert (contract.action_type, contract.safety_class.value) == ("db:query", "privileged")

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from tools_app.bridge.definitions import UpstreamTool, contract_name
+from tools_app.bridge.definitions import ServerWords, UpstreamTool, contract_name, server_words
 
 BASE: dict[str, Any] = {
     "server": "files",
@@ -60,3 +60,15 @@ def test_a_definition_cannot_be_changed_after_it_is_read() -> None:
     assert tool.input_schema["type"] == "object"
     with pytest.raises(TypeError):
         tool.input_schema["type"] = "string"  # type: ignore[index]
+
+
+def test_the_title_and_a_closed_world_claim_are_the_words_passed_on() -> None:
+    claimed = UpstreamTool(
+        **dict(BASE, title="Reader", annotations={"readOnlyHint": True, "openWorldHint": False})
+    )
+    assert server_words(claimed.definition()) == ServerWords(title="Reader", closed_world=True)
+    # Control: no title, and no (or an unclear, or an open) world claim, passes nothing on.
+    for claims in ({}, {"openWorldHint": True}, {"openWorldHint": "false"}):
+        plain = UpstreamTool(**dict(BASE, annotations=claims))
+        assert server_words(plain.definition()) == ServerWords(title=None, closed_world=False)
+    assert server_words(None) == ServerWords()

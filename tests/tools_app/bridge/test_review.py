@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from tools_app.bridge.review import PinEvent, PinState, review_definition, standing_reason
 from tools_app.bridge.scan import Finding, Severity
-from tools_app.bridge.standing import PinStatus
+from tools_app.bridge.standing import (
+    HELD_CODE,
+    PinStatus,
+    Standing,
+    refusal_before_call,
+    shown_to_agents,
+)
 
 FLAG = Finding(Severity.CRITICAL, "zero_width", "description", "description hides U+200B")
 
@@ -79,3 +85,34 @@ def test_the_reasons_name_the_tool_the_hashes_and_where_to_decide() -> None:
         review_path="/tools/upstream/",
     )
     assert pinned.available and pinned.reason == ""
+
+
+def test_agents_are_shown_a_tool_only_on_its_pinned_definition() -> None:
+    assert shown_to_agents(status="pinned", pinned_hash="a", recorded_hash="a")  # control
+    assert not shown_to_agents(status="held", pinned_hash="a", recorded_hash="a")
+    assert not shown_to_agents(status="rejected", pinned_hash="a", recorded_hash="b")
+    assert not shown_to_agents(status="held", pinned_hash="", recorded_hash="a"), "first sight"
+    assert not shown_to_agents(status="pinned", pinned_hash="a", recorded_hash="b")
+    assert not shown_to_agents(status="", pinned_hash="", recorded_hash=""), "never reviewed"
+
+
+def test_a_call_not_sent_says_why_in_the_pins_words() -> None:
+    held = standing_reason(
+        contract_name="notes__add",
+        state=PinState(PinStatus.HELD, "a" * 64, "b" * 64),
+        findings=[FLAG],
+        review_path="/tools/upstream/",
+    )
+    refusal = refusal_before_call(
+        contract_name="notes__add", server="notes", listed=True, standing=held
+    )
+    assert refusal.code == HELD_CODE == "upstream_definition_held"
+    assert refusal.reason.startswith("notes__add is held") and "not run" in refusal.reason
+    gone = refusal_before_call(
+        contract_name="notes__add", server="notes", listed=False, standing=held
+    )
+    assert gone.code == "upstream_unavailable" and "no longer lists" in gone.reason
+    stale = refusal_before_call(
+        contract_name="notes__add", server="notes", listed=True, standing=Standing.pinned()
+    )
+    assert stale.code == "definition_changed"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tools_app.mcp.annotations import tool_hints
+from tools_app.mcp.annotations import ToolHints, tool_hints
 from tools_app.registry import tool_catalog
 
 
@@ -56,3 +56,30 @@ def test_a_declared_idempotent_writer_is_idempotent_but_still_destructive() -> N
         category="file_system", action_type="code:write", safety_class="write", idempotent=True
     )
     assert hints.idempotent and hints.destructive and not hints.open_world
+
+
+def test_an_upstream_servers_closed_world_claim_is_passed_on_for_its_category() -> None:
+    def hints(claimed: bool) -> ToolHints:
+        return tool_hints(
+            category="mcp", action_type="code:write", safety_class="write", idempotent=False,
+            closed_world_claimed=claimed,
+        )  # fmt: skip
+
+    claimed = hints(True)
+    assert not claimed.open_world
+    # The claim changes nothing else: still a destructive write.
+    assert claimed.destructive and not claimed.read_only and not claimed.idempotent
+    # Control: without the claim, the same tool reaches an open world.
+    assert hints(False).open_world
+
+
+def test_a_closed_world_claim_never_stands_against_a_class_that_reaches_out() -> None:
+    network = tool_hints(
+        category="mcp", action_type="code:write", safety_class="network", idempotent=False,
+        closed_world_claimed=True,
+    )  # fmt: skip
+    pushing = tool_hints(
+        category="mcp", action_type="comms:external", safety_class="write", idempotent=False,
+        closed_world_claimed=True,
+    )  # fmt: skip
+    assert network.open_world and pushing.open_world
