@@ -40,6 +40,7 @@ DEFAULT_OVERRIDES: MappingProxyType[str, str] = MappingProxyType(
     }
 )
 DEFAULT_WORKSPACE_QUOTA = 1024**3
+DEFAULT_WORKSPACE_QUOTA_ENTRIES = 100_000
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b?)\s*$", re.IGNORECASE)
 _UNITS = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}
 
@@ -181,6 +182,9 @@ class SandboxingConfig(_Section):
     # Bytes one agent's workspace may hold; every writing call is held to it
     # (tools_app.quota). null switches the quota off.
     workspace_quota: ByteSize | None = DEFAULT_WORKSPACE_QUOTA
+    # Entries (files, directories, links...) one agent's workspace may hold, whatever
+    # their size; held like the byte quota. null switches it off.
+    workspace_quota_entries: Annotated[int, Field(gt=0)] | None = DEFAULT_WORKSPACE_QUOTA_ENTRIES
     # How long a writing call waits for another one in the same workspace to end.
     workspace_lock_wait_seconds: Seconds = 120.0
 

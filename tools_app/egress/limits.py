@@ -22,6 +22,7 @@ class ProxyLimits:
     max_head_bytes: int = 64 * 1024
     """Largest HTTP request head (request line and headers) the proxy reads."""
     max_connections: int = 64
-    """Connections open at once through one proxy; more wait for none, they are refused."""
+    """Connections open at once through one proxy; one more waits for none: it is refused
+    with the reason (an HTTP 503 naming the limit, or SOCKS5 general failure) and audited."""
     chunk_bytes: int = 64 * 1024
     """Read size of the relay."""

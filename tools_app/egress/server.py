@@ -76,6 +76,8 @@ class EgressProxy:
         self._idle = threading.Event()
         """Set while no connection is open (a drain may wait for the last to end)."""
         self._idle.set()
+        self._admitted = 0
+        """Connections open now that were within ``max_connections`` (the loop's own)."""
         self._startup_error: BaseException | None = None
 
     # --- lifecycle (called from the worker's thread) -------------------------
@@ -196,10 +198,7 @@ class EgressProxy:
                 # The call has used its share of audit rows: refuse without a row each.
                 self.unrecorded += 1
                 return
-        if len(self._tasks) > self.limits.max_connections:
-            reason = f"more than {self.limits.max_connections} connections at once"
-            self._record(conn, EgressOutcome.REFUSED, reason, counters, started)
-            return
+        admitted = self._admit()
         upstream: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
         try:
             try:
@@ -221,6 +220,8 @@ class EgressProxy:
                 raise _Refused(
                     EgressOutcome.INVALID, "the client closed before naming a destination"
                 ) from None
+            if not admitted:
+                self._refuse_over_limit(conn, writer)
             endpoint = await self._decide(conn, writer)
             upstream = await self._connect(conn, endpoint, writer)
             if conn.protocol is EgressProtocol.HTTP:
@@ -258,8 +259,32 @@ class EgressProxy:
                 started,
             )
         finally:
+            if admitted:
+                self._admitted -= 1
             if upstream is not None:
                 upstream[1].close()
+
+    def _admit(self) -> bool:
+        """Count the connection in, unless ``max_connections`` are already open.
+
+        Only admitted connections count: one refused for the limit is still read up to
+        its destination (bounded by the handshake timeout) so that the client hears why.
+        """
+        if self._admitted >= self.limits.max_connections:
+            return False
+        self._admitted += 1
+        return True
+
+    def _refuse_over_limit(self, conn: _Connection, writer: asyncio.StreamWriter) -> None:
+        limit = self.limits.max_connections
+        reason = (
+            f"more than {limit} connections at once through this call's egress proxy "
+            f"(its limit); close one and retry"
+        )
+        writer.write(
+            self._refuse_reply(conn, 503, "Service Unavailable", socks5.REP_GENERAL_FAILURE, reason)
+        )
+        raise _Refused(EgressOutcome.REFUSED, reason)
 
     async def _http_target(
         self,

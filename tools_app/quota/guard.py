@@ -12,6 +12,11 @@ so the quota is enforced around the call, on any backend and file system:
    again, and if the call took it over the quota what it added is undone
    (``rollback``) and the call fails with the reason, naming what was removed.
 
+The workspace's entries (files, directories, links...) are held to
+``sandboxing.workspace_quota_entries`` the same way: counted before and after,
+and a call that took the workspace over the limit has what it created removed
+until it fits, and fails naming the limit. Either limit may be off (null).
+
 Writing calls in one workspace take turns (an exclusive ``flock`` on the
 workspace directory, waited for up to ``sandboxing.workspace_lock_wait_seconds``),
 so two calls never share one remainder of the quota and one call's rollback never
@@ -36,12 +41,13 @@ from pathlib import Path
 from typing import Any, Final
 
 from tools_app.quota.rollback import Undone, roll_back
-from tools_app.quota.usage import human_size, workspace_usage
+from tools_app.quota.usage import WorkspaceUsage, human_size, workspace_usage
 from tools_app.sandbox.errors import SandboxError
 from tools_app.sandbox.paths import resolve_workspace
 from tools_app.sandbox.protocol import ProbeReport, SandboxBackend, SandboxResult, SandboxSpec
 
 QUOTA_SETTING = "sandboxing.workspace_quota"
+ENTRIES_SETTING = "sandboxing.workspace_quota_entries"
 # How a program reports meeting RLIMIT_FSIZE: killed by SIGXFSZ (a shell reports it
 # as 128 + the signal), or, when it ignores the signal, a write failing with EFBIG.
 SHELL_SIGNAL_BASE = 128
@@ -92,7 +98,36 @@ def _undone_text(undone: Undone) -> str:
     if undone.cut_back:
         names = ", ".join(undone.cut_back[:5]) + (" …" if len(undone.cut_back) > 5 else "")
         parts.append(f"cut {len(undone.cut_back)} grown file(s) back to their size ({names})")
+    if undone.dirs_removed:
+        parts.append(f"removed {undone.dirs_removed} empty director(ies) it created")
     return "; ".join(parts) or "nothing it wrote could be undone"
+
+
+def _over_text(
+    before: WorkspaceUsage,
+    after: WorkspaceUsage,
+    quota_bytes: int | None,
+    quota_entries: int | None,
+) -> str:
+    """Which limit(s) the call went over, with the numbers."""
+    over: list[str] = []
+    if quota_bytes is not None and after.total > quota_bytes and after.total > before.total:
+        over.append(
+            f"the call took the workspace to {human_size(after.total)}, over its quota of "
+            f"{human_size(quota_bytes)} ({QUOTA_SETTING}); "
+            f"{human_size(max(0, quota_bytes - before.total))} were free before it"
+        )
+    if (
+        quota_entries is not None
+        and after.entries > quota_entries
+        and after.entries > before.entries
+    ):
+        over.append(
+            f"the call took the workspace to {after.entries} entries (files, directories, "
+            f"links), over its limit of {quota_entries} entries ({ENTRIES_SETTING}); "
+            f"{max(0, quota_entries - before.entries)} were free before it"
+        )
+    return "; and ".join(over)
 
 
 def _hit_file_limit(result: SandboxResult) -> bool:
@@ -113,17 +148,20 @@ def _explain_file_limit(result: SandboxResult, left: int, quota: int) -> Sandbox
 
 
 class WorkspaceQuotaGuard:
-    """``inner`` with its writing calls held to ``quota_bytes`` per workspace."""
+    """``inner`` with its writing calls held to ``quota_bytes`` and ``quota_entries`` per
+    workspace (``None``: that limit is off)."""
 
     def __init__(
         self,
         inner: SandboxBackend,
         *,
-        quota_bytes: int,
+        quota_bytes: int | None,
+        quota_entries: int | None = None,
         lock_wait_seconds: float = DEFAULT_LOCK_WAIT_SECONDS,
     ) -> None:
         self.inner = inner
         self.quota_bytes = quota_bytes
+        self.quota_entries = quota_entries
         self.lock_wait_seconds = lock_wait_seconds
         self.name = inner.name
         self.isolates_network = inner.isolates_network
@@ -142,25 +180,30 @@ class WorkspaceQuotaGuard:
 
     def _run_measured(self, spec: SandboxSpec, root: Path) -> SandboxResult:
         before = workspace_usage(root)
-        left = max(1, self.quota_bytes - before.total)
+        quota = self.quota_bytes
+        left = spec.limits.file_size_bytes if quota is None else max(1, quota - before.total)
         limits = dataclasses.replace(
             spec.limits, file_size_bytes=min(spec.limits.file_size_bytes, left)
         )
         try:
             result = self.inner.run(dataclasses.replace(spec, limits=limits))
-            if left < spec.limits.file_size_bytes:
-                result = _explain_file_limit(result, left, self.quota_bytes)
+            if quota is not None and left < spec.limits.file_size_bytes:
+                result = _explain_file_limit(result, left, quota)
             return result
         finally:
             after = workspace_usage(root)
-            if after.total > self.quota_bytes and after.total > before.total:
-                undone = roll_back(root, before=before, after=after, quota=self.quota_bytes)
+            over = _over_text(before, after, quota, self.quota_entries)
+            if over:
+                undone = roll_back(
+                    root,
+                    before=before,
+                    after=after,
+                    quota=quota,
+                    quota_entries=self.quota_entries,
+                )
                 raise SandboxQuotaExceededError(
-                    f"QUOTA_EXCEEDED: the call took the workspace to "
-                    f"{human_size(after.total)}, over its quota of "
-                    f"{human_size(self.quota_bytes)} ({QUOTA_SETTING}); "
-                    f"{human_size(max(0, self.quota_bytes - before.total))} were free before "
-                    f"it. Undone: {_undone_text(undone)}. Delete files to make room"
+                    f"QUOTA_EXCEEDED: {over}. Undone: {_undone_text(undone)}. "
+                    f"Delete files to make room"
                 )
 
     def probe(self) -> ProbeReport:
@@ -176,10 +219,15 @@ def guard_workspace(
     backend: SandboxBackend,
     quota_bytes: int | None,
     lock_wait_seconds: float = DEFAULT_LOCK_WAIT_SECONDS,
+    *,
+    quota_entries: int | None = None,
 ) -> SandboxBackend:
-    """``backend`` behind the quota, or as it is when no quota is configured."""
-    if quota_bytes is None:
+    """``backend`` behind the quota, or as it is when neither limit is configured."""
+    if quota_bytes is None and quota_entries is None:
         return backend
     return WorkspaceQuotaGuard(
-        backend, quota_bytes=quota_bytes, lock_wait_seconds=lock_wait_seconds
+        backend,
+        quota_bytes=quota_bytes,
+        quota_entries=quota_entries,
+        lock_wait_seconds=lock_wait_seconds,
     )

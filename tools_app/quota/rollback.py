@@ -1,12 +1,14 @@
 """Bringing a workspace back under its quota after a call wrote past it.
 
-What is undone, in order, until the workspace fits: files the call created are
-removed (largest first), then files that grew are cut back to their size before
-the call (what was appended goes; what was there stays), then directories the
-call created and left empty are removed. A file the call replaced is never
-touched: its old content is gone either way, and removing the new one would lose
-both. Every step goes through directory descriptors opened without following
-links, so a path swapped for a symbolic link while this runs leads nowhere.
+What is undone, in order, until the workspace fits its bytes: files the call
+created are removed (largest first), then files that grew are cut back to their
+size before the call (what was appended goes; what was there stays). Then, until
+it fits its entry limit: the other entries the call created (files, links,
+pipes) are removed, last path first. Last, directories the call created and left
+empty are removed. A file the call replaced is never touched: its old content is
+gone either way, and removing the new one would lose both. Every step goes
+through directory descriptors opened without following links, so a path swapped
+for a symbolic link while this runs leads nowhere.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ class Undone:
     removed: list[str] = field(default_factory=list)
     cut_back: list[str] = field(default_factory=list)
     freed: int = 0
+    dirs_removed: int = 0
+    """Directories the call created and left empty, removed at the end."""
 
 
 @contextmanager
@@ -47,11 +51,14 @@ def _parent_fd(root: Path, relative: str) -> Iterator[tuple[int, str]]:
         os.close(fd)
 
 
-def _remove(root: Path, relative: str, inode: int) -> bool:
+def _remove(root: Path, relative: str, inode: int, *, regular: bool = True) -> bool:
+    """Unlink ``relative`` if it is still the entry seen (a regular file, or with
+    ``regular`` false any entry but a directory)."""
     try:
         with _parent_fd(root, relative) as (fd, name):
             info = os.stat(name, dir_fd=fd, follow_symlinks=False)
-            if info.st_ino != inode or not stat.S_ISREG(info.st_mode):
+            kind_ok = stat.S_ISREG(info.st_mode) or (not regular and not stat.S_ISDIR(info.st_mode))
+            if info.st_ino != inode or not kind_ok:
                 return False
             os.unlink(name, dir_fd=fd)
             return True
@@ -75,19 +82,65 @@ def _cut_back(root: Path, relative: str, inode: int, size: int) -> bool:
         return False
 
 
-def _remove_empty_dirs(root: Path, before: WorkspaceUsage, after: WorkspaceUsage) -> None:
+def _remove_empty_dirs(root: Path, before: WorkspaceUsage, after: WorkspaceUsage) -> int:
+    """Remove the directories the call created and left empty; return how many went."""
+    removed = 0
     # Deepest first, so a new tree of empty directories goes entirely.
     for relative in sorted(after.dirs - before.dirs, key=lambda p: -p.count(os.sep)):
         try:
             with _parent_fd(root, relative) as (fd, name):
                 os.rmdir(name, dir_fd=fd)
+            removed += 1
         except OSError:
             continue  # not empty, gone, or not a directory any more: leave it
+    return removed
 
 
-def roll_back(root: Path, *, before: WorkspaceUsage, after: WorkspaceUsage, quota: int) -> Undone:
-    """Undo what the call added until ``root`` holds at most ``quota`` bytes (if it can)."""
+def roll_back(
+    root: Path,
+    *,
+    before: WorkspaceUsage,
+    after: WorkspaceUsage,
+    quota: int | None,
+    quota_entries: int | None = None,
+) -> Undone:
+    """Undo what the call added until ``root`` holds at most ``quota`` bytes and
+    ``quota_entries`` entries (if it can; ``None``: that limit is off)."""
     undone = Undone()
+    if quota is not None:
+        _bytes_back(root, before, after, quota, undone)
+    if quota_entries is not None:
+        _entries_back(root, before, after, quota_entries, undone)
+    undone.dirs_removed = _remove_empty_dirs(root, before, after)
+    return undone
+
+
+def _entries_back(
+    root: Path, before: WorkspaceUsage, after: WorkspaceUsage, quota_entries: int, undone: Undone
+) -> None:
+    # What the byte limit already removed counts; the directories the call created go
+    # at the end only if they are left empty, so they are not counted on here.
+    gone = set(undone.removed)
+    excess = after.entries - len(gone) - quota_entries
+    created: list[tuple[str, int, bool]] = [
+        (path, entry.inode, True)
+        for path, entry in after.files.items()
+        if path not in before.files and path not in gone
+    ]
+    created += [
+        (path, inode, False) for path, inode in after.others.items() if path not in before.others
+    ]
+    for path, inode, regular in sorted(created, reverse=True):
+        if excess <= 0:
+            break
+        if _remove(root, path, inode, regular=regular):
+            undone.removed.append(path)
+            excess -= 1
+
+
+def _bytes_back(
+    root: Path, before: WorkspaceUsage, after: WorkspaceUsage, quota: int, undone: Undone
+) -> None:
     excess = after.total - quota
     created = sorted(
         (
@@ -114,5 +167,3 @@ def roll_back(root: Path, *, before: WorkspaceUsage, after: WorkspaceUsage, quot
             undone.cut_back.append(path)
             undone.freed += entry.charged - old.charged
             excess -= entry.charged - old.charged
-    _remove_empty_dirs(root, before, after)
-    return undone

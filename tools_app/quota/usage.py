@@ -1,9 +1,11 @@
-"""PURE: how many bytes a workspace holds, and what one call added.
+"""PURE: how many bytes and entries a workspace holds, and what one call added.
 
 Each entry counts the larger of its apparent size and its allocated blocks, so a
 sparse file (``truncate -s 100G``) counts at its length and a directory of many
 small files at the blocks it takes. Symbolic links are never followed: a link
-counts its own size, what it points at belongs to wherever it lives.
+counts its own size, what it points at belongs to wherever it lives. Every entry
+below the root (file, directory, link, pipe...) counts once towards the entry
+limit, whatever its size: thirty thousand empty files are thirty thousand entries.
 """
 
 from __future__ import annotations
@@ -27,11 +29,18 @@ class Entry:
 
 @dataclass(frozen=True, slots=True)
 class WorkspaceUsage:
-    """The bytes a workspace holds, and each regular file's entry by relative path."""
+    """The bytes and entries a workspace holds, each regular file's entry by relative
+    path, its directories, and its other entries (links, pipes...) with their inodes."""
 
     total: int
     files: dict[str, Entry] = field(default_factory=dict)
     dirs: frozenset[str] = frozenset()
+    others: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def entries(self) -> int:
+        """Entries below the root, of every kind."""
+        return len(self.files) + len(self.dirs) + len(self.others)
 
 
 def workspace_usage(root: Path) -> WorkspaceUsage:
@@ -39,6 +48,7 @@ def workspace_usage(root: Path) -> WorkspaceUsage:
     total = 0
     files: dict[str, Entry] = {}
     dirs: set[str] = set()
+    others: dict[str, int] = {}
     # (directory on disk, its path relative to root with a trailing separator)
     pending: list[tuple[str, str]] = [(str(root), "")]
     while pending:
@@ -61,7 +71,9 @@ def workspace_usage(root: Path) -> WorkspaceUsage:
                 dirs.add(relative)
             elif stat.S_ISREG(info.st_mode):
                 files[relative] = Entry(charged, info.st_size, info.st_ino)
-    return WorkspaceUsage(total, files, frozenset(dirs))
+            else:
+                others[relative] = info.st_ino
+    return WorkspaceUsage(total, files, frozenset(dirs), others)
 
 
 def human_size(size: int) -> str:

@@ -247,6 +247,7 @@ def _run_tool(invocation: Invocation, arguments: dict[str, Any]) -> Settled:
                 backends.for_category(contract.category.value),
                 backends.config.workspace_quota,
                 backends.config.workspace_lock_wait_seconds,
+                quota_entries=backends.config.workspace_quota_entries,
             )
         )
         outcome = tool.run(_context(invocation, backend), arguments)

@@ -26,7 +26,7 @@ def test_a_quota_that_is_not_a_size_is_refused_at_load(value: object) -> None:
 def test_the_guard_wraps_only_when_a_quota_is_set() -> None:
     backend = SubprocessSandbox()
     try:
-        assert guard_workspace(backend, None) is backend
+        assert guard_workspace(backend, None, quota_entries=None) is backend
         guarded = guard_workspace(backend, 1 << 20)
         assert isinstance(guarded, WorkspaceQuotaGuard)
         assert (guarded.name, guarded.isolates_network) == (backend.name, backend.isolates_network)

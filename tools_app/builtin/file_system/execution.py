@@ -158,6 +158,7 @@ def run_operation(
         raise ToolFailedError(
             f"the file operation did not finish within {settings.timeout_seconds:g} s",
             code="TIMED_OUT",
+            timed_out=True,
         )
     try:
         answer = json.loads(result.stdout)

@@ -294,6 +294,11 @@ class GitRunner:
                 result = self.context.sandbox.run(spec)
             except SandboxError as exc:
                 raise ToolFailedError(f"the sandbox refused to run git: {exc.reason}") from exc
+        if result.timed_out:
+            what = f"git {args[0]}" if args else "git"
+            raise ToolFailedError(
+                f"{what} did not finish within {timeout:g} s", code="TIMED_OUT", timed_out=True
+            )
         refusal = launcher_refusal(result)
         if refusal is not None:
             raise refusal

@@ -237,6 +237,8 @@ def outcome_from_result(result: SandboxResult, timeout: float, limit: int) -> To
         exit_code=result.exit_code,
         truncated=result.truncated or result.killed_by is KilledBy.OUTPUT_LIMIT,
         duration_ms=result.duration_ms,
+        # Stopped at its time limit: the call ends `timed_out`, what it printed kept.
+        timed_out=result.timed_out,
     )
 
 

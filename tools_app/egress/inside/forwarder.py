@@ -8,54 +8,200 @@ only (it runs on whatever Python the sandbox has). The listener is bound before
 the command starts, so the command's first connection finds it. The relay lives
 in a grandchild that leaves when the command (and whatever inherited its pipe)
 is gone; the command keeps its own pid, stdin, stdout, stderr and exit status.
+
+The relay is one thread and one ``selectors`` loop (epoll where there is one, so
+descriptors past 1024 are no matter): a thread per connection would spend the
+sandbox's address space (each thread reserves its stack and a malloc arena
+against ``RLIMIT_AS``) and its process ceiling, and the first thread refused
+would end the relay for the rest of the call. How many connections may be open
+at once is the proxy's to say: it answers one over its limit with the reason.
+A connection that fails ends alone; a descriptor shortage pauses accepting until
+a connection closes; the relay never ends while the command lives.
 """
 
 import contextlib
+import errno
 import os
-import select
+import selectors
 import socket
 import sys
 import threading
 
 CHUNK = 65536
+CONNECT_SECONDS = 10.0
+PAUSE_SECONDS = 0.5
+# accept() failing for want of descriptors or memory: wait for a connection to close.
+_SHORTAGE = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
 
 
-def _pump(source: socket.socket, target: socket.socket) -> None:
-    try:
+class _Side:
+    """One socket of a link: what waits to be written to it, and whether it said EOF."""
+
+    __slots__ = ("ended", "outbound", "shut", "sock")
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.outbound = b""
+        self.ended = False  # read EOF from this socket
+        self.shut = False  # sent EOF to this socket
+
+
+class _Link:
+    """A client on the sandbox's loopback and its connection to the proxy."""
+
+    __slots__ = ("closed", "sides")
+
+    def __init__(self, client: socket.socket, upstream: socket.socket) -> None:
+        self.sides = (_Side(client), _Side(upstream))
+        self.closed = False
+
+    def other(self, side: _Side) -> _Side:
+        return self.sides[1] if side is self.sides[0] else self.sides[0]
+
+
+class _Relay:
+    def __init__(self, listener: socket.socket, path: str, alive: int) -> None:
+        self.listener = listener
+        self.path = path
+        self.alive = alive
+        self.selector = selectors.DefaultSelector()
+        self.accepting = True
+        self.links: set[_Link] = set()
+        listener.setblocking(False)
+        self.selector.register(listener, selectors.EVENT_READ, None)
+        self.selector.register(alive, selectors.EVENT_READ, None)
+
+    def serve(self) -> None:
         while True:
-            data = source.recv(CHUNK)
-            if not data:
-                break
-            target.sendall(data)
-    except OSError:
-        pass
-    with contextlib.suppress(OSError):
-        target.shutdown(socket.SHUT_WR)
+            ready = self.selector.select(None if self.accepting else PAUSE_SECONDS)
+            if not ready and not self.accepting:
+                self._resume()  # descriptors may have come free elsewhere: try again
+            for key, mask in ready:
+                if key.fileobj == self.alive:
+                    return  # the command and everything holding its pipe ended
+                if key.fileobj is self.listener:
+                    self._accept()
+                    continue
+                link, side = key.data
+                if link.closed:
+                    continue
+                try:
+                    if mask & selectors.EVENT_WRITE:
+                        self._flush(link, side)
+                    if mask & selectors.EVENT_READ and not link.closed:
+                        self._read(link, side)
+                except OSError:
+                    self._close(link)
+                    continue
+                if not link.closed:
+                    self._settle(link)
 
+    def _accept(self) -> None:
+        try:
+            client, _ = self.listener.accept()
+        except BlockingIOError:
+            return
+        except OSError as exc:
+            if exc.errno in _SHORTAGE:
+                self._pause()
+            return
+        try:
+            upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        except OSError as exc:
+            client.close()
+            if exc.errno in _SHORTAGE:
+                self._pause()
+            return
+        try:
+            upstream.settimeout(CONNECT_SECONDS)
+            upstream.connect(self.path)
+            client.setblocking(False)
+            upstream.setblocking(False)
+        except OSError:
+            client.close()
+            upstream.close()
+            return
+        link = _Link(client, upstream)
+        self.links.add(link)
+        for side in link.sides:
+            self.selector.register(side.sock, selectors.EVENT_READ, (link, side))
 
-def _serve_one(client: socket.socket, path: str) -> None:
-    upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        upstream.connect(path)
-    except OSError:
-        client.close()
-        upstream.close()
-        return
-    back = threading.Thread(target=_pump, args=(upstream, client), daemon=True)
-    back.start()
-    _pump(client, upstream)
-    back.join()
-    client.close()
-    upstream.close()
+    def _pause(self) -> None:
+        if self.accepting:
+            self.selector.unregister(self.listener)
+            self.accepting = False
+
+    def _resume(self) -> None:
+        if not self.accepting:
+            self.selector.register(self.listener, selectors.EVENT_READ, None)
+            self.accepting = True
+
+    def _read(self, link: _Link, side: _Side) -> None:
+        other = link.other(side)
+        try:
+            data = side.sock.recv(CHUNK)
+        except (BlockingIOError, InterruptedError):
+            return
+        if data:
+            other.outbound += data
+            self._flush(link, other)
+        else:
+            side.ended = True
+
+    def _flush(self, link: _Link, side: _Side) -> None:
+        while side.outbound:
+            try:
+                sent = side.sock.send(side.outbound)
+            except (BlockingIOError, InterruptedError):
+                return
+            side.outbound = side.outbound[sent:]
+
+    def _settle(self, link: _Link) -> None:
+        """Pass on EOFs, close a finished link, and ask only for the events it can use."""
+        for side in link.sides:
+            other = link.other(side)
+            if side.ended and not other.outbound and not other.shut:
+                other.shut = True
+                with contextlib.suppress(OSError):
+                    other.sock.shutdown(socket.SHUT_WR)
+        if all(side.shut for side in link.sides):
+            self._close(link)
+            return
+        for side in link.sides:
+            events = 0
+            # Read from a side only while what it sent last has left (backpressure).
+            if not side.ended and not link.other(side).outbound:
+                events |= selectors.EVENT_READ
+            if side.outbound:
+                events |= selectors.EVENT_WRITE
+            self._watch(side.sock, events, (link, side))
+
+    def _watch(self, sock: socket.socket, events: int, data: object) -> None:
+        try:
+            key = self.selector.get_key(sock)
+        except KeyError:
+            if events:
+                self.selector.register(sock, events, data)
+            return
+        if not events:
+            self.selector.unregister(sock)
+        elif key.events != events:
+            self.selector.modify(sock, events, data)
+
+    def _close(self, link: _Link) -> None:
+        if link.closed:
+            return
+        link.closed = True
+        self.links.discard(link)
+        for side in link.sides:
+            with contextlib.suppress(KeyError, ValueError):
+                self.selector.unregister(side.sock)
+            side.sock.close()
+        self._resume()
 
 
 def _serve(listener: socket.socket, path: str, alive: int) -> None:
-    while True:
-        ready, _, _ = select.select([listener.fileno(), alive], [], [])
-        if alive in ready:
-            return  # the command and everything holding its pipe ended
-        client, _ = listener.accept()
-        threading.Thread(target=_serve_one, args=(client, path), daemon=True).start()
+    _Relay(listener, path, alive).serve()
 
 
 def connect(path: str, host: str, port: str) -> None:
