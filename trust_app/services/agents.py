@@ -74,7 +74,10 @@ def agent_create(
 
     workspace_path = Path(workspace or Path(settings.VAR_DIR) / "workspaces" / name).resolve()
     if not workspace_path.exists():
-        workspace_path.mkdir(parents=True)
+        # Private: the console's user, and the sandbox user's group once granted; no one
+        # else on the machine lists or reads an agent's files.
+        workspace_path.mkdir(parents=True, mode=0o700)
+        workspace_path.chmod(0o700)
         workspace_grant(workspace_path)
     agent = Agent.objects.create(
         name=name,

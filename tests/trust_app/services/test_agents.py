@@ -1,11 +1,21 @@
-"""agent_create: an agent created with its own cap on calls at once, or the console default."""
+"""agent_create: an agent created with its own cap on calls at once, or the console default,
+and a workspace private to the console and the sandbox user."""
 
 from __future__ import annotations
+
+import os
+import pwd
+import shutil
+import stat
+import subprocess
+import uuid
+from pathlib import Path
 
 import pytest
 
 from audit_app.models import AuditEvent
 from common.errors import InvalidArgumentError
+from common.vocabulary.sandbox import DEFAULT_SANDBOX_USER
 from trust_app.models import Agent
 from trust_app.services.agents import agent_create
 
@@ -32,3 +42,27 @@ def test_a_bad_cap_is_refused_naming_the_field_and_nothing_is_created(cap: objec
     assert raised.value.message.startswith("max_concurrent_calls: ")
     assert not Agent.objects.filter(name="refused").exists()
     assert AuditEvent.objects.count() == before
+
+
+@pytest.mark.django_db
+def test_a_new_workspace_is_private_to_the_console_and_the_sandbox_user() -> None:
+    created = agent_create(name=f"private-{uuid.uuid4().hex[:8]}", access_level="standard")
+    workspace = Path(created.agent.workspace)
+    (workspace / "notes.txt").write_text("the agent's own notes\n")
+    mode = workspace.stat().st_mode
+    assert mode & 0o007 == 0, oct(mode)  # nothing for other users
+    if os.geteuid() != 0 or shutil.which("runuser") is None:
+        return  # the rest needs other users to try as
+    pwd.getpwnam("nobody")
+
+    def lists_as(user: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["runuser", "-u", user, "--", "ls", str(workspace)],
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+
+    outsider = lists_as("nobody")
+    assert outsider.returncode != 0 and "Permission denied" in outsider.stderr
+    # Control: the sandbox user (through its group) lists and writes it.
+    assert stat.S_IMODE(mode) & 0o070 == 0o070
+    assert "notes.txt" in lists_as(DEFAULT_SANDBOX_USER).stdout
