@@ -194,7 +194,10 @@ class _Walk:
             f"({mark.checkpoint.created_at}) recorded {mark.checkpoint.count} event(s) up to "
             f"#{mark.checkpoint.head_id}, the log ends at {last} with {self.checked} "
             f"(missing: events #{first_missing} to #{mark.checkpoint.head_id}, "
-            f"{mark.checkpoint.count - self.checked} event(s))"
+            f"{mark.checkpoint.count - self.checked} event(s)). If the database was "
+            "restored from a backup on purpose, run `manage.py synthorg_audit restored` "
+            "before the console starts: it sets aside the checkpoints of events after the "
+            "backup and records the restore"
         )
 
 

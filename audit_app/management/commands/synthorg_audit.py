@@ -14,6 +14,7 @@ from audit_app.keys import audit_key_ring, audit_keys_configured
 from audit_app.models import VerificationStatus
 from audit_app.record import Actor, audit_chain_start_keyed
 from audit_app.services.keys import audit_key_rotate
+from audit_app.services.restore import AuditRestoreError, audit_restore_record
 from audit_app.services.verification import audit_verification_run_here
 
 
@@ -23,7 +24,8 @@ class Command(BaseCommand):
         "checkpoints; exit 1 naming the first bad event or the missing range. rotate-key: "
         "key new events with a fresh key (the key file in var/). new-key: print a fresh "
         "ID:SECRET for SYNTHORG_AUDIT_KEYS. checkpoint: write a signed checkpoint now. "
-        "start-keyed: mark where keyed events begin after a log of unkeyed ones."
+        "start-keyed: mark where keyed events begin after a log of unkeyed ones. restored: "
+        "after a restore from a backup, set aside the checkpoints of later events."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -32,6 +34,11 @@ class Command(BaseCommand):
         sub.add_parser("rotate-key", help="put a fresh key first in var/audit_keys")
         sub.add_parser("new-key", help="print a fresh ID:SECRET entry (nothing is stored)")
         sub.add_parser("checkpoint", help="write a signed checkpoint of the chain's head now")
+        sub.add_parser(
+            "restored",
+            help="after restoring the database from a backup (before the console starts): "
+            "set aside the checkpoints of events after the backup, verify, record the restore",
+        )
         sub.add_parser(
             "start-keyed",
             help="after checking that the log's unkeyed events are genuine history, mark "
@@ -54,6 +61,8 @@ class Command(BaseCommand):
                 self.stdout.write(f"{key.id}:{key.secret.decode()}")
             elif action == "start-keyed":
                 self._start_keyed()
+            elif action == "restored":
+                self._restored()
             elif action == "checkpoint":
                 stored = audit_checkpoint_write()
                 if stored is None:
@@ -81,6 +90,22 @@ class Command(BaseCommand):
             # The summary names the first bad event or the missing range.
             raise CommandError(run.summary, returncode=1)
         self.stdout.write(run.summary)
+
+    def _restored(self) -> None:
+        try:
+            done = audit_restore_record(actor=Actor.system("synthorg_audit restored"))
+        except AuditRestoreError as exc:
+            raise CommandError(str(exc), returncode=1) from exc
+        if done.set_aside:
+            self.stdout.write(
+                f"the log was restored to event #{done.head_id}: {len(done.set_aside)} "
+                f"checkpoint(s) of later events set aside in {done.directory}; the restore "
+                "is recorded in the log"
+            )
+        else:
+            self.stdout.write(
+                f"no checkpoint lies past event #{done.head_id}; the restore is recorded in the log"
+            )
 
     def _start_keyed(self) -> None:
         with transaction.atomic():
