@@ -15,6 +15,7 @@ import contextlib
 from typing import Any
 from urllib.parse import parse_qs
 
+import structlog
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
@@ -31,9 +32,27 @@ from approvals_app.live import (
     upstream_held_html,
 )
 from common.inbox import OPERATORS_GROUP
+from common.platform.outage import outage_part
+from common.platform.redis import redis_client
+
+log = structlog.get_logger("synthorg.live")
 
 # Close code sent before the handshake completes: the browser sees a refused upgrade (403).
 REFUSED = 4403
+# Live updates were lost (Redis restarted or is away): the page shows the connection as
+# lost, reconnects and asks for what changed meanwhile. (An application may close with
+# 1000 or 3000-4999 only; 4012 stands for 1012, "service restart".)
+LIVE_LOST = 4012
+
+
+async def _redis_run_id() -> str:
+    """Redis's own id for its current run: a restart changes it (and forgets the groups
+    of a Redis that keeps no data, silently)."""
+
+    def read() -> str:
+        return str(redis_client().info("server")["run_id"])
+
+    return await asyncio.to_thread(read)
 
 
 class ApprovalInboxConsumer(AsyncWebsocketConsumer):
@@ -44,6 +63,23 @@ class ApprovalInboxConsumer(AsyncWebsocketConsumer):
     is_admin: bool = False
     awaiting_have: bool = False
     _full_later: asyncio.Task[None] | None = None
+    _watch: asyncio.Task[None] | None = None
+    _run_id: str = ""
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        """A channel layer that fails under the socket (Redis restarting or away) closes it
+        as lost rather than as a server error: the page reconnects either way, and says
+        why."""
+        try:
+            await super().__call__(scope, receive, send)
+        except Exception as exc:
+            if outage_part(exc) != "redis":
+                raise
+            log.warning("inbox_live_updates_lost", reason=str(exc)[:200])
+            if self._watch is not None:
+                self._watch.cancel()
+            with contextlib.suppress(Exception):
+                await send({"type": "websocket.close", "code": LIVE_LOST})
 
     async def connect(self) -> None:
         user = self.scope.get("user")
@@ -56,7 +92,9 @@ class ApprovalInboxConsumer(AsyncWebsocketConsumer):
         self.view = INBOX_VIEW if query.get("view") == [INBOX_VIEW] else "count"
         # Join before reading the state, so no change between the two is missed.
         await self.channel_layer.group_add(OPERATORS_GROUP, self.channel_name)
+        self._run_id = await _redis_run_id()
         await self.accept()
+        self._watch = asyncio.ensure_future(self._watch_live_updates())
         if self.view == INBOX_VIEW and query.get("resync") == ["diff"]:
             self.awaiting_have = True
             self._full_later = asyncio.ensure_future(self._resync_unless_told())
@@ -73,13 +111,33 @@ class ApprovalInboxConsumer(AsyncWebsocketConsumer):
             self.awaiting_have = False
             await self._resync_whole()
 
+    async def _watch_live_updates(self) -> None:
+        """Every few seconds: still in the group (joined again: a membership that expired
+        or that a Redis restart forgot comes back), on the same Redis run. Otherwise
+        changes may have been missed: the socket closes as lost, and the page reconnects
+        and asks for what it is missing."""
+        while True:
+            await asyncio.sleep(settings.SYNTHORG_LIVE_CHECK_SECONDS)
+            try:
+                await self.channel_layer.group_add(OPERATORS_GROUP, self.channel_name)
+                same_run = await _redis_run_id() == self._run_id
+            except Exception as exc:  # any failure of the layer means updates were lost
+                log.warning("inbox_live_updates_lost", reason=str(exc)[:200])
+                same_run = False
+            if not same_run:
+                await self.close(code=LIVE_LOST)
+                return
+
     async def disconnect(self, code: int) -> None:
-        if self._full_later is not None:
-            self._full_later.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._full_later
+        for task in (self._full_later, self._watch):
+            if task is not None and task is not asyncio.current_task():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
         if self.user is not None:
-            await self.channel_layer.group_discard(OPERATORS_GROUP, self.channel_name)
+            # Redis may be what went away: the membership then expires on its own.
+            with contextlib.suppress(Exception):
+                await self.channel_layer.group_discard(OPERATORS_GROUP, self.channel_name)
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         """Decisions are POSTed, never sent over the socket. The one message read is the

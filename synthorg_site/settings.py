@@ -307,6 +307,8 @@ SYNTHORG_INBOX_FRAME_BYTES = _environment.SYNTHORG_INBOX_FRAME_BYTES
 # How long the inbox's socket waits for the page to say which rows it shows before it
 # sends the whole inbox, and how many rows such a message may list.
 SYNTHORG_INBOX_HAVE_WAIT_SECONDS = _environment.SYNTHORG_INBOX_HAVE_WAIT_SECONDS
+# How often an operator's live socket checks that its updates still reach it.
+SYNTHORG_LIVE_CHECK_SECONDS = _environment.SYNTHORG_LIVE_CHECK_SECONDS
 SYNTHORG_INBOX_HAVE_MAX_ROWS = _environment.SYNTHORG_INBOX_HAVE_MAX_ROWS
 
 # Notifications (config section `notifications`): the console's address for links in

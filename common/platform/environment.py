@@ -122,6 +122,7 @@ class PlatformEnvironment(BaseSettings):
     SYNTHORG_APPROVAL_TTL_SECONDS: int = Field(default=900, ge=1, le=30 * _DAY)
     SYNTHORG_INBOX_FRAME_BYTES: int = Field(default=256 * _KIB, ge=_KIB, le=_MIB)
     SYNTHORG_INBOX_HAVE_WAIT_SECONDS: float = Field(default=5.0, ge=0, le=_MINUTE)
+    SYNTHORG_LIVE_CHECK_SECONDS: float = Field(default=5.0, gt=0, le=_MINUTE)
     SYNTHORG_INBOX_HAVE_MAX_ROWS: int = Field(default=20_000, ge=1, le=1_000_000)
 
     # Notifications.
