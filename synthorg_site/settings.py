@@ -375,6 +375,8 @@ SYNTHORG_HEALTH_DEADLINE_SECONDS = _environment.SYNTHORG_HEALTH_DEADLINE_SECONDS
 SYNTHORG_MCP_APPROVAL_WAIT_SECONDS = _environment.SYNTHORG_MCP_APPROVAL_WAIT_SECONDS
 # How often a tools/call that waits sends a progress notification (progressToken given).
 SYNTHORG_MCP_PROGRESS_INTERVAL_SECONDS = _environment.SYNTHORG_MCP_PROGRESS_INTERVAL_SECONDS
+# A waiting tools/call's answer is never silent longer than this (below clients' read timeouts).
+SYNTHORG_MCP_KEEPALIVE_SECONDS = _environment.SYNTHORG_MCP_KEEPALIVE_SECONDS
 # A notifications/cancelled marked this long before its request arrived (clocks of
 # different web nodes) still cancels it; an older mark was for an earlier request.
 SYNTHORG_MCP_CANCEL_SKEW_SECONDS = _environment.SYNTHORG_MCP_CANCEL_SKEW_SECONDS

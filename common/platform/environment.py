@@ -153,6 +153,7 @@ class PlatformEnvironment(BaseSettings):
     # MCP endpoint.
     SYNTHORG_MCP_APPROVAL_WAIT_SECONDS: int = Field(default=50, ge=0, le=_HOUR)
     SYNTHORG_MCP_PROGRESS_INTERVAL_SECONDS: float = Field(default=5.0, gt=0, le=_HOUR)
+    SYNTHORG_MCP_KEEPALIVE_SECONDS: float = Field(default=2.0, gt=0, le=_MINUTE)
     SYNTHORG_MCP_CANCEL_SKEW_SECONDS: float = Field(default=2.0, ge=0, le=_HOUR)
 
     # The audit chain.

@@ -5,6 +5,14 @@ the server returned no structured content, their data under ``content`` of the s
 result; embedded text resources are quoted with their URI; links are named. Everything
 beyond ``max_bytes`` (UTF-8 of the text plus the data of binary blocks) is cut and the
 outcome flagged ``truncated``. ``isError`` results carry the server's own message.
+
+A text (or a text resource) that is a JSON document is read as data: JSON spells an
+escape or an invisible character as ``\\u001b``, which the text sanitiser cannot see but
+the agent's JSON parser turns back into the character. Its strings, keys included, are
+stripped like a structured result's (``sanitize_structure``) and the document is written
+again; a document with nothing to strip is kept exactly as the server wrote it. So is
+one JSON document per line (JSON Lines). The structured content is kept as the server
+sent it and sanitised with every structured result before an agent sees it.
 """
 
 from __future__ import annotations
@@ -15,8 +23,75 @@ from typing import Any
 import mcp_types as types
 
 from tools_app.builtin.base import ToolOutcome
+from tools_app.sanitize import sanitize_structure
+from tools_app.sanitize.controls import strip_invisible
 
 UPSTREAM_ERROR = "upstream_error"
+
+
+# The first character of a JSON text worth reading: an object, an array or a string (a
+# number, a boolean or null holds nothing to strip).
+_JSON_STARTS = ("{", "[", '"')
+
+
+def _dumps(clean: Any, indent: int | None) -> str:
+    # Characters beyond ASCII as themselves, so the text sanitiser sees every one of them.
+    text = json.dumps(clean, ensure_ascii=False, indent=indent)
+    try:
+        text.encode()
+    except UnicodeEncodeError:  # a lone surrogate: written as an escape, as JSON allows
+        text = json.dumps(clean, indent=indent)
+    return text
+
+
+def _json_text(value: Any) -> str:
+    """``value`` as JSON text, its strings and keys stripped of escapes and invisible
+    characters."""
+    return _dumps(sanitize_structure(value, shapes=False).value, None)
+
+
+def _parsed(text: str) -> tuple[bool, Any]:
+    if not text.lstrip().startswith(_JSON_STARTS):
+        return False, None
+    try:
+        return True, json.loads(text)
+    except (ValueError, RecursionError):
+        return False, None
+
+
+def _clean_document(text: str) -> str | None:
+    """``text`` cleaned when it is one JSON document holding something to strip, ``text``
+    itself when it holds nothing, None when it is no JSON document.
+
+    A text that becomes a document only once stripped (a zero-width character or an
+    escape before its first brace) is read as one: the sanitiser would make it one.
+    """
+    found, value = _parsed(text)
+    if not found:
+        visible = strip_invisible(text)[0]
+        if visible == text:
+            return None
+        found, value = _parsed(visible)
+        if not found:
+            return None
+    cleaned = sanitize_structure(value, shapes=False)
+    if cleaned.stripped_chars == 0 and cleaned.renamed_keys == 0:
+        return text
+    # Written again in the server's layout as far as it matters: indented or on one line.
+    return _dumps(cleaned.value, 2 if "\n" in text.strip() else None)
+
+
+def clean_json_text(text: str) -> str:
+    """An upstream text read as data: a JSON document, or JSON Lines, with escapes and
+    invisible characters taken out of its strings; any other text as it was."""
+    whole = _clean_document(text)
+    if whole is not None:
+        return whole
+    if "\n" not in text or ("{" not in text and "[" not in text):
+        return text
+    lines = text.split("\n")
+    cleaned = [_clean_document(line) or line for line in lines]
+    return text if cleaned == lines else "\n".join(cleaned)
 
 
 class _Budget:
@@ -44,7 +119,7 @@ class _Budget:
 
 def _block(block: Any, budget: _Budget, blobs: list[dict[str, Any]]) -> str:
     if isinstance(block, types.TextContent):
-        return budget.take_text(block.text)
+        return budget.take_text(clean_json_text(block.text))
     if isinstance(block, types.ImageContent | types.AudioContent):
         kind = "image" if isinstance(block, types.ImageContent) else "audio"
         kept = budget.take_blob(len(block.data))
@@ -57,7 +132,7 @@ def _block(block: Any, budget: _Budget, blobs: list[dict[str, Any]]) -> str:
     if isinstance(block, types.EmbeddedResource):
         resource = block.resource
         if isinstance(resource, types.TextResourceContents):
-            return budget.take_text(f"[resource {resource.uri}]\n{resource.text}")
+            return budget.take_text(f"[resource {resource.uri}]\n{clean_json_text(resource.text)}")
         kept = budget.take_blob(len(resource.blob))
         if kept:
             blobs.append(
@@ -83,7 +158,7 @@ def outcome_from_result(
     elif result.structured_content is not None:
         # A non-object value (allowed by newer protocol revisions) is shown as text.
         text = (text + "\n" if text else "") + budget.take_text(
-            json.dumps(result.structured_content, ensure_ascii=False)
+            _json_text(result.structured_content)
         )
     elif blobs:
         structured = {"content": blobs}

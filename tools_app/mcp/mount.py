@@ -8,7 +8,8 @@ but POST is 405. The body is read here (size-limited) and checked to be one
 JSON-RPC message; `notifications/cancelled` is acted on here. Only then does the
 request reach the SDK's Streamable HTTP session manager: one answering JSON, and
 one answering a server-sent event stream for a `tools/call` that asked for
-progress notifications.
+progress notifications. Either answer to a `tools/call` is kept alive while the call
+waits (`keepalive`), so clients that time out reads after a few seconds keep waiting.
 
 daphne runs no ASGI lifespan, so the session manager is started on the first request
 of each event loop, in a task of its own that lives as long as the loop.
@@ -35,6 +36,7 @@ from audit_app.refusals import RefusedRequest, request_refusal_record
 from common.platform.logs import REQUEST_ID_HEADER, request_id_from
 from tools_app.mcp.cancel import mcp_request_cancel
 from tools_app.mcp.envelope import INVALID_REQUEST, Envelope, EnvelopeProblem, read_envelope
+from tools_app.mcp.keepalive import kept_alive
 from tools_app.mcp.server import CALLER_SCOPE_KEY, EXCHANGE_SCOPE_KEY, McpCaller, gateway_server
 from tools_app.mcp.waiting import McpExchange
 from trust_app.auth import agent_token_verdict, person_for_token
@@ -42,6 +44,7 @@ from trust_app.tokens.bearer import token_kind
 from trust_app.tokens.life import Scope as TokenScope
 
 MCP_PATHS = frozenset({"/mcp", "/mcp/"})
+CALL_METHOD = "tools/call"
 
 log = structlog.get_logger(__name__)
 
@@ -236,6 +239,23 @@ def _accepts_event_stream(scope: Scope) -> bool:
     return "text/event-stream" in accept and ("application/json" in accept or "*/*" in accept)
 
 
+def _json_content_type(scope: Scope) -> tuple[Scope, _Refusal | None]:
+    """The request, its Content-Type spelled as the SDK expects, or the refusal of a body
+    not sent as application/json (the SDK would answer it in plain text)."""
+    sent = _header(scope, b"content-type")
+    media_type, _, parameters = (sent or "").partition(";")
+    if media_type.strip().lower() != "application/json":
+        shown = f"as {media_type.strip()[:100]!r}" if media_type.strip() else "with no Content-Type"
+        message = (
+            f"the body is sent {shown}; send one JSON-RPC message as application/json "
+            "(Content-Type: application/json)"
+        )
+        return scope, _Refusal(415, "unsupported_media_type", message)
+    value = "application/json" + (f";{parameters}" if parameters else "")
+    headers = [(k, v) for k, v in scope.get("headers", ()) if k.lower() != b"content-type"]
+    return {**scope, "headers": [*headers, (b"content-type", value.encode("latin-1"))]}, None
+
+
 def _problem_refusal(problem: EnvelopeProblem) -> _Refusal:
     return _Refusal(
         400, "invalid_argument", problem.message, rpc_code=problem.code,
@@ -301,6 +321,10 @@ class McpGateway:
             refusal = _Refusal(405, "method_not_allowed", message, headers=((b"allow", b"POST"),))
             await _refuse_audited(scope, send, refusal, caller.agent)
             return
+        scope, unsupported = _json_content_type(scope)
+        if unsupported is not None:
+            await _refuse_audited(scope, send, unsupported, caller.agent)
+            return
         limit = settings.SYNTHORG_MAX_REQUEST_BYTES
         try:
             body = await _read_body(receive, limit)
@@ -357,7 +381,12 @@ class McpGateway:
         watcher = asyncio.ensure_future(watch_disconnect())
         try:
             scope = {**scope, CALLER_SCOPE_KEY: caller, EXCHANGE_SCOPE_KEY: exchange}
-            await manager.handle_request(scope, replay, send)
+            if envelope.is_request and envelope.method == CALL_METHOD:
+                # A call may wait minutes for a person: its answer is kept alive.
+                async with kept_alive(send, streaming=streaming) as kept_send:
+                    await manager.handle_request(scope, replay, kept_send)
+            else:
+                await manager.handle_request(scope, replay, send)
         finally:
             watcher.cancel()
             with contextlib.suppress(asyncio.CancelledError):
