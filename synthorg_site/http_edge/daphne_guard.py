@@ -11,13 +11,22 @@ Twisted also parses form bodies (urlencoded, multipart) for a ``request.args``
 daphne never reads, and answers a multipart body it cannot parse with a bare
 400 and no log line before the application sees it; that parsing is turned off,
 so the application judges every body and answers in its own words.
+
+A request too malformed to reach the application at all (a header value holding a
+line break, say) is answered in the error envelope all the same
+(synthorg_site.http_edge.malformed).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import structlog
 from django.conf import settings
+
+from synthorg_site.http_edge.malformed import install_channel_answers, install_request_answers
+
+log = structlog.get_logger(__name__)
 
 _INSTALLED: dict[str, bool] = {"done": False}
 
@@ -28,6 +37,7 @@ def install() -> None:
         return
     try:
         from daphne.http_protocol import WebRequest
+        from twisted.web.http import HTTPChannel
     except ImportError:
         return
     keep = int(settings.SYNTHORG_MAX_REQUEST_BYTES) + 1
@@ -51,4 +61,10 @@ def install() -> None:
 
     WebRequest.handleContentChunk = handle_content_chunk
     WebRequest.gotLength = got_length_without_form_parsing
+    for installed, what in (
+        (install_channel_answers(HTTPChannel), "twisted's bad request answer"),
+        (install_request_answers(WebRequest), "daphne's error pages"),
+    ):
+        if not installed:
+            log.warning("malformed_request.answer_not_replaced", what=what)
     _INSTALLED["done"] = True

@@ -32,6 +32,10 @@ from tools_app.agent_view import agent_message, agent_structure
 
 log = structlog.get_logger("synthorg.http")
 
+# How to send a token, in words the output sanitiser does not take for a credential
+# (`Authorization: Bearer <…>` reads to it as a header carrying one).
+TOKEN_HINT = "send the header `Authorization` with the value `Bearer <your token>`"
+
 
 def envelope_response(
     status: int, message: str | None = None, details: dict[str, Any] | None = None
@@ -39,7 +43,7 @@ def envelope_response(
     code = code_for_status(status)
     # The message can quote the request (its path): it reaches the caller through the
     # same sanitiser as everything else an agent sees.
-    text = agent_message(message or DEFAULT_MESSAGE[code])
+    text = agent_message(message or (TOKEN_HINT if status == 401 else DEFAULT_MESSAGE[code]))
     shown = agent_structure(details).value if details else details
     response = JsonResponse(error_document(code, text, shown), status=status)
     if status == 401:
@@ -79,6 +83,8 @@ def _message_for(request: HttpRequest, response: HttpResponseBase) -> tuple[str,
             f"{request.method} is not allowed on {request.path}; allowed: {allowed or 'none'}",
             {"allowed": [m.strip() for m in allowed.split(",") if m.strip()]},
         )
+    if status == 401:
+        return TOKEN_HINT, {}
     code = code_for_status(status)
     return DEFAULT_MESSAGE[code], {}
 

@@ -16,7 +16,8 @@ def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
         return csrf_failure_page(request, reason=reason)
     message = (
         f"CSRF check failed ({reason or 'no reason given'}): a signed-in session must send the "
-        "X-CSRFToken header; scripts send Authorization: Bearer <personal token> instead"
+        "X-CSRFToken header; scripts send the header `Authorization` with the value "
+        "`Bearer <your personal token>` instead"
     )
     refusal_audit(request, status=403, code="forbidden", message=message)
     return envelope_response(403, message, {"reason": reason})

@@ -554,3 +554,13 @@ def test_every_credential_holds_a_hint_of_its_rule(kind: str, text: str, secret:
     rules = [rule for rule in RULES if rule.kind == kind]
     assert rules and all(rule.hints for rule in RULES)
     assert any(hint in text.lower() for rule in rules for hint in rule.hints)
+
+
+def test_a_reference_named_like_a_credential_is_redacted_as_one() -> None:
+    from tools_app.sanitize.redaction import redact_secrets
+
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    # Control: a reference by name is kept as written.
+    assert redact_secrets("Authorization: Bearer ${secret:GH_TOKEN}").endswith("${secret:GH_TOKEN}")
+    for text in (f"Authorization: Bearer ${{secret:{token}}}", f"x ${{secret:{token}}} y"):
+        assert token not in redact_secrets(text)

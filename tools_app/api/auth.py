@@ -15,6 +15,10 @@ from trust_app.models import Agent
 from trust_app.tokens.bearer import token_kind
 from trust_app.tokens.life import Scope
 
+# How to send the token, in words the output sanitiser does not take for a credential:
+# `Authorization: Bearer <…>` reads to it as a header carrying one, and would be redacted.
+AGENT_TOKEN_HINT = "send the header `Authorization` with the value `Bearer <your agent token>`"
+
 
 @dataclass(frozen=True)
 class AgentPrincipal:
@@ -54,7 +58,7 @@ class IsAgent(BasePermission):
             return True
         if bearer_token(request._request) is not None:
             raise UnauthenticatedError("the bearer token is not a valid agent token")
-        raise UnauthenticatedError("send Authorization: Bearer <agent token>")
+        raise UnauthenticatedError(AGENT_TOKEN_HINT)
 
 
 # The docstring is each operation's description in the OpenAPI schema.

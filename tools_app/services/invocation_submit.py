@@ -8,9 +8,10 @@ agent can act on.
 
 from __future__ import annotations
 
+import re
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,7 +31,11 @@ from tools_app.contracts import ToolContract
 from tools_app.decision import call_decide, call_route
 from tools_app.models import Invocation, InvocationStatus
 from tools_app.registry import backend_for, schema_validator, tool_catalog
-from tools_app.sanitize import redact_structure
+from tools_app.sanitize import redact_secrets, redact_structure
+from tools_app.sanitize.assignments import SECRET_VALUE
+from tools_app.sanitize.credentials import MARKER, marker
+from tools_app.sanitize.keys import is_secret_name
+from tools_app.sanitize.redaction import only_references
 from tools_app.secrets import known_secrets
 from tools_app.selectors.invocations import disabled_tool_keys
 from tools_app.services.invocation_admission import agent_line_advance, invocation_admission
@@ -68,17 +73,81 @@ def _refuse(
             arguments_hash=arguments_hash(call.arguments),
             outcome=outcome,
             reason=reason,
-            data={"arguments": redact_structure(dict(call.arguments), known_secrets()), **extra},
+            data={"arguments": _arguments_for_record(call.arguments), **extra},
         )
 
 
+def _keep_references(given: Any, redacted: Any, known: Sequence[str]) -> Any:
+    """`redacted` with each string of `given` made of secret references alone put back
+    as written (its stored secrets still redacted): a reference names a secret and is
+    not one, though it stands where a secret would (`secret_env`, `Authorization`)."""
+    if isinstance(given, str):
+        return redact_secrets(given, known) if only_references(given) else redacted
+    if isinstance(given, Mapping) and isinstance(redacted, dict):
+        for key, item in given.items():
+            if key in redacted:
+                redacted[key] = _keep_references(item, redacted[key], known)
+    elif isinstance(given, list | tuple) and isinstance(redacted, list):
+        for index, item in enumerate(given[: len(redacted)]):
+            redacted[index] = _keep_references(item, redacted[index], known)
+    return redacted
+
+
+def _arguments_for_record(arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """A call's arguments as audit rows and people see them: secrets redacted, secret
+    references (`${secret:NAME}`) kept as the agent wrote them."""
+    known = known_secrets()
+    recorded: dict[str, Any] = redact_structure(dict(arguments), known)
+    return dict(_keep_references(dict(arguments), recorded, known))
+
+
+_UNSHOWN = marker(SECRET_VALUE)
+# A path the redactor would read as a credential's name (`arguments.secret_env`,
+# `arguments.headers.Authorization`) followed by `: <value>` is written in backticks,
+# so the input shown after it is not taken for the credential assigned to it.
+_AUTHORIZATION = re.compile(r"(?i)(?<![A-Za-z0-9_-])(?:proxy-)?authorization$")
+
+
+def _shown_path(where: str) -> str:
+    if is_secret_name(where) or _AUTHORIZATION.search(where):
+        return f"`{where}`"
+    return where
+
+
+def _recorded_at(recorded: Any, path: Sequence[Any]) -> Any:
+    """The recorded (redacted) value at `path`, or the marker when it cannot be found."""
+    for part in path:
+        found = (isinstance(recorded, dict) and part in recorded) or (
+            isinstance(recorded, list) and isinstance(part, int) and part < len(recorded)
+        )
+        if not found:
+            return _UNSHOWN
+        recorded = recorded[part]
+    return recorded
+
+
 def _schema_errors(contract: ToolContract, arguments: Mapping[str, Any]) -> list[str]:
+    """One sentence per broken rule of the input schema: the field's path, and the
+    agent's input as recorded (a secret value redacted, a reference kept as written)."""
     validator = schema_validator(contract, "input_schema")
     errors = sorted(validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
+    recorded = _arguments_for_record(arguments) if errors else {}
+    known = known_secrets() if errors else []
     messages = []
     for error in errors[:MAX_SCHEMA_ERRORS]:
         where = ".".join(str(p) for p in ("arguments", *error.absolute_path))
-        messages.append(f"{where}: {error.message}")
+        if "propertyNames" in error.schema_path:
+            # The input judged is a property's name: a name, shown (stored secrets aside).
+            shown: Any = redact_secrets(str(error.instance), known)
+        else:
+            shown = _recorded_at(recorded, list(error.absolute_path))
+        text = repr(error.instance)
+        if shown != error.instance and error.message.startswith(text):
+            told = shown if isinstance(shown, str) and MARKER.fullmatch(shown) else repr(shown)
+            message = told + error.message[len(text) :]
+        else:
+            message = error.message
+        messages.append(f"{_shown_path(where)}: {message}")
     return messages
 
 
@@ -233,7 +302,7 @@ def _record(
         action_type=contract.resolved_action_type,
         safety_class=contract.safety_class.value,
         arguments=dict(call.arguments),
-        arguments_redacted=redact_structure(dict(call.arguments), known_secrets()),
+        arguments_redacted=_arguments_for_record(call.arguments),
         arguments_hash=digest,
         status=status,
         decision=routed.decision_data(),

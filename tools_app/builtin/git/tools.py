@@ -206,9 +206,22 @@ class GitCommitTool:
             "path": PATH_PROPERTY,
             "message": {"type": "string", "minLength": 1, "maxLength": 20000},
             "paths": PATHS_PROPERTY,
-            "all": {"type": "boolean", "default": False},
+            "all": {
+                "type": "boolean",
+                "default": False,
+                "description": (
+                    "Also commit every change to files git already tracks (git commit "
+                    "--all). New, untracked files are not added: name them in `paths`."
+                ),
+            },
         },
         required=["message"],
+        description=(
+            "Commits what is staged, with `message`. The files named in `paths` are staged "
+            "first (`git add`: new files included). `all: true` also commits every change "
+            "to files git already tracks, deletions included, but does not add new "
+            "(untracked) files: name those in `paths`. Commit hooks are not run."
+        ),
     )
 
     def run(self, context: ToolContext, arguments: Mapping[str, Any]) -> ToolOutcome:

@@ -121,8 +121,22 @@ COMMAND_MODE_OFF: Final = (
 )
 
 
+# Program families code_runner runs code with, and the `language` it takes for each
+# (tools_app.builtin.code.tools.LANGUAGES; the code tools import this package, so the
+# table is kept here and checked against theirs by the tests).
+CODE_RUNNER_LANGUAGES: Final = {"python": "python", "sh": "shell"}
+
+
 def _refused(exc: CommandRefusedError) -> ToolRefusedError:
-    return ToolRefusedError(RefusalCode.BINARY_NOT_ALLOWED, exc.reason)
+    """BINARY_NOT_ALLOWED; for an interpreter code_runner offers, naming that tool."""
+    offered = sorted(CODE_RUNNER_LANGUAGES[f] for f in exc.families if f in CODE_RUNNER_LANGUAGES)
+    if not offered:
+        return ToolRefusedError(RefusalCode.BINARY_NOT_ALLOWED, exc.reason)
+    return ToolRefusedError(
+        RefusalCode.BINARY_NOT_ALLOWED,
+        f"{exc.reason}. To run {offered[0]} code, use the code_runner tool "
+        f'(language "{offered[0]}"), which runs it in an isolated sandbox without network',
+    )
 
 
 def _workspace_path(context: ToolContext, raw: object) -> AgentPath:

@@ -180,15 +180,20 @@ def _judge(program: ResolvedProgram, rules: ProgramRules) -> None:
         shown = f"{program.word} (resolves to {program.real_path})"
     for family in sorted(families):
         if family in ALWAYS_DENIED_FAMILIES:
-            raise CommandRefusedError(f"{shown} is never run in the sandbox ({family!r})")
+            raise CommandRefusedError(
+                f"{shown} is never run in the sandbox ({family!r})", families=families
+            )
         if family in rules.denied:
-            raise CommandRefusedError(f"{shown} is on the deny list (as {family!r})")
+            raise CommandRefusedError(
+                f"{shown} is on the deny list (as {family!r})", families=families
+            )
     if rules.allowed is not None:
         missing = sorted(families - rules.allowed)
         if missing:
             allowed = ", ".join(sorted(rules.allowed)) or "none"
             raise CommandRefusedError(
-                f"{shown} is not on the allow list (as {', '.join(missing)!r}); allowed: {allowed}"
+                f"{shown} is not on the allow list (as {', '.join(missing)!r}); allowed: {allowed}",
+                families=families,
             )
 
 

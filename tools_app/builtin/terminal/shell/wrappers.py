@@ -15,11 +15,13 @@ from typing import Final
 
 
 class CommandRefusedError(Exception):
-    """A program, or a program it would run, is not allowed; ``reason`` says which and why."""
+    """A program, or a program it would run, is not allowed; ``reason`` says which and why,
+    ``families`` the program families refused (empty when no one program was)."""
 
-    def __init__(self, reason: str) -> None:
+    def __init__(self, reason: str, *, families: frozenset[str] = frozenset()) -> None:
         super().__init__(reason)
         self.reason = reason
+        self.families = families
 
 
 # Interpreter families and the options that take inline code.
