@@ -126,17 +126,10 @@ def run_confined(
     """
     started = time.monotonic()
     deadline = started + timeout_seconds
-    group = (
-        acquire_cgroup(
-            cgroup_support, memory_bytes=limits.memory_bytes, max_processes=limits.max_processes
-        )
-        if cgroup_support.available
-        else None
-    )
+    group = _call_cgroup(cgroup_support, limits)
     pipes: list[int] = []
     server: SpawnServer | None = None
     try:
-        nproc = _nproc(limits, identity, pids_cgroup=group is not None, headroom=nproc_headroom)
         server = spawn_server(env)
         out_read, out_write = os.pipe()
         err_read, err_write = os.pipe()
@@ -150,20 +143,11 @@ def run_confined(
         if info_pipe is not None:
             child_fds.append(info_pipe[1])
         try:
-            spawned = server.spawn(
-                argv,
-                env=env,
-                cwd=str(cwd),
-                fds=child_fds,
-                stdin=bool(stdin),
-                rlimits=rlimits_for(limits, cgroup_enforces_memory=group is not None, nproc=nproc),
-                uid=identity.uid,
-                gid=identity.gid,
-                switch=identity.switch,
-                cgroup_procs=group.procs_files if group is not None else (),
-                warm=warm_python and server.serves_warm(argv, env),
-                private_root=private_root,
-            )
+            spawned = _spawn(
+                server, argv, env=env, cwd=cwd, fds=child_fds, stdin=bool(stdin),
+                limits=limits, identity=identity, group=group, warm_python=warm_python,
+                private_root=private_root, headroom=nproc_headroom,
+            )  # fmt: skip
         finally:
             # The server holds its own copies now (or the spawn failed).
             for fd in child_fds:
@@ -205,6 +189,48 @@ def run_confined(
         if group is not None and release_cgroup(group) and server is not None:
             # Pooled for the next call: a child waits in it already when that comes.
             server.prepare(group.procs_files)
+
+
+def _call_cgroup(support: CgroupSupport, limits: Limits) -> CallCgroup | None:
+    """The command's own cgroup, with its memory and process ceilings, where there is one."""
+    if not support.available:
+        return None
+    return acquire_cgroup(
+        support, memory_bytes=limits.memory_bytes, max_processes=limits.max_processes
+    )
+
+
+def _spawn(
+    server: SpawnServer,
+    argv: list[str],
+    *,
+    env: Mapping[str, str],
+    cwd: Path,
+    fds: list[int],
+    stdin: bool,
+    limits: Limits,
+    identity: SandboxIdentity,
+    group: CallCgroup | None,
+    warm_python: bool,
+    private_root: Mapping[str, object] | None,
+    headroom: int = 0,
+) -> Spawned | ExecFailure:
+    """Have the spawn server start ``argv`` confined: rlimits, user, cgroup, root."""
+    nproc = _nproc(limits, identity, pids_cgroup=group is not None, headroom=headroom)
+    return server.spawn(
+        argv,
+        env=env,
+        cwd=str(cwd),
+        fds=fds,
+        stdin=stdin,
+        rlimits=rlimits_for(limits, cgroup_enforces_memory=group is not None, nproc=nproc),
+        uid=identity.uid,
+        gid=identity.gid,
+        switch=identity.switch,
+        cgroup_procs=group.procs_files if group is not None else (),
+        warm=warm_python and server.serves_warm(argv, env),
+        private_root=private_root,
+    )
 
 
 def _nproc(limits: Limits, identity: SandboxIdentity, *, pids_cgroup: bool, headroom: int) -> int:
@@ -289,17 +315,10 @@ def start_confined(
     The caller talks to it through its pipes and must ``end`` it. Its limits hold
     for its whole life (CPU time adds up across what it does).
     """
-    group = (
-        acquire_cgroup(
-            cgroup_support, memory_bytes=limits.memory_bytes, max_processes=limits.max_processes
-        )
-        if cgroup_support.available
-        else None
-    )
+    group = _call_cgroup(cgroup_support, limits)
     mine: list[int] = []
     theirs: list[int] = []
     try:
-        nproc = _nproc(limits, identity, pids_cgroup=group is not None, headroom=0)
         server = spawn_server(env)
         for _ in range(3):
             read_end, write_end = os.pipe()
@@ -308,20 +327,11 @@ def start_confined(
         # stdin: the child reads, this side writes.
         mine[0], theirs[0] = theirs[0], mine[0]
         try:
-            spawned = server.spawn(
-                argv,
-                env=env,
-                cwd=str(cwd),
-                fds=theirs,
-                stdin=True,
-                rlimits=rlimits_for(limits, cgroup_enforces_memory=group is not None, nproc=nproc),
-                uid=identity.uid,
-                gid=identity.gid,
-                switch=identity.switch,
-                cgroup_procs=group.procs_files if group is not None else (),
-                warm=warm_python and server.serves_warm(argv, env),
+            spawned = _spawn(
+                server, argv, env=env, cwd=cwd, fds=theirs, stdin=True, limits=limits,
+                identity=identity, group=group, warm_python=warm_python,
                 private_root=private_root,
-            )
+            )  # fmt: skip
         finally:
             for fd in theirs:
                 os.close(fd)
