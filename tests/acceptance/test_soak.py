@@ -18,7 +18,7 @@ import httpx
 
 from tests.acceptance.conftest import Console
 
-SOAK_SECONDS = 45
+SOAK_SECONDS = 30
 RATE = 10  # calls a second, spread over the agents
 AGENTS = ("build-bot", "research-bot")
 SETTLE_SECONDS = 120

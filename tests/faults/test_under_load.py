@@ -40,8 +40,8 @@ pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
 CLIENTS = 6
 # Each fault's outage, and the load between faults (seconds).
-OUTAGE = 4.0
-BETWEEN = 4.0
+OUTAGE = 3.0
+BETWEEN = 3.0
 SETTLE_SECONDS = 120
 # Beat's absence shows on /healthz this soon (the cluster's heartbeat maximum age).
 HEARTBEAT_MAX_AGE = 4.0
