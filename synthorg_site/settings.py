@@ -105,6 +105,10 @@ else:
         "max_size": env.int("DATABASE_POOL_MAX", default=20),
         "timeout": env.float("DATABASE_POOL_TIMEOUT", default=3.0),
     }
+    # Each pooled connection is checked as it is handed out (one empty query): after
+    # PostgreSQL restarts, the pool's dead connections are replaced instead of failing
+    # a request each.
+    DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 
 if SYNTHORG_ENV == "production":
     _problems = unsafe_production_settings(

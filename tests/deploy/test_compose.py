@@ -39,13 +39,19 @@ def _console(services: dict[str, Any]) -> dict[str, Any]:
 
 def test_every_console_service_runs_a_role_of_the_image(services: dict[str, Any]) -> None:
     roles = _roles()
-    assert roles == {"web", "worker", "beat", "migrate", "manage"}
+    assert roles == {"web", "worker", "beat", "migrate", "manage", "healthcheck"}
     console = _console(services)
     assert set(console) >= {"migrate", "web-1", "web-2", "beat", "worker-default"}
     for name, service in console.items():
         assert service["command"][0] in roles, name
         assert service["env_file"] == ["console.env"], name
     assert [n for n, s in console.items() if s["command"] == ["beat"]] == ["beat"]
+    for name, service in console.items():
+        if service["command"] == ["web"]:
+            # The image's own check: /healthz by a name ALLOWED_HOSTS accepts.
+            assert service["healthcheck"]["test"] == ["CMD", "synthorg", "healthcheck"], name
+        if service["command"][0] == "worker":
+            assert service["stop_grace_period"] == "90s", f"{name} finishes its calls"
     others = {n: s["image"] for n, s in services.items() if n not in console}
     assert others == {
         "postgres": "${POSTGRES_IMAGE:-postgres:16-bookworm}",

@@ -4,6 +4,7 @@ own messages become around them (ASGI messages, no server)."""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import json
 from collections.abc import Callable, Coroutine, MutableMapping
 from typing import Any
@@ -45,7 +46,9 @@ def _body(data: bytes, more: bool = False) -> dict[str, Any]:
 
 
 def _run(work: Callable[[], Coroutine[Any, Any, None]]) -> None:
-    asyncio.run(work())
+    # A loop of its own, in a thread of its own: whatever loop the test process runs.
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, work()).result(timeout=60)
 
 
 def test_a_silent_json_answer_is_started_and_fed_white_space_then_parses() -> None:
