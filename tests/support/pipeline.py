@@ -96,3 +96,30 @@ def configured_pipeline(
         pipeline = Pipeline(url, heartbeats)
         yield pipeline
         pipeline.settle()
+
+
+def pipeline_fixtures(name: str, config: dict[str, Any], *, redis_db: int) -> tuple[Any, ...]:
+    """A module's fixtures for its own pipeline with ``config``: ``pipeline`` (started once
+    for the module), ``daphne_server`` (its web node, for the shared API fixtures) and an
+    autouse ``_settled`` (each test's calls end before the next). Assign them by name:
+    ``pipeline, daphne_server, _settled = pipeline_fixtures(...)``."""
+    import pytest
+
+    @pytest.fixture(scope="module")
+    def pipeline(
+        test_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory
+    ) -> Iterator[Pipeline]:
+        root = tmp_path_factory.mktemp(name)
+        with configured_pipeline(test_env, root, config, redis_db=redis_db) as started:
+            yield started
+
+    @pytest.fixture(scope="module")
+    def daphne_server(pipeline: Pipeline) -> str:
+        return pipeline.url
+
+    @pytest.fixture(autouse=True)
+    def _settled(pipeline: Pipeline) -> Iterator[None]:
+        yield
+        pipeline.settle()
+
+    return pipeline, daphne_server, _settled

@@ -12,13 +12,13 @@ timeout succeeds.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.support.pipeline import Pipeline, configured_pipeline
+from tests.support.pipeline import pipeline_fixtures
 from tests.tools_app.api import conftest as api_fixtures
 from tests.tools_app.api.conftest import AgentClient
 from tests.tools_app.builtin.git_fixtures import make_repo
@@ -46,24 +46,7 @@ CONFIG: dict[str, Any] = {
 }
 
 
-@pytest.fixture(scope="module")
-def pipeline(
-    test_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Pipeline]:
-    root = tmp_path_factory.mktemp("timeout-pipeline")
-    with configured_pipeline(test_env, root, CONFIG, redis_db=REDIS_DB) as started:
-        yield started
-
-
-@pytest.fixture(scope="module")
-def daphne_server(pipeline: Pipeline) -> str:
-    return pipeline.url
-
-
-@pytest.fixture(autouse=True)
-def _settled(pipeline: Pipeline) -> Iterator[None]:
-    yield
-    pipeline.settle()
+pipeline, daphne_server, _settled = pipeline_fixtures("timeout-pipeline", CONFIG, redis_db=REDIS_DB)
 
 
 def terminal_agent(make: Callable[..., AgentClient]) -> AgentClient:

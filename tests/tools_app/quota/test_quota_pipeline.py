@@ -9,13 +9,13 @@ files); the control beside each is a write under the quota that succeeds and sta
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.support.pipeline import Pipeline, configured_pipeline
+from tests.support.pipeline import pipeline_fixtures
 from tests.tools_app.api import conftest as api_fixtures
 from tests.tools_app.api.conftest import AgentClient
 from tools_app.quota.usage import workspace_usage
@@ -42,24 +42,7 @@ FILL_SCRIPTS = {
 }
 
 
-@pytest.fixture(scope="module")
-def pipeline(
-    test_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Pipeline]:
-    root = tmp_path_factory.mktemp("quota-pipeline")
-    with configured_pipeline(test_env, root, CONFIG, redis_db=REDIS_DB) as started:
-        yield started
-
-
-@pytest.fixture(scope="module")
-def daphne_server(pipeline: Pipeline) -> str:
-    return pipeline.url
-
-
-@pytest.fixture(autouse=True)
-def _settled(pipeline: Pipeline) -> Iterator[None]:
-    yield
-    pipeline.settle()
+pipeline, daphne_server, _settled = pipeline_fixtures("quota-pipeline", CONFIG, redis_db=REDIS_DB)
 
 
 def called(agent: AgentClient, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
