@@ -35,6 +35,9 @@ export SYNTHORG_TEST_RUN_DIR="$run_dir"
 export SYNTHORG_EXTRA_TOOL_MODULES=tests.support.tools
 
 say() { echo "== $*"; }
+# Test modules run in this many processes side by side (pytest-xdist), each with its own
+# Redis, var/ and test database; a module stays whole in one of them.
+workers=${SYNTHORG_TEST_WORKERS:-2}
 missing() { # a required part is missing: fail, unless the user allowed skips
   if [ "${SYNTHORG_TEST_ALLOW_SKIP:-0}" = 1 ]; then
     echo "!! $1: tests that need it will be skipped (SYNTHORG_TEST_ALLOW_SKIP=1)" >&2
@@ -54,7 +57,7 @@ if [ -x "$pg_bin/postgres" ]; then
   [ "$(id -u)" = 0 ] && chown postgres "$run_dir/pgdata" "$run_dir/pgsock" "$run_dir/pg.log"
   as_pg "$pg_bin/initdb" -D "$run_dir/pgdata" -U synthorg --auth=trust -E UTF8 >/dev/null
   as_pg "$pg_bin/pg_ctl" -D "$run_dir/pgdata" -l "$run_dir/pg.log" -w -t 60 \
-    -o "-c listen_addresses=127.0.0.1 -p $pg_port -k $run_dir/pgsock -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300" start >/dev/null
+    -o "-c listen_addresses=127.0.0.1 -p $pg_port -k $run_dir/pgsock -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=800" start >/dev/null
   export DATABASE_URL="postgres://synthorg@127.0.0.1:$pg_port/synthorg"
   as_pg "$pg_bin/createdb" -h 127.0.0.1 -p "$pg_port" -U synthorg synthorg
   say "PostgreSQL $("$pg_bin/postgres" --version | awk '{print $3}') on 127.0.0.1:$pg_port"
@@ -69,7 +72,14 @@ if command -v redis-server >/dev/null; then
   pids+=($!)
   for _ in $(seq 1 100); do [ -S "$run_dir/redis.sock" ] && break; sleep 0.1; done
   export REDIS_URL="unix://$run_dir/redis.sock?db=0"
-  say "Redis on $run_dir/redis.sock"
+  # One more server per pytest worker (tests/support/shard.py points each at its own).
+  for n in $(seq 0 $((workers - 1))); do
+    redis-server --port 0 --unixsocket "$run_dir/redis-gw$n.sock" --unixsocketperm 777 --save "" \
+      --appendonly no --dir "$run_dir" --loglevel warning --databases 16 > "$run_dir/redis-gw$n.log" 2>&1 &
+    pids+=($!)
+    for _ in $(seq 1 100); do [ -S "$run_dir/redis-gw$n.sock" ] && break; sleep 0.1; done
+  done
+  say "Redis on $run_dir/redis.sock (and one per pytest worker: $workers)"
 else
   missing "redis-server is not installed (apt-get install redis-server)"
 fi
@@ -112,7 +122,7 @@ if [ "$what" = bench ]; then
 fi
 
 if [ "$what" = pytest ]; then  # iterate on a few tests without lint: scripts/test.sh pytest ARGS
-  "$venv/pytest" -p no:cacheprovider "${@:2}"
+  "$venv/python" -m pytest -p no:cacheprovider -p tests.support.shard "${@:2}"
   exit 0
 fi
 
@@ -124,4 +134,5 @@ say "mypy"
 say "import-linter"
 "$venv/lint-imports" --no-cache
 say "pytest"
-"$venv/pytest" -p no:cacheprovider --durations=40 "${@:2}"
+"$venv/python" -m pytest -p no:cacheprovider -p tests.support.shard -n "$workers" --dist loadfile \
+  --durations=40 "${@:2}"

@@ -66,6 +66,20 @@ def pytest_configure(config: pytest.Config) -> None:
     flush.Command.handle = handle_until_done  # type: ignore[method-assign]
 
 
+# Modules that start whole consoles, clusters or images are the longest: with several
+# workers (scripts/test.sh) they are handed out first, so that none of them is left to
+# run alone at the end while the other workers are idle.
+LONGEST_FIRST = ("acceptance", "faults", "cluster", "deploy", "browser")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    def rank(item: pytest.Item) -> int:
+        parts = Path(str(item.path)).relative_to(Path(__file__).parent).parts
+        return LONGEST_FIRST.index(parts[0]) if parts[0] in LONGEST_FIRST else len(LONGEST_FIRST)
+
+    items.sort(key=rank)  # stable: each module's tests keep their order
+
+
 @pytest.fixture(scope="session")
 def test_env(django_db_setup: None, django_db_blocker: object) -> dict[str, str]:
     """The environment a child process needs to share this session's database and Redis."""
