@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 
 from django.db import transaction
 from django.utils import timezone
@@ -65,6 +66,17 @@ def ungranted_names(
     return sorted(wanted - granted)
 
 
+@dataclass(frozen=True)
+class GrantedSecret:
+    """A secret's value for one use, with where its grant lets it go (sealed use)."""
+
+    name: str
+    value: str = field(repr=False)
+    hosts: tuple[str, ...] = ()
+    """Canonical host rules; empty: the grant names none (not a sealed use)."""
+    inject: str = ""
+
+
 def _values(
     *,
     agent: Agent | None,
@@ -72,7 +84,7 @@ def _values(
     tool: str,
     server: str,
     invocation_id: uuid.UUID | None,
-) -> dict[str, str]:
+) -> dict[str, GrantedSecret]:
     if not names:
         return {}
     try:
@@ -82,9 +94,16 @@ def _values(
             "a secret this call uses cannot be read now; an admin must configure the secrets keys"
         ) from exc
     use = {"tool": tool, "server": server}
+    holder = {"agent": agent} if agent is not None else {"agent__isnull": True}
     with transaction.atomic():
         if ungranted_names(agent=agent, names=names, **use):
             raise SecretNotGrantedError(f"this call {NOT_GRANTED}")
+        grants = {
+            g.secret.name: g
+            for g in SecretGrant.objects.select_related("secret").filter(
+                **holder, **use, secret__name__in=names
+            )
+        }
         secrets = {s.name: s for s in Secret.objects.filter(name__in=names)}
         versions = {
             v.secret.name: v
@@ -93,13 +112,19 @@ def _values(
             )
             if v.number == v.secret.current_version and v.ciphertext
         }
-        values: dict[str, str] = {}
+        values: dict[str, GrantedSecret] = {}
         for name in names:
             version = versions.get(name)
-            if version is None:
+            grant = grants.get(name)
+            if version is None or grant is None:
                 raise SecretNotGrantedError(f"this call {NOT_GRANTED}")
             try:
-                values[name] = ring.decrypt(version.ciphertext)
+                values[name] = GrantedSecret(
+                    name=name,
+                    value=ring.decrypt(version.ciphertext),
+                    hosts=tuple(grant.hosts or ()),
+                    inject=grant.inject,
+                )
             except SecretValueUnreadableError as exc:
                 raise SecretUnavailableError(
                     "a secret this call uses cannot be read with the configured keys; an "
@@ -108,6 +133,8 @@ def _values(
         now = timezone.now()
         Secret.objects.filter(name__in=names).update(last_used_at=now)
         for name in names:
+            hosts = list(values[name].hosts)
+            sealed = f", sealed for {', '.join(hosts)}" if hosts else ""
             audit_record(
                 kind="secret.used",
                 actor=Actor.system("worker"),
@@ -116,8 +143,13 @@ def _values(
                 tool=tool,
                 outcome="used",
                 reason=f"secret {name} used by {agent.name if agent else 'every agent'} with "
-                f"{'server ' + server if server else tool}",
-                data={"secret": name, "version": versions[name].number, "server": server},
+                f"{'server ' + server if server else tool}{sealed}",
+                data={
+                    "secret": name,
+                    "version": versions[name].number,
+                    "server": server,
+                    **({"hosts": hosts, "inject": values[name].inject} if hosts else {}),
+                },
             )
     return values
 
@@ -134,6 +166,22 @@ def secrets_for_call(
     SecretNotGrantedError (generic words) when any is not granted;
     SecretUnavailableError when the keys cannot read it.
     """
+    return {
+        name: granted.value
+        for name, granted in granted_secrets_for_call(
+            agent=agent, tool=tool, names=names, invocation_id=invocation_id
+        ).items()
+    }
+
+
+def granted_secrets_for_call(
+    *,
+    agent: Agent,
+    tool: str,
+    names: Iterable[str],
+    invocation_id: uuid.UUID | None = None,
+) -> dict[str, GrantedSecret]:
+    """As `secrets_for_call`, with each grant's hosts and injection (sealed use)."""
     unique = list(dict.fromkeys(names))
     return _values(agent=agent, names=unique, tool=tool, server="", invocation_id=invocation_id)
 
@@ -155,4 +203,4 @@ def secrets_for_server(
     silently."""
     unique = list(dict.fromkeys(credentials.values()))
     values = _values(agent=agent, names=unique, tool="", server=server, invocation_id=invocation_id)
-    return {target: values[name] for target, name in credentials.items()}
+    return {target: values[name].value for target, name in credentials.items()}

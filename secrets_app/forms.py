@@ -36,3 +36,22 @@ class SecretGrantForm(forms.Form):
     server = forms.CharField(
         max_length=200, required=False, help_text="or an upstream MCP server's name"
     )
+    hosts = forms.CharField(
+        max_length=4000,
+        required=False,
+        help_text=(
+            "where the console adds the value (HOST[:PORT] or *.DOMAIN, separated by commas "
+            "or spaces); required for tools that run the agent's own program"
+        ),
+    )
+    inject = forms.CharField(
+        max_length=140,
+        required=False,
+        widget=forms.TextInput(attrs={"placeholder": "bearer"}),
+        help_text="bearer, basic, basic:<user>, header:<Name> or query:<param>",
+    )
+
+    def host_list(self) -> list[str]:
+        """The hosts as typed: separated by commas or white space."""
+        raw = self.cleaned_data.get("hosts") or ""
+        return [part for part in raw.replace(",", " ").split() if part]

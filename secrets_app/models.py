@@ -9,6 +9,7 @@ from __future__ import annotations
 from django.db import models
 
 from common.models import TimestampedModel, UUIDModel
+from common.vocabulary.sealing import DEFAULT_INJECTION
 
 
 class Secret(UUIDModel, TimestampedModel):
@@ -64,6 +65,12 @@ class SecretGrant(UUIDModel):
     )
     tool = models.CharField(max_length=200, blank=True)
     server = models.CharField(max_length=200, blank=True)
+    # Sealed use (common.vocabulary.sealing): the destinations the console adds the
+    # value to on the way out, and where in the request. Empty: no sealed use. Null
+    # and database defaults, so nodes of the previous release keep writing grants
+    # during a rolling upgrade.
+    hosts = models.JSONField(default=list, blank=True, null=True)
+    inject = models.CharField(max_length=140, blank=True, default="", db_default="")
     created_at = models.DateTimeField(auto_now_add=True)
     created_by = models.CharField(max_length=150, blank=True)
 
@@ -84,7 +91,10 @@ class SecretGrant(UUIDModel):
 
     @property
     def use(self) -> str:
-        return f"server {self.server}" if self.server else self.tool
+        base = f"server {self.server}" if self.server else self.tool
+        if self.hosts:
+            return f"{base} → {', '.join(self.hosts)} ({self.inject or DEFAULT_INJECTION})"
+        return base
 
     @property
     def holder(self) -> str:

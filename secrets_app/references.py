@@ -8,8 +8,14 @@ line) is refused at submission, so no tool ever sees a half-used secret.
 Slots per tool (`SECRET_SLOTS`):
 - ``http_request``: the values of ``headers`` (``"Authorization": "Bearer ${secret:GH}"``);
 - ``shell_command`` and ``code_runner``: the values of ``secret_env``
-  (``{"DEPLOY_TOKEN": "${secret:DEPLOY_TOKEN}"}``), which the sandbox puts in the
-  process's environment (see ``tools_app.builtin.secret_env``).
+  (``{"DEPLOY_TOKEN": "${secret:DEPLOY_TOKEN}"}``): sealed (``SEALED_TOOLS``): the
+  program's environment holds the reference as a placeholder, and the egress proxy
+  adds the value to requests to the hosts its grant names (see
+  ``tools_app.builtin.secret_env``);
+- ``git_clone`` and ``git_push``: ``credential`` (``"${secret:GH_TOKEN}"``), sealed the
+  same way: git in the sandbox never holds it, the proxy adds it to the remote's
+  requests when the grant names the remote's host (``--inject basic:<user>`` for most
+  git servers).
 Upstream MCP servers take their credentials from configuration, not from
 arguments: the bridge asks the broker for them by name (`secrets_app.services`).
 """
@@ -36,8 +42,15 @@ SECRET_SLOTS: Final[Mapping[str, tuple[tuple[str, ...], ...]]] = MappingProxyTyp
         "http_request": (("headers", ANY_KEY),),
         "shell_command": (("secret_env", ANY_KEY),),
         "code_runner": (("secret_env", ANY_KEY),),
+        "git_clone": (("credential",),),
+        "git_push": (("credential",),),
     }
 )
+
+# Tools whose secret slots feed a program the agent controls: their values are sealed
+# (added by the egress proxy on the way out, to the grant's hosts); the program holds
+# the reference itself as a placeholder. A grant for one of them names its hosts.
+SEALED_TOOLS: Final = frozenset({"shell_command", "code_runner", "git_clone", "git_push"})
 
 Path = tuple[str | int, ...]
 

@@ -59,3 +59,47 @@ def agent_secret_grants(*, agent: Agent) -> list[SecretGrant]:
             "secret"
         )
     )
+
+
+@dataclass(frozen=True)
+class SecretDestination:
+    """Where a call's secret would go, as its grant says now (for the approval card)."""
+
+    name: str
+    where: str
+    hosts: tuple[str, ...]
+    inject: str
+    granted: bool
+
+
+def call_secret_destinations(
+    *, agent: Agent | None, tool: str, arguments: object
+) -> list[SecretDestination]:
+    """Each secret the call refers to, with the hosts its grant sends the value to."""
+    from secrets_app.references import find_references
+
+    references = find_references(arguments if isinstance(arguments, dict) else {})
+    if not references or agent is None:
+        return []
+    grants = {
+        g.secret.name: g
+        for g in SecretGrant.objects.filter(
+            agent=agent,
+            tool=tool,
+            secret__name__in={r.name for r in references},
+            secret__revoked_at__isnull=True,
+        ).select_related("secret")
+    }
+    found = []
+    for reference in references:
+        grant = grants.get(reference.name)
+        found.append(
+            SecretDestination(
+                name=reference.name,
+                where=reference.where,
+                hosts=tuple(grant.hosts or ()) if grant else (),
+                inject=(grant.inject or "bearer") if grant and grant.hosts else "",
+                granted=grant is not None,
+            )
+        )
+    return found

@@ -3,6 +3,7 @@ transaction. Audit rows carry a secret's name and version, never its value."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from django.conf import settings
@@ -11,10 +12,18 @@ from django.utils import timezone
 
 from audit_app.record import Actor, audit_record
 from common.errors import ConflictError, InvalidArgumentError, NotFoundError
+from common.vocabulary.sealing import SealingRuleError, parse_injection, sealed_hosts_display
 from secrets_app.keyring import SecretsKeyError
 from secrets_app.keys import key_file_keep_only_newest, key_file_prepend_new_key, key_ring
 from secrets_app.models import Secret, SecretGrant, SecretVersion
-from secrets_app.references import NAME_RULE, SECRET_SLOTS, is_valid_name, slots_text
+from secrets_app.redaction import stored_secrets_changed
+from secrets_app.references import (
+    NAME_RULE,
+    SEALED_TOOLS,
+    SECRET_SLOTS,
+    is_valid_name,
+    slots_text,
+)
 from trust_app.models import Agent
 
 
@@ -76,6 +85,7 @@ def secret_set(*, name: str, value: str, actor: Actor) -> SecretVersion:
             key_id=key_id,
             created_by=actor.name,
         )
+        stored_secrets_changed()
         what = "created" if created else "restored" if restored else "rotated"
         audit_record(
             kind="secret.set",
@@ -103,6 +113,7 @@ def secret_revoke(*, name: str, actor: Actor) -> Secret:
         secret.revoked_at = timezone.now()
         secret.save(update_fields=["revoked_at", "updated_at"])
         SecretVersion.objects.filter(secret=secret).update(ciphertext="", key_id="")
+        stored_secrets_changed()
         grants = [g.use for g in SecretGrant.objects.filter(secret=secret).select_related()]
         SecretGrant.objects.filter(secret=secret).delete()
         audit_record(
@@ -135,28 +146,73 @@ def _checked_use(tool: str, server: str, agent: Agent | None) -> tuple[str, str]
     return tool, server
 
 
+def _checked_sealing(tool: str, hosts: Iterable[str], inject: str) -> tuple[list[str], str]:
+    """The grant's hosts (canonical) and injection; a tool whose program the agent
+    controls needs hosts: its value only ever leaves through the egress proxy."""
+    try:
+        canonical = list(sealed_hosts_display(hosts))
+        injection = parse_injection(inject).display() if canonical or inject else ""
+    except SealingRuleError as exc:
+        raise InvalidArgumentError(str(exc)) from exc
+    if inject and not canonical:
+        raise InvalidArgumentError(
+            "an injection (--inject) says where the value goes in requests to the grant's "
+            "hosts: name the hosts too (--host HOST[:PORT], repeatable)"
+        )
+    if tool in SEALED_TOOLS and not canonical:
+        raise InvalidArgumentError(
+            f"a grant for {tool} names the hosts the value may go to (--host HOST[:PORT] "
+            f"or *.DOMAIN, repeatable): {tool} runs the agent's own program, which never "
+            "holds the value; the console's egress proxy adds it to requests to those "
+            "hosts only"
+        )
+    return canonical, injection
+
+
 def secret_grant(
-    *, name: str, agent: Agent | None, actor: Actor, tool: str = "", server: str = ""
+    *,
+    name: str,
+    agent: Agent | None,
+    actor: Actor,
+    tool: str = "",
+    server: str = "",
+    hosts: Iterable[str] = (),
+    inject: str = "",
 ) -> SecretGrant:
     """Let `agent` use `name` with `tool`, or have the upstream server `server` started
-    with it for the agent (or, with no agent, for a server shared by every agent);
-    idempotent."""
+    with it for the agent (or, with no agent, for a server shared by every agent).
+    With `hosts`, the value is sealed: added by the console to requests to those hosts
+    only, as `inject` says (common.vocabulary.sealing). Granting again changes the
+    hosts and injection; the same grant again changes nothing."""
     tool, server = _checked_use(tool, server, agent)
+    sealed_hosts, injection = _checked_sealing(tool, hosts, inject)
     with transaction.atomic():
         secret = _secret(name, lock=True)
-        grant, created = SecretGrant.objects.get_or_create(
+        grant, created = SecretGrant.objects.select_for_update().get_or_create(
             secret=secret, agent=agent, tool=tool, server=server,
-            defaults={"created_by": actor.name},
+            defaults={"created_by": actor.name, "hosts": sealed_hosts, "inject": injection},
         )  # fmt: skip
-        if created:
+        changed = not created and ((grant.hosts or []), grant.inject) != (
+            sealed_hosts,
+            injection,
+        )
+        if changed:
+            grant.hosts, grant.inject = sealed_hosts, injection
+            grant.save(update_fields=["hosts", "inject"])
+        if created or changed:
             audit_record(
                 kind="secret.granted",
                 actor=actor,
                 agent=agent,
                 tool=tool,
-                outcome="granted",
+                outcome="granted" if created else "changed",
                 reason=f"{grant.holder} may use secret {name} with {grant.use}",
-                data={"secret": name, "server": server},
+                data={
+                    "secret": name,
+                    "server": server,
+                    "hosts": sealed_hosts,
+                    "inject": injection,
+                },
             )
     return grant
 
@@ -198,6 +254,7 @@ def secrets_rotate_keys(*, actor: Actor, new_key: bool = False) -> dict[str, Any
             version.ciphertext = ring.rotate(version.ciphertext)
             version.key_id = ring.newest_id
         SecretVersion.objects.bulk_update(versions, ["ciphertext", "key_id"])
+        stored_secrets_changed()
         audit_record(
             kind="secret.keys_rotated",
             actor=actor,

@@ -14,17 +14,33 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from secrets_app.broker import NOT_GRANTED, SecretNotGrantedError, secrets_for_call, ungranted_names
-from secrets_app.references import checked_references, find_references, substitute
+from common.vocabulary.network import NetworkTargetError, parse_url
+from common.vocabulary.sealing import parse_sealed_hosts
+from secrets_app.broker import (
+    NOT_GRANTED,
+    GrantedSecret,
+    SecretNotGrantedError,
+    granted_secrets_for_call,
+    ungranted_names,
+)
+from secrets_app.references import (
+    SEALED_TOOLS,
+    checked_references,
+    find_references,
+    substitute,
+)
 from trust_app.models import Agent
 
 
 @dataclass(frozen=True)
 class CallSecrets:
-    """What a tool runs with: `arguments` with values substituted, and the `values`."""
+    """What a tool runs with: `arguments` with values substituted (or, for a sealed
+    tool, the references left as placeholders), the `values` (redacted from its
+    result) and the `sealed` secrets the egress proxy adds on the way out."""
 
     arguments: dict[str, Any]
     values: tuple[str, ...]
+    sealed: tuple[GrantedSecret, ...] = ()
 
 
 def secret_names(arguments: Mapping[str, Any]) -> list[str]:
@@ -52,10 +68,41 @@ def call_secrets_resolve(
     references = checked_references(tool, arguments)
     if not references:
         return CallSecrets(arguments=dict(arguments), values=())
-    values = secrets_for_call(
+    granted = granted_secrets_for_call(
         agent=agent,
         tool=tool,
         names=[r.name for r in references],
         invocation_id=invocation_id,
     )
-    return CallSecrets(arguments=substitute(arguments, values, tool), values=tuple(values.values()))
+    values = tuple(g.value for g in granted.values())
+    if tool in SEALED_TOOLS:
+        unsealed = sorted(name for name, g in granted.items() if not g.hosts)
+        if unsealed:
+            # A grant made before values were sealed: never handed to the program.
+            raise SecretNotGrantedError(
+                f"arguments.secret_env refers to {', '.join(unsealed)}, granted for {tool} "
+                "without hosts; an admin grants it again with --host so that the console "
+                "adds it to requests to those hosts (the program never holds the value)"
+            )
+        return CallSecrets(arguments=dict(arguments), values=values, sealed=tuple(granted.values()))
+    _check_destination(granted, arguments)
+    plain = {name: g.value for name, g in granted.items()}
+    return CallSecrets(arguments=substitute(arguments, plain, tool), values=values)
+
+
+def _check_destination(granted: Mapping[str, GrantedSecret], arguments: Mapping[str, Any]) -> None:
+    """A console-made request (http_request) carries a secret whose grant names hosts
+    only to those hosts."""
+    limited = {name: g for name, g in granted.items() if g.hosts}
+    if not limited:
+        return
+    try:
+        endpoint = parse_url(str(arguments.get("url", "")))
+    except NetworkTargetError as exc:
+        raise SecretNotGrantedError(f"arguments.url cannot carry a secret: {exc}") from exc
+    for name, g in limited.items():
+        if not any(rule.matches(endpoint) for rule in parse_sealed_hosts(g.hosts)):
+            raise SecretNotGrantedError(
+                f"arguments.headers refers to {name}, granted for {', '.join(g.hosts)} only; "
+                f"{endpoint.display()} is not one of them"
+            )

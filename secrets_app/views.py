@@ -130,6 +130,8 @@ def secret_grant_view(request: HttpRequest, name: str) -> HttpResponse:
             agent=agent,
             tool=form.cleaned_data["tool"],
             server=form.cleaned_data["server"],
+            hosts=form.host_list(),
+            inject=form.cleaned_data["inject"],
             actor=Actor.person(request.user),
         )
     except SynthOrgError as exc:

@@ -68,22 +68,39 @@ def pytest_configure(config: pytest.Config) -> None:
 
 # Modules that start whole consoles, clusters or images are the longest: with several
 # workers (scripts/test.sh) they are handed out first, so that none of them is left to
-# run alone at the end while the other workers are idle.
-LONGEST_FIRST = ("acceptance", "faults", "cluster", "deploy", "browser")
+# run alone at the end while the other workers are idle. The browser tests come last:
+# Playwright's sync API keeps an event loop running in its process for the rest of the
+# session, which no other test there must inherit.
+LONGEST_FIRST = ("acceptance", "faults", "cluster", "deploy")
+LAST = ("browser",)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     def rank(item: pytest.Item) -> int:
-        parts = Path(str(item.path)).relative_to(Path(__file__).parent).parts
-        return LONGEST_FIRST.index(parts[0]) if parts[0] in LONGEST_FIRST else len(LONGEST_FIRST)
+        top = Path(str(item.path)).relative_to(Path(__file__).parent).parts[0]
+        if top in LONGEST_FIRST:
+            return LONGEST_FIRST.index(top)
+        return len(LONGEST_FIRST) + (1 if top in LAST else 0)
 
     items.sort(key=rank)  # stable: each module's tests keep their order
 
 
 @pytest.fixture(scope="session")
-def test_env(django_db_setup: None, django_db_blocker: object) -> dict[str, str]:
+def loopback_tls(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A certificate and key for 127.0.0.1 that the session's workers trust as a real
+    server's (``SYNTHORG_EGRESS_UPSTREAM_CA_FILE``): loopback HTTPS servers of the tests."""
+    from tests.acceptance.certificates import self_signed
+
+    return self_signed(tmp_path_factory.mktemp("loopback-tls"))
+
+
+@pytest.fixture(scope="session")
+def test_env(
+    django_db_setup: None, django_db_blocker: object, loopback_tls: tuple[Path, Path]
+) -> dict[str, str]:
     """The environment a child process needs to share this session's database and Redis."""
     env = dict(os.environ)
+    env["SYNTHORG_EGRESS_UPSTREAM_CA_FILE"] = str(loopback_tls[0])
     env["DATABASE_URL"] = database_url_for(settings.DATABASES["default"])
     env["REDIS_URL"] = settings.REDIS_URL
     env["SYNTHORG_ENV"] = "test"

@@ -10,6 +10,7 @@ from contextvars import ContextVar
 
 from django.conf import settings
 
+from secrets_app.redaction import stored_secret_values
 from tools_app.sanitize.keys import is_secret_name, not_a_secret
 
 # Values of named secrets (secrets_app) substituted into the call being run: its
@@ -33,9 +34,9 @@ def call_known_secrets() -> tuple[str, ...]:
 
 
 def known_secrets_now() -> tuple[str, ...]:
-    """The console's own secrets and those of the call being run."""
-    extra = _call_secrets.get()
-    return known_secrets() + extra if extra else known_secrets()
+    """The console's own secrets, those of the call being run, and the values of every
+    stored secret (secrets_app.redaction: the second wall behind sealing)."""
+    return known_secrets() + _call_secrets.get() + stored_secret_values()
 
 
 @functools.cache

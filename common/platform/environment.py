@@ -194,6 +194,8 @@ class PlatformEnvironment(BaseSettings):
     SYNTHORG_EGRESS_MAX_CONNECTIONS: int = Field(default=64, ge=1, le=65_535)
     SYNTHORG_EGRESS_MAX_AUDITED_CONNECTIONS: int = Field(default=1000, ge=0, le=1_000_000)
     SYNTHORG_EGRESS_DNS_SERVER: str = ""  # empty: the system's resolver
+    # Sealed HTTPS: the roots the proxy verifies real servers against (empty: the system's).
+    SYNTHORG_EGRESS_UPSTREAM_CA_FILE: str = ""
     SYNTHORG_EGRESS_DNS_PORT: int = Field(default=53, ge=1, le=65_535)
 
     # The YAML policy file (default: synthorg.yaml beside manage.py).

@@ -24,3 +24,15 @@ def agent_secret_grants(agent: Any) -> list[Any]:
     from secrets_app.selectors import agent_secret_grants as grants_of
 
     return grants_of(agent=agent)
+
+
+@register.filter
+def secret_destinations(invocation: Any) -> list[Any]:
+    """Each secret the call refers to and the hosts its grant sends the value to now."""
+    from secrets_app.selectors import call_secret_destinations
+
+    return call_secret_destinations(
+        agent=getattr(invocation, "agent", None),
+        tool=getattr(invocation, "tool", ""),
+        arguments=getattr(invocation, "arguments", None) or {},
+    )

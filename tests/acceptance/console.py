@@ -40,6 +40,8 @@ SUITE_ONLY_ENV = (
     "PORT",
     "HOST",
     "LOG_FORMAT",
+    # The suite's own metrics directory: a console's launcher empties the one it uses.
+    "PROMETHEUS_MULTIPROC_DIR",
 )
 TRACEBACK = "Traceback (most recent call last)"
 

@@ -41,7 +41,8 @@ def fresh_var() -> Iterator[Path]:
 
 
 def console_env(var: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "SECRET_KEY")}
+    suite_only = ("DATABASE_URL", "SECRET_KEY", "PROMETHEUS_MULTIPROC_DIR")
+    env = {k: v for k, v in os.environ.items() if k not in suite_only}
     env.update(SYNTHORG_ENV="test", SYNTHORG_VAR_DIR=str(var))
     return env
 

@@ -276,3 +276,32 @@ def test_the_card_names_the_secret_and_a_grant_withdrawn_before_approval_refuses
     assert answer["error"]["code"] == "secret_not_granted", answer
     assert name not in answer["error"]["message"]
     assert web.count("/echo") == 1
+
+
+def test_a_grant_that_names_hosts_sends_the_value_to_those_hosts_only(
+    make_agent: Callable[..., AgentClient], web: LoopbackHttpServer
+) -> None:
+    client = _fetcher(make_agent, "full")
+    name, value = _secret("HOSTED_TOKEN")
+    headers = {"Authorization": f"Bearer ${{secret:{name}}}"}
+    # Granted for another host: the request to this one is refused, nothing sent.
+    secret_grant(
+        name=name, agent=client.agent, tool="http_request", hosts=["api.example.com"], actor=ADMIN
+    )
+    answer = _settled(client, _call(client, web.url("/echo"), headers).json())
+    assert answer["status"] == "failed", answer
+    assert answer["error"]["code"] == "secret_not_granted", answer
+    assert "granted for api.example.com only" in answer["error"]["message"], answer
+    assert web.count("/echo") == 0
+    # Control: granted for this host (and port), the same call carries the value.
+    secret_grant(
+        name=name,
+        agent=client.agent,
+        tool="http_request",
+        hosts=[f"127.0.0.1:{web.port}"],
+        actor=ADMIN,
+    )
+    done = _settled(client, _call(client, web.url("/echo"), headers).json())
+    assert done["status"] == "succeeded", done
+    assert web.requests[-1].header_values("Authorization") == [f"Bearer {value}"]
+    assert not _leaks(value, json.dumps(done))

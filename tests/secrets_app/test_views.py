@@ -96,6 +96,46 @@ def test_grants_are_made_on_the_page_and_shown_on_the_agent_page(admin: Client) 
     assert "api-key-value-1" not in agent_page
 
 
+def test_a_sealed_grant_is_made_on_the_page_with_its_hosts_and_injection(admin: Client) -> None:
+    agent_create(name="builder", access_level="elevated")
+    secret_set(name="DEPLOY_KEY", value="deploy-key-value-1", actor=Actor.system())
+    # A program's tool without hosts: refused beside the form, saying what is needed.
+    refused = admin.post(
+        "/secrets/DEPLOY_KEY/grant/", {"agent": "builder", "tool": "shell_command"}
+    )
+    assert refused.status_code == 400
+    assert "names the hosts the value may go to" in _section(
+        refused.content.decode(), "secret-DEPLOY_KEY"
+    )
+    bad = admin.post(
+        "/secrets/DEPLOY_KEY/grant/",
+        {
+            "agent": "builder",
+            "tool": "shell_command",
+            "hosts": "api.example.com",
+            "inject": "cookie",
+        },
+    )
+    assert bad.status_code == 400
+    assert "allowed: bearer, basic" in _section(bad.content.decode(), "secret-DEPLOY_KEY")
+    granted = admin.post(
+        "/secrets/DEPLOY_KEY/grant/",
+        {
+            "agent": "builder",
+            "tool": "shell_command",
+            "hosts": "API.example.com, *.example.org:443",
+            "inject": "header:X-Api-Key",
+        },
+        follow=True,
+    )
+    page = granted.content.decode()
+    assert (
+        "builder may use DEPLOY_KEY with shell_command → api.example.com, *.example.org:443 "
+        "(header:X-Api-Key)"
+    ) in page
+    assert "deploy-key-value-1" not in page
+
+
 def test_revoke_from_the_page_removes_grants_and_values(admin: Client) -> None:
     agent = Agent.objects.create(name="revokee", access_level="standard", workspace="/tmp/r")
     secret_set(name="OLD_KEY", value="old-key-value-1", actor=Actor.system())

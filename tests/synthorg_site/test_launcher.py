@@ -18,7 +18,9 @@ CHILD_LINE = re.compile(r"synthorg \| (\w+) started \(pid (\d+)\)")
 
 
 def _env(tmp_path: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in {"DATABASE_URL", "REDIS_URL"}}
+    # The suite's metrics directory stays the suite's: the launcher empties the one it uses.
+    suite_only = {"DATABASE_URL", "REDIS_URL", "PROMETHEUS_MULTIPROC_DIR"}
+    env = {k: v for k, v in os.environ.items() if k not in suite_only}
     env.update(SYNTHORG_ENV="dev", SYNTHORG_VAR_DIR=str(tmp_path / "var"), LOG_FORMAT="console")
     return env
 

@@ -1,12 +1,12 @@
-"""The ``secret_env`` argument of shell_command and code_runner.
+"""The ``secret_env`` argument of shell_command and code_runner: sealed secrets.
 
-The agent names environment variables and the secrets that fill them
-(``{"DEPLOY_TOKEN": "${secret:DEPLOY_TOKEN}"}``); the worker substitutes the
-granted values (secrets_app) before the tool runs, and the sandbox puts them in
-the process's environment only. A program the agent writes then holds the
-value: echoes are redacted from the result in every encoding the sanitiser
-knows, but a deliberate transformation is not, so grant such a secret only where
-the egress allowlist bounds where it could be sent.
+The agent names environment variables and the secrets they stand for
+(``{"DEPLOY_TOKEN": "${secret:DEPLOY_TOKEN}"}``). The program never holds a value:
+its variable holds the reference itself, a placeholder worthless anywhere else, and
+the console's egress proxy adds the value to the program's HTTP(S) requests to the
+hosts the secret's grant names (as the grant says: a bearer token, basic auth, a
+header or a query parameter), and to no other request. The worker checks the grant
+(``secrets_app.substitution``) and hands the values to the proxy only.
 """
 
 from __future__ import annotations
@@ -24,9 +24,11 @@ MAX_SECRET_VARIABLES: Final = 16
 SECRET_ENV_PROPERTY: Final = {
     "type": "object",
     "description": (
-        "Environment variables filled with named secrets granted to you for this tool: "
-        '{"VARIABLE": "${secret:NAME}"}. The value is put in the process\'s environment '
-        "only, never in the arguments or the result."
+        "Secrets granted to you for this tool, by environment variable: "
+        '{"VARIABLE": "${secret:NAME}"}. Your program sees the reference itself as the '
+        "variable's value; the console adds the real value to your program's HTTP(S) "
+        "requests to the hosts the secret is granted for (use the variable where the "
+        "credential goes, e.g. an Authorization header). Your program never holds it."
     ),
     "propertyNames": {"pattern": "^[A-Za-z_][A-Za-z0-9_]{0,63}$"},
     "additionalProperties": {

@@ -9,12 +9,18 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 from tools_app.egress.decision import EgressDecider, NetworkGrant
 from tools_app.egress.limits import ProxyLimits
+from tools_app.egress.seal import Seal
 from tools_app.egress.session import EgressPort, RecordsSink, egress_session
 from tools_app.net import Resolver
+
+if TYPE_CHECKING:
+    import ssl
+
+    from tools_app.egress.authority import EgressAuthority
 
 
 @runtime_checkable
@@ -37,18 +43,26 @@ class LocalEgressGateway:
         limits: ProxyLimits | None = None,
         on_records: RecordsSink | None = None,
         max_records: int = 1000,
+        seals: tuple[Seal, ...] = (),
+        authority: EgressAuthority | None = None,
+        upstream_tls: ssl.SSLContext | None = None,
     ) -> None:
         self.agent_name = agent_name
         self.resolver = resolver
         self.limits = limits
         self.on_records = on_records
         self.max_records = max_records
+        self.seals = seals
+        """The call's sealed secrets (``seal.Seal``); the proxy adds them on the way out."""
+        self.authority = authority
+        self.upstream_tls = upstream_tls
 
     @contextmanager
     def session(self, grant: NetworkGrant) -> Iterator[EgressPort]:
         """Serve ``grant`` for the duration of the block."""
         decider = EgressDecider(grant, agent_name=self.agent_name, resolver=self.resolver)
         with egress_session(
-            decider, limits=self.limits, on_records=self.on_records, max_records=self.max_records
-        ) as port:
+            decider, limits=self.limits, on_records=self.on_records, max_records=self.max_records,
+            seals=self.seals, authority=self.authority, upstream_tls=self.upstream_tls,
+        ) as port:  # fmt: skip
             yield port

@@ -43,6 +43,10 @@ class ConnectionRecord:
     bytes_up: int
     bytes_down: int
     duration_ms: int
+    secrets: tuple[str, ...] = ()
+    """Names of the call's sealed secrets that cover this destination."""
+    sealed_requests: int = 0
+    """Requests sent on with those secrets added."""
 
     def as_data(self) -> dict[str, object]:
         """The record as JSON-ready audit data."""
@@ -53,4 +57,9 @@ class ConnectionRecord:
             "address": self.address,
             "bytes_up": self.bytes_up,
             "bytes_down": self.bytes_down,
+            **(
+                {"secrets": list(self.secrets), "sealed_requests": self.sealed_requests}
+                if self.secrets
+                else {}
+            ),
         }

@@ -12,10 +12,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import ssl
 import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tools_app.egress import socks5
 from tools_app.egress.decision import EgressDecider
@@ -29,7 +31,12 @@ from tools_app.egress.http_head import (
 from tools_app.egress.limits import ProxyLimits
 from tools_app.egress.records import ConnectionRecord, EgressOutcome, EgressProtocol
 from tools_app.egress.relay import Counters, RelayCut, relay
+from tools_app.egress.seal import Seal, seals_covering
+from tools_app.egress.sealed import SealedConnectionError, SealedOutcome, serve_sealed
 from tools_app.net import CheckedEndpoint, EgressError
+
+if TYPE_CHECKING:
+    from tools_app.egress.authority import EgressAuthority
 
 CALL_ENDED = "the call ended while the connection was open"
 
@@ -47,6 +54,8 @@ class _Connection:
     host: str = ""
     port: int | None = None
     address: str = ""
+    sealed: tuple[Seal, ...] = ()
+    outcome: SealedOutcome | None = None
 
 
 class EgressProxy:
@@ -59,10 +68,17 @@ class EgressProxy:
         socket_path: Path,
         limits: ProxyLimits | None = None,
         max_records: int = 1000,
+        seals: tuple[Seal, ...] = (),
+        authority: EgressAuthority | None = None,
+        upstream_tls: ssl.SSLContext | None = None,
     ) -> None:
         self.decider = decider
         self.socket_path = socket_path
         self.limits = limits or ProxyLimits()
+        self.seals = seals
+        """The call's sealed secrets: added to HTTP(S) requests to the hosts they name."""
+        self.authority = authority
+        self.upstream_tls = upstream_tls
         self.max_records = max_records
         self.records: list[ConnectionRecord] = []
         self.unrecorded = 0
@@ -185,6 +201,8 @@ class EgressProxy:
             bytes_up=counters.up,
             bytes_down=counters.down,
             duration_ms=int((time.monotonic() - started) * 1000),
+            secrets=tuple(seal.secret for seal in conn.sealed),
+            sealed_requests=conn.outcome.requests if conn.outcome is not None else 0,
         )
         with self._lock:
             self.records.append(record)
@@ -223,7 +241,12 @@ class EgressProxy:
             if not admitted:
                 self._refuse_over_limit(conn, writer)
             endpoint = await self._decide(conn, writer)
+            conn.sealed = seals_covering(self.seals, endpoint.host, endpoint.port)
             upstream = await self._connect(conn, endpoint, writer)
+            if conn.sealed:
+                await self._serve_sealed(conn, head, (reader, writer), upstream, counters, started)
+                self._record(conn, EgressOutcome.CLOSED, "", counters, started)
+                return
             if conn.protocol is EgressProtocol.HTTP:
                 upstream[1].write(head)
                 await upstream[1].drain()
@@ -240,6 +263,8 @@ class EgressProxy:
             self._record(conn, refused.outcome, refused.reason, counters, started)
         except RelayCut as cut:
             self._record(conn, EgressOutcome.CUT, str(cut), counters, started)
+        except SealedConnectionError as ended:
+            self._record(conn, EgressOutcome.CLOSED, str(ended), counters, started)
         except asyncio.CancelledError:
             self._record(conn, EgressOutcome.CUT, CALL_ENDED, counters, started)
         except (ConnectionError, OSError) as exc:
@@ -263,6 +288,41 @@ class EgressProxy:
                 self._admitted -= 1
             if upstream is not None:
                 upstream[1].close()
+
+    async def _serve_sealed(
+        self,
+        conn: _Connection,
+        head: bytes,
+        client: tuple[asyncio.StreamReader, asyncio.StreamWriter],
+        upstream: tuple[asyncio.StreamReader, asyncio.StreamWriter],
+        counters: Counters,
+        started: float,
+    ) -> None:
+        """Requests to a destination a seal covers: read, sealed and sent on one by one."""
+        assert conn.port is not None
+        writer = client[1]
+        if conn.protocol is EgressProtocol.SOCKS5:
+            writer.write(socks5.reply(socks5.REP_SUCCEEDED))
+        elif conn.protocol is EgressProtocol.CONNECT:
+            writer.write(CONNECT_ESTABLISHED)
+        await writer.drain()
+        conn.outcome = SealedOutcome()
+        loop = asyncio.get_running_loop()
+        server_context = None
+        if self.authority is not None:
+            # Making a certificate signs with the authority's key: off the loop.
+            server_context = await loop.run_in_executor(
+                None, self.authority.server_context, conn.host
+            )
+        upstream_tls = self.upstream_tls
+        if upstream_tls is None:
+            upstream_tls = await loop.run_in_executor(None, _default_upstream)
+        await serve_sealed(
+            client, upstream, conn.sealed,
+            host=conn.host, port=conn.port, first=head,
+            server_context=server_context, upstream_context=upstream_tls,
+            counters=counters, limits=self.limits, started=started, outcome=conn.outcome,
+        )  # fmt: skip
 
     def _admit(self) -> bool:
         """Count the connection in, unless ``max_connections`` are already open.
@@ -385,3 +445,9 @@ class EgressProxy:
             status, phrase = 502, "Bad Gateway"
         writer.write(self._refuse_reply(conn, status, phrase, code, reason))
         raise _Refused(EgressOutcome.FAILED, reason)
+
+
+def _default_upstream() -> ssl.SSLContext:
+    from tools_app.egress.authority import upstream_context
+
+    return upstream_context()

@@ -25,7 +25,8 @@ from django.utils import timezone
 from audit_app.record import Actor, audit_record
 from common.platform.database import database_connections_release, until_database_answers
 from common.settings_config import synthorg_config
-from secrets_app.broker import SecretNotGrantedError, SecretUnavailableError
+from secrets_app.broker import GrantedSecret, SecretNotGrantedError, SecretUnavailableError
+from secrets_app.redaction import stored_secret_values
 from secrets_app.references import SecretReferenceError
 from secrets_app.substitution import CallSecrets, call_secrets_resolve
 from tools_app.bridge.definitions import CATEGORY as BRIDGE_CATEGORY
@@ -123,7 +124,9 @@ def invocation_worker_lost(*, invocation: Invocation, worker: str) -> None:
     )
 
 
-def _context(invocation: Invocation, backend: Any) -> ToolContext:
+def _context(
+    invocation: Invocation, backend: Any, sealed: tuple[GrantedSecret, ...] = ()
+) -> ToolContext:
     agent = invocation.agent
     policy = agent_policy(agent)
     tool_settings = synthorg_config().tool_settings(invocation.tool)
@@ -139,7 +142,7 @@ def _context(invocation: Invocation, backend: Any) -> ToolContext:
         sub_constraints=policy.for_category(invocation.category).constraints.model_dump(
             mode="json"
         ),
-        egress=invocation_egress(invocation),
+        egress=invocation_egress(invocation, sealed),
     )
 
 
@@ -149,6 +152,8 @@ def _run_claimed(invocation: Invocation) -> None:
     # The lease stays held until the end is recorded: a database that is away while
     # the call finishes delays its record, and is never taken for a dead worker.
     with invocation_lease(invocation.id):
+        # Every value stored before this call is known to its redaction.
+        stored_secret_values(fresh=True)
         settled = until_database_answers(
             lambda: _refusal_before_running(invocation), what="invocation_prepare"
         )
@@ -164,7 +169,7 @@ def _run_claimed(invocation: Invocation) -> None:
                 # the pool meanwhile, so waiting calls hold no connection.
                 database_connections_release()
                 with call_secrets(secret_values):
-                    settled = _run_tool(invocation, prepared.arguments)
+                    settled = _run_tool(invocation, prepared.arguments, prepared.sealed)
         if settled.duration_ms is None:
             settled = dataclasses.replace(
                 settled, duration_ms=int((time.monotonic() - started) * 1000)
@@ -235,7 +240,9 @@ def _refusal_before_running(invocation: Invocation) -> Settled | None:
     return None
 
 
-def _run_tool(invocation: Invocation, arguments: dict[str, Any]) -> Settled:
+def _run_tool(
+    invocation: Invocation, arguments: dict[str, Any], sealed: tuple[GrantedSecret, ...] = ()
+) -> Settled:
     catalog = tool_catalog()
     tool = catalog.implementation(invocation.tool)
     contract = catalog.contract(invocation.tool)
@@ -250,7 +257,7 @@ def _run_tool(invocation: Invocation, arguments: dict[str, Any]) -> Settled:
                 quota_entries=backends.config.workspace_quota_entries,
             )
         )
-        outcome = tool.run(_context(invocation, backend), arguments)
+        outcome = tool.run(_context(invocation, backend, sealed), arguments)
     except ToolRefusedError as exc:
         return Settled(
             status=InvocationStatus.FAILED,
@@ -294,9 +301,11 @@ def _run_tool(invocation: Invocation, arguments: dict[str, Any]) -> Settled:
     return settle_outcome(contract=contract, outcome=outcome)
 
 
-def _without_call_secrets(text: str) -> str:
-    known = known_secrets_for(call_known_secrets(), settings.SYNTHORG_SECRET_MIN_LENGTH)
-    return redact_counted(text, known, shapes=False)[0]
+def _without_named_secrets(text: str) -> str:
+    known = known_secrets_for(
+        call_known_secrets() + stored_secret_values(), settings.SYNTHORG_SECRET_MIN_LENGTH
+    )
+    return redact_counted(text, known, shapes=False)[0] if known else text
 
 
 def _settled_fields(settled: Settled, at: datetime) -> dict[str, Any]:
@@ -328,10 +337,10 @@ def _finish(*, invocation: Invocation, settled: Settled) -> None:
     finished_at = timezone.now()
     # Every way a call ends (refusals, crashes, a lost worker) reaches the agent clean.
     settled = settled_for_agent(settled)
-    if call_known_secrets():
+    if settled.raw_content:
         # Auditors read the raw output: never a named secret's value in it either.
         settled = dataclasses.replace(
-            settled, raw_content=_without_call_secrets(settled.raw_content)
+            settled, raw_content=_without_named_secrets(settled.raw_content)
         )
     fields = _settled_fields(settled, finished_at)
     with transaction.atomic():

@@ -7,12 +7,20 @@ unless ``SYNTHORG_EGRESS_DNS_SERVER`` names one. Records are written by
 
 from __future__ import annotations
 
+import functools
+import ssl
+from collections.abc import Iterable
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 
+from common.vocabulary.sealing import parse_injection, parse_sealed_hosts
+from secrets_app.broker import GrantedSecret
 from tools_app.egress import LocalEgressGateway, ProxyLimits
+from tools_app.egress.authority import EgressAuthority, upstream_context
 from tools_app.egress.records import ConnectionRecord
+from tools_app.egress.seal import Seal
 from tools_app.net import DnsServerResolver, Resolver
 from tools_app.services.egress_audit import egress_connections_record
 
@@ -37,17 +45,46 @@ def proxy_resolver() -> Resolver | None:
     return DnsServerResolver(server, settings.SYNTHORG_EGRESS_DNS_PORT)
 
 
-def invocation_egress(invocation: Any) -> LocalEgressGateway:
-    """The gateway a tool of ``invocation`` opens its sandbox's network through."""
+@functools.cache
+def egress_authority() -> EgressAuthority:
+    """The console's authority for sealed HTTPS (``<var>/egress_ca``), one per process."""
+    return EgressAuthority(Path(settings.VAR_DIR) / "egress_ca")
+
+
+@functools.cache
+def _upstream_tls() -> ssl.SSLContext:
+    return upstream_context(settings.SYNTHORG_EGRESS_UPSTREAM_CA_FILE or None)
+
+
+def seals_of(sealed: Iterable[GrantedSecret]) -> tuple[Seal, ...]:
+    """The proxy's seals for a call's sealed secrets (grants already checked)."""
+    return tuple(
+        Seal(
+            secret=granted.name,
+            value=granted.value,
+            hosts=parse_sealed_hosts(granted.hosts),
+            injection=parse_injection(granted.inject),
+        )
+        for granted in sealed
+    )
+
+
+def invocation_egress(invocation: Any, sealed: Iterable[GrantedSecret] = ()) -> LocalEgressGateway:
+    """The gateway a tool of ``invocation`` opens its sandbox's network through; with
+    ``sealed`` secrets, its proxy adds them to requests to their grants' hosts."""
 
     def record(records: list[ConnectionRecord], unrecorded: int) -> None:
         if records or unrecorded:
             egress_connections_record(invocation=invocation, records=records, unrecorded=unrecorded)
 
+    seals = seals_of(sealed)
     return LocalEgressGateway(
         agent_name=invocation.agent.name,
         resolver=proxy_resolver(),
         limits=proxy_limits(),
         on_records=record,
         max_records=settings.SYNTHORG_EGRESS_MAX_AUDITED_CONNECTIONS,
+        seals=seals,
+        authority=egress_authority() if seals else None,
+        upstream_tls=_upstream_tls() if seals else None,
     )

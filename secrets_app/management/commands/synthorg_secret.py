@@ -54,6 +54,22 @@ class Command(BaseCommand):
             use = grant.add_mutually_exclusive_group(required=True)
             use.add_argument("--tool", default="", help="a tool that takes secrets")
             use.add_argument("--server", default="", help="an upstream MCP server's name")
+            if verb == "grant":
+                grant.add_argument(
+                    "--host",
+                    action="append",
+                    default=[],
+                    metavar="HOST[:PORT]",
+                    help="seal the value: the console adds it only to requests to this host "
+                    "(or *.DOMAIN); repeatable; required for shell_command and code_runner",
+                )
+                grant.add_argument(
+                    "--inject",
+                    default="",
+                    metavar="HOW",
+                    help="where the sealed value goes: bearer (default), basic, basic:<user>, "
+                    "header:<Name> or query:<param>",
+                )
         rotate = sub.add_parser("rotate-keys", help="re-encrypt every value under the newest key")
         rotate.add_argument(
             "--new-key",
@@ -108,9 +124,13 @@ class Command(BaseCommand):
             if agent is None:
                 raise CommandError(f"no agent named {options['agent']!r}")
         use = {"tool": options["tool"], "server": options["server"]}
-        if action == "grant":
-            secret_grant(name=options["name"], agent=agent, actor=_ACTOR, **use)
-        else:
-            secret_ungrant(name=options["name"], agent=agent, actor=_ACTOR, **use)
         holder = agent.name if agent is not None else "every agent"
-        self.stdout.write(f"{action}ed {options['name']} to {holder}")
+        if action == "grant":
+            grant = secret_grant(
+                name=options["name"], agent=agent, actor=_ACTOR,
+                hosts=options["host"], inject=options["inject"], **use,
+            )  # fmt: skip
+            self.stdout.write(f"granted {options['name']} to {holder} for {grant.use}")
+            return
+        secret_ungrant(name=options["name"], agent=agent, actor=_ACTOR, **use)
+        self.stdout.write(f"ungranted {options['name']} to {holder}")

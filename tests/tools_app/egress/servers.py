@@ -8,6 +8,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from tools_app.egress import EgressDecider, EgressProxy, NetworkGrant, ProxyLimits
 from tools_app.net import Resolver
@@ -87,10 +88,12 @@ def running_proxy(
     *,
     resolver: Resolver | None = None,
     limits: ProxyLimits | None = None,
+    **sealing: Any,
 ) -> Iterator[EgressProxy]:
-    """An EgressProxy on a unix socket in ``tmp_path`` for ``grant``."""
+    """An EgressProxy on a unix socket in ``tmp_path`` for ``grant`` (``sealing``: the
+    proxy's ``seals``, ``authority`` and ``upstream_tls``)."""
     decider = EgressDecider(grant, agent_name="probe-agent", resolver=resolver)
-    proxy = EgressProxy(decider, socket_path=tmp_path / "proxy.sock", limits=limits)
+    proxy = EgressProxy(decider, socket_path=tmp_path / "proxy.sock", limits=limits, **sealing)
     proxy.start()
     try:
         yield proxy

@@ -11,6 +11,7 @@ from __future__ import annotations
 import http.server
 import ipaddress
 import socket
+import ssl
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -55,7 +56,9 @@ Route = Callable[[RecordedRequest], Reply]
 class LoopbackHttpServer:
     """A threaded HTTP/1.1 server on a loopback address, answering from ``routes``."""
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(
+        self, host: str = "127.0.0.1", port: int = 0, *, tls: ssl.SSLContext | None = None
+    ) -> None:
         _require_loopback(host)
         self.routes: dict[str, Route] = {}
         self.requests: list[RecordedRequest] = []
@@ -104,6 +107,9 @@ class LoopbackHttpServer:
             daemon_threads = True
 
         self._server = Server((host, port), Handler)
+        if tls is not None:
+            self._server.socket = tls.wrap_socket(self._server.socket, server_side=True)
+        self.scheme = "https" if tls is not None else "http"
         self.host = host
         self.port = int(self._server.server_address[1])
         self._thread = threading.Thread(
@@ -112,9 +118,9 @@ class LoopbackHttpServer:
 
     @property
     def origin(self) -> str:
-        """``http://host:port`` of this server."""
+        """``http(s)://host:port`` of this server."""
         host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{self.port}"
+        return f"{self.scheme}://{host}:{self.port}"
 
     def url(self, path: str) -> str:
         """An absolute URL on this server."""

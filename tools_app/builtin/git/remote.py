@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 from common.vocabulary.categories import SafetyClass
 from tools_app.builtin.base import ToolContext, ToolOutcome
@@ -24,6 +24,16 @@ from tools_app.builtin.git.url import GitRemote, check_remote_url, recheck_ssh
 from tools_app.builtin.web.policy import build_guard, string_list
 from tools_app.net import EgressGuard, Resolver
 from trust_app.policy.tool_view import ArgumentRole
+
+CREDENTIAL_PROPERTY: Final = {
+    "type": "string",
+    "description": (
+        'A secret granted to you for this tool, as "${secret:NAME}". git never holds it: '
+        "the console adds it to the requests to the remote, when the secret's grant names "
+        "the remote's host."
+    ),
+    "pattern": "^\\$\\{secret:[A-Za-z_][A-Za-z0-9_.-]{0,99}\\}$",
+}
 
 
 def _guard(context: ToolContext, resolver: Resolver | None) -> EgressGuard:
@@ -61,6 +71,7 @@ class GitCloneTool:
             "directory": {"type": "string", "minLength": 1, "maxLength": 4096},
             "branch": {"type": "string", "maxLength": 200},
             "depth": {"type": "integer", "minimum": 1, "maximum": 1000000},
+            "credential": CREDENTIAL_PROPERTY,
         },
         required=["url", "directory"],
         roles={"url": ArgumentRole.URL, "directory": ArgumentRole.PATH},
@@ -118,6 +129,7 @@ class GitPushTool:
             "path": PATH_PROPERTY,
             "remote": {"type": "string", "default": "origin", "maxLength": 200},
             "branch": {"type": "string", "maxLength": 200},
+            "credential": CREDENTIAL_PROPERTY,
         },
         required=["branch"],
         idempotency="required",

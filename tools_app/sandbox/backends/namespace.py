@@ -17,7 +17,7 @@ from pathlib import Path
 
 from common.vocabulary.sandbox import DEFAULT_SANDBOX_USER
 from tools_app.egress.mount import MOUNT_POINT as EGRESS_INSIDE
-from tools_app.egress.mount import forwarded_argv, proxy_env
+from tools_app.egress.mount import forwarded_argv, proxy_env, sealed_call
 from tools_app.sandbox.env import build_sandbox_env
 from tools_app.sandbox.errors import SandboxError, SandboxUnavailableError
 from tools_app.sandbox.linux.cgroups import CgroupSupport, detect_cgroup_support
@@ -236,7 +236,7 @@ class NamespaceSandbox:
         )
         env["PWD"] = cwd_inside
         if spec.network is NetworkPolicy.PROXY:
-            env.update(proxy_env())
+            env.update(proxy_env(trust_bundle=sealed_call(spec.egress_dir)))
         timeout = spec.timeout_seconds
         if self.max_timeout_seconds is not None:
             timeout = min(timeout, self.max_timeout_seconds)

@@ -19,7 +19,7 @@ from typing import Any
 
 from common.vocabulary.sandbox import SANDBOX_IMAGE
 from tools_app.egress.mount import MOUNT_POINT as EGRESS_INSIDE
-from tools_app.egress.mount import forwarded_argv, proxy_env
+from tools_app.egress.mount import forwarded_argv, proxy_env, sealed_call
 from tools_app.sandbox.backends.docker.engine import bind_mount, connect, sdk_errors
 from tools_app.sandbox.backends.docker.execution import ExecOutcome, run_exec, wrap_command
 from tools_app.sandbox.backends.docker.lifecycle import (
@@ -219,7 +219,7 @@ class DockerSandbox:
         command = spec.argv
         if spec.network is NetworkPolicy.PROXY:
             # No interface but loopback; the forwarder there relays to the bound-in socket.
-            env.update(proxy_env())
+            env.update(proxy_env(trust_bundle=sealed_call(spec.egress_dir)))
             command = forwarded_argv(spec.argv)
         argv = wrap_command(
             list(command),
