@@ -71,8 +71,15 @@ def _make(change: Change, actor: Actor, new_tokens: dict[str, str]) -> None:
         agent_active_update(agent=agent, active=entry.active, actor=actor)
     elif change.grant is not None:
         grant = change.grant
-        writer = secret_grant if change.action == "grant_secret" else secret_ungrant
-        writer(name=grant.secret, agent=agent, actor=actor, tool=grant.tool, server=grant.server)
+        if change.action == "grant_secret":
+            secret_grant(
+                name=grant.secret, agent=agent, actor=actor, tool=grant.tool,
+                server=grant.server, hosts=grant.hosts, inject=grant.inject,
+            )  # fmt: skip
+        else:
+            secret_ungrant(
+                name=grant.secret, agent=agent, actor=actor, tool=grant.tool, server=grant.server
+            )
     else:  # a plan this module does not know how to make is a bug: refuse it whole
         raise ValueError(f"unknown change {change.action!r}")
 

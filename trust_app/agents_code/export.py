@@ -14,11 +14,13 @@ def agents_export() -> AgentsFile:
     the broker)."""
     grants: dict[object, list[SecretGrantEntry]] = {}
     rows = SecretGrant.objects.filter(secret__revoked_at__isnull=True).values_list(
-        "agent_id", "secret__name", "tool", "server"
+        "agent_id", "secret__name", "tool", "server", "hosts", "inject"
     )
-    for agent_id, name, tool, server in rows:
+    for agent_id, name, tool, server, hosts, inject in rows:
         grants.setdefault(agent_id, []).append(
-            SecretGrantEntry(secret=name, tool=tool, server=server)
+            SecretGrantEntry(
+                secret=name, tool=tool, server=server, hosts=tuple(hosts or ()), inject=inject
+            )
         )
     entries = []
     for agent in Agent.objects.select_related("owner", "permissions").order_by("name"):

@@ -14,7 +14,7 @@ from django.contrib.auth import get_user_model
 from common.config.errors import ConfigError, ConfigProblem
 from common.errors import InvalidArgumentError
 from secrets_app.models import Secret, SecretGrant
-from secrets_app.references import SECRET_SLOTS, is_valid_name
+from secrets_app.references import SEALED_TOOLS, SECRET_SLOTS, is_valid_name
 from trust_app.agents_code.schema import AgentEntry, AgentsFile, SecretGrantEntry
 from trust_app.models import Agent
 from trust_app.services.permissions import (
@@ -88,16 +88,31 @@ def _grant_problems(entry: AgentEntry, where: str, problems: list[ConfigProblem]
             ))  # fmt: skip
         if grant.server and not is_valid_name(grant.server):
             problems.append(ConfigProblem(f"{at}.server", f"{grant.server!r} is not a server name"))
+        if grant.tool in SEALED_TOOLS and not grant.hosts:
+            problems.append(ConfigProblem(
+                f"{at}.hosts",
+                f"a grant for {grant.tool} names the hosts the console adds the value to "
+                "(hosts: [HOST[:PORT] or *.DOMAIN]); the agent's program never holds it",
+            ))  # fmt: skip
 
 
 def _granted(agent: Agent) -> dict[tuple[str, str, str], SecretGrantEntry]:
     rows = SecretGrant.objects.filter(agent=agent, secret__revoked_at__isnull=True).values_list(
-        "secret__name", "tool", "server"
+        "secret__name", "tool", "server", "hosts", "inject"
     )
     return {
-        (name, tool, server): SecretGrantEntry(secret=name, tool=tool, server=server)
-        for name, tool, server in rows
+        (name, tool, server): SecretGrantEntry(
+            secret=name, tool=tool, server=server, hosts=tuple(hosts or ()), inject=inject
+        )
+        for name, tool, server, hosts, inject in rows
     }
+
+
+def _use(grant: SecretGrantEntry) -> str:
+    use = f"server {grant.server}" if grant.server else grant.tool
+    if grant.hosts:
+        use += f" sealed for {', '.join(grant.hosts)} ({grant.inject})"
+    return use
 
 
 def _describe(value: Any) -> str:
@@ -141,14 +156,17 @@ def _agent_changes(
     if entry.active != active:
         changes.append(Change(name, "active", f"{active} -> {entry.active}", entry))
     wanted = {g.key(): g for g in entry.secret_grants}
-    for key in sorted(set(wanted) - set(granted)):
-        grant = wanted[key]
-        use = f"server {grant.server}" if grant.server else grant.tool
-        changes.append(Change(name, "grant_secret", f"{grant.secret} for {use}", entry, grant))
+    for key in sorted(wanted):
+        grant, held = wanted[key], granted.get(key)
+        if held is None or held.sealing() != grant.sealing():
+            changes.append(
+                Change(name, "grant_secret", f"{grant.secret} for {_use(grant)}", entry, grant)
+            )
     for key in sorted(set(granted) - set(wanted)):
         grant = granted[key]
-        use = f"server {grant.server}" if grant.server else grant.tool
-        changes.append(Change(name, "ungrant_secret", f"{grant.secret} for {use}", entry, grant))
+        changes.append(
+            Change(name, "ungrant_secret", f"{grant.secret} for {_use(grant)}", entry, grant)
+        )
     return changes
 
 

@@ -27,23 +27,38 @@ from pydantic import Field, ValidationError, field_validator, model_validator
 
 from common.config.errors import ConfigError, ConfigProblem, problems_from
 from common.strict import StrictModel
+from common.vocabulary.sealing import SealingRuleError, parse_injection, sealed_hosts_display
 from trust_app.concurrency import max_concurrent_calls_problem
 
 AUTONOMY_VALUES = ("full", "semi", "supervised", "locked")
 
 
 class SecretGrantEntry(StrictModel):
-    """One secret an agent may use: by name only, with one tool or one upstream server."""
+    """One secret an agent may use: by name only, with one tool or one upstream server;
+    ``hosts`` and ``inject`` seal it (the console adds it to requests to those hosts)."""
 
     secret: str = Field(min_length=1, max_length=100)
     tool: str = ""
     server: str = ""
+    hosts: tuple[str, ...] = ()
+    inject: str = ""
 
     @model_validator(mode="after")
     def _one_use(self) -> SecretGrantEntry:
         if bool(self.tool) == bool(self.server):
             raise ValueError("name either a tool or a server, not both and not neither")
+        try:
+            hosts = sealed_hosts_display(self.hosts)
+            inject = parse_injection(self.inject).display() if hosts or self.inject else ""
+        except SealingRuleError as exc:
+            raise ValueError(str(exc)) from exc
+        # Canonical, so a plan compares what the console would store.
+        object.__setattr__(self, "hosts", hosts)
+        object.__setattr__(self, "inject", inject)
         return self
+
+    def sealing(self) -> tuple[tuple[str, ...], str]:
+        return self.hosts, self.inject
 
     def key(self) -> tuple[str, str, str]:
         return (self.secret, self.tool, self.server)
@@ -118,6 +133,7 @@ def agents_file_dump(agents_file: AgentsFile) -> str:
     data = agents_file.model_dump(mode="json")
     for agent in data["agents"]:
         agent["secret_grants"] = [
-            {k: v for k, v in grant.items() if v} for grant in agent["secret_grants"]
+            {k: list(v) if isinstance(v, tuple) else v for k, v in grant.items() if v}
+            for grant in agent["secret_grants"]
         ]
     return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, default_flow_style=False)

@@ -82,7 +82,9 @@ def test_a_reference_where_an_object_belongs_is_quoted_as_written(
     # recorded invocation and its audit row keep it as written.
     name = reference[len("${secret:") : -1]
     secret_set(name=name, value=LITERAL, actor=ADMIN)
-    secret_grant(name=name, agent=client.agent, tool="shell_command", actor=ADMIN)
+    secret_grant(
+        name=name, agent=client.agent, tool="shell_command", hosts=["api.example.com"], actor=ADMIN
+    )
     accepted = client.call("shell_command", {"argv": ["ls"], "secret_env": {"TOKEN": reference}})
     assert accepted.status_code == 201, accepted.text
     assert LITERAL not in accepted.text

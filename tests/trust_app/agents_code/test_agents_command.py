@@ -255,3 +255,44 @@ def test_a_cap_out_of_bounds_or_not_a_whole_number_is_refused_by_field(
     )
     assert Agent.objects.get(name="plain-agent").max_concurrent_calls is None
     assert AuditEvent.objects.count() == before
+
+
+def test_a_sealed_grant_round_trips_and_a_program_grant_without_hosts_is_refused(
+    organisation: dict[str, Agent], tmp_path: Path
+) -> None:
+    file = tmp_path / "agents.yaml"
+    run("export", str(file))
+    data = yaml.safe_load(file.read_text())
+    rich = next(a for a in data["agents"] if a["name"] == "rich-agent")
+    rich["secret_grants"].append({"secret": "DEPLOY_KEY", "tool": "shell_command"})
+    file.write_text(yaml.safe_dump(data))
+    with pytest.raises(CommandError) as refused:
+        run("apply", str(file))
+    assert "secret_grants[1].hosts: a grant for shell_command names the hosts" in str(refused.value)
+    assert not SecretGrant.objects.filter(tool="shell_command").exists()
+    # With its hosts (written loosely, stored canonical) it is planned, applied, exported.
+    rich["secret_grants"][1]["hosts"] = ["API.Example.com"]
+    rich["secret_grants"][1]["inject"] = "header:X-Api-Key"
+    file.write_text(yaml.safe_dump(data))
+    plan = run("apply", str(file))
+    assert "DEPLOY_KEY for shell_command sealed for api.example.com (header:X-Api-Key)" in plan
+    grant = SecretGrant.objects.get(tool="shell_command")
+    assert (grant.hosts, grant.inject) == (["api.example.com"], "header:X-Api-Key")
+    run("export", str(file))
+    again = next(a for a in yaml.safe_load(file.read_text())["agents"] if a["name"] == "rich-agent")
+    assert {
+        "secret": "DEPLOY_KEY",
+        "tool": "shell_command",
+        "hosts": ["api.example.com"],
+        "inject": "header:X-Api-Key",
+    } in again["secret_grants"]
+    assert "plan: no changes" in run("apply", str(file), "--dry-run")
+    # A changed host is a change of the grant, not a second grant.
+    again["secret_grants"][-1]["hosts"] = ["api.example.org"]
+    data = yaml.safe_load(file.read_text())
+    for agent in data["agents"]:
+        if agent["name"] == "rich-agent":
+            agent["secret_grants"] = again["secret_grants"]
+    file.write_text(yaml.safe_dump(data))
+    run("apply", str(file))
+    assert SecretGrant.objects.get(tool="shell_command").hosts == ["api.example.org"]
