@@ -1,4 +1,9 @@
-"""/healthz: one JSON entry per part; 200 only when every required part is up."""
+"""/healthz: one JSON entry per part; 200 only when every required part is up.
+
+Upstream MCP servers are parts of their own (``bridge.<server>``, with its state and
+reason) under a ``bridge`` summary; none is required, so a server that fails its
+health check shows here without taking the console out of rotation.
+"""
 
 from __future__ import annotations
 
@@ -114,6 +119,42 @@ def _notifications() -> PartHealth:
     return PartHealth(ok, False, detail)
 
 
+@dataclass(frozen=True)
+class ServerHealth(PartHealth):
+    """One upstream MCP server: its state and the reason (see ``tools_app.bridge.health``)."""
+
+    state: str
+    reason: str
+
+
+def _bridge() -> dict[str, PartHealth]:
+    """The upstream MCP servers as workers' health checks found them; reported, not
+    required: one server that is down takes out its own tools, not the console."""
+    from common.settings_config import synthorg_config
+    from tools_app.bridge.health import server_states
+
+    try:
+        servers = synthorg_config().mcp_servers
+    except Exception as exc:
+        return {"bridge": PartHealth(False, False, f"the config cannot be read: {exc}")}
+    if not servers:
+        return {"bridge": PartHealth(True, False, "no MCP servers configured")}
+    try:
+        states = server_states(servers)
+    except Exception as exc:
+        why = f"cannot read the servers' health checks: {exc.__class__.__name__}: {exc}"
+        return {"bridge": PartHealth(False, False, why)}
+    parts: dict[str, PartHealth] = {
+        f"bridge.{s.server}": ServerHealth(s.ok, False, s.describe(), s.state, s.reason)
+        for s in states
+    }
+    down = [s.server for s in states if not s.ok]
+    summary = f"{len(states) - len(down)} of {len(states)} MCP server(s) available"
+    if down:
+        summary += "; not available: " + ", ".join(down)
+    return {"bridge": PartHealth(not down, False, summary), **parts}
+
+
 def _probe_detail(probe: dict[str, Any]) -> str:
     """The probe's reason, then which categories the backend serves and what it gives them."""
     detail = str(probe.get("reason", ""))
@@ -171,6 +212,7 @@ def health_report() -> dict[str, Any]:
             "worker": (_worker, True),
             "beat": (_beat, False),
             "probes": (_sandbox_probes, False),
+            "bridge": (_bridge, False),
         },
         deadline,
     )
@@ -183,6 +225,8 @@ def health_report() -> dict[str, Any]:
     )
     probes = found.pop("probes")
     probes = probes if isinstance(probes, dict) else {}
+    bridge = found.pop("bridge")
+    bridge = bridge if isinstance(bridge, dict) else {"bridge": bridge}
     parts: dict[str, PartHealth] = {
         "database": found["database"],
         "redis": found["redis"],
@@ -191,6 +235,7 @@ def health_report() -> dict[str, Any]:
         **probes,
         "code_execution": _code_execution(probes),
         "notifications": found["notifications"],
+        **bridge,
     }
     failing = sorted(name for name, part in parts.items() if part.required and not part.ok)
     degraded = ["beat"] if not parts["beat"].ok else []

@@ -17,6 +17,7 @@ from typing import Final, Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
+from common.config.binds import check_binds
 from common.strict import StrictModel
 from common.vocabulary.levels import context_action_types
 from common.vocabulary.network import (
@@ -123,6 +124,9 @@ class McpServer(StrictModel):
     network: tuple[str, ...] = ()
     secrets: dict[str, str] = Field(default_factory=dict)
     env: dict[str, str] = Field(default_factory=dict)
+    # stdio only: host paths bound read-only, at the same place, into this server's
+    # sandbox alone (its code, its modules), never into agents' sandboxes.
+    ro_binds: tuple[str, ...] = ()
     tools: McpToolRules = McpToolRules()
     enabled: bool = True
     timeout_seconds: float = Field(default=30.0, gt=0, le=600)
@@ -153,6 +157,11 @@ class McpServer(StrictModel):
                 raise ValueError(f"{entry!r} names no port; write host:port")
         return value
 
+    @field_validator("ro_binds")
+    @classmethod
+    def _binds(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        return check_binds(value)
+
     @field_validator("env")
     @classmethod
     def _env_names(cls, value: dict[str, str]) -> dict[str, str]:
@@ -174,7 +183,13 @@ class McpServer(StrictModel):
             except NetworkTargetError as exc:
                 raise ValueError(f"url: {exc}") from exc
             self._check_http_network()
-            stdio_only = {"sandbox", "env", "workspace", "state"} & self.model_fields_set
+            stdio_only = {
+                "sandbox",
+                "env",
+                "workspace",
+                "state",
+                "ro_binds",
+            } & self.model_fields_set
             if stdio_only:
                 raise ValueError(
                     f"{', '.join(sorted(stdio_only))}: only for transport stdio (an http "

@@ -19,6 +19,7 @@ from typing import Annotated, Any, Literal, cast
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
+from common.config.binds import check_binds
 from common.vocabulary.categories import ALL_CATEGORIES
 from common.vocabulary.sandbox import DEFAULT_SANDBOX_USER, SANDBOX_IMAGE
 
@@ -105,10 +106,17 @@ class NamespaceConfig(_Section):
     run_as_user: str = DEFAULT_SANDBOX_USER
     bwrap_path: str | None = None
     extra_safe_path_prefixes: tuple[str, ...] = ()
+    # Bound read-only into every namespace sandbox (agents' commands included); a stdio
+    # MCP server's own code goes in its entry's ``ro_binds`` instead.
     extra_ro_binds: tuple[str, ...] = ()
     tmpfs_size: ByteSize = 64 * 1024**2
     kill_grace_seconds: Seconds = 0.5
     use_cgroup: bool = True
+
+    @field_validator("extra_ro_binds")
+    @classmethod
+    def _binds(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        return check_binds(value)
 
 
 class LifecycleConfig(_Section):

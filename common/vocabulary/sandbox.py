@@ -8,3 +8,8 @@ DEFAULT_SANDBOX_USER = "synthorg-sandbox"
 SANDBOX_IMAGE_REPOSITORY = "synthorg-sandbox"
 SANDBOX_IMAGE_VERSION = "0.1.0"
 SANDBOX_IMAGE = f"{SANDBOX_IMAGE_REPOSITORY}:{SANDBOX_IMAGE_VERSION}"
+
+# What the isolating sandboxes mount of their own after the read-only binds (namespace:
+# /proc, /dev, a private /tmp, the workspace, the egress proxy's directory; docker: /tmp,
+# the workspace and the proxy's directory): a bind at or under one of them is hidden.
+SANDBOX_OWN_MOUNTS = ("/proc", "/dev", "/tmp", "/workspace", "/run/synthorg-egress")  # noqa: S108

@@ -32,6 +32,7 @@ from common.config.mcp import McpServer
 from common.config.sandbox import SandboxingConfig
 from tools_app.bridge.definitions import UpstreamTool
 from tools_app.bridge.launch import per_agent, stdio_launch
+from tools_app.bridge.stderr import StderrTail
 from tools_app.egress.decision import explicit_address_entries
 from tools_app.net.guard import CheckedEndpoint, EgressGuard
 from tools_app.net.pinned_request import pin_request
@@ -197,15 +198,16 @@ async def open_session(
     workspace: Path | None,
     sandboxing: SandboxingConfig,
     on_list_changed: OnListChanged | None = None,
-    errlog: Any = None,
+    stderr: StderrTail | None = None,
     egress_dir: Path | None = None,
     secret_env: Mapping[str, str] | None = None,
 ) -> AsyncIterator[ClientSession]:
     """An initialised session; the server (or connection) goes when the block ends.
 
     stdio: ``egress_dir`` gives the server its egress proxy (else no network),
-    ``secret_env`` its secrets' values (see ``launch``). http: ``secret_env`` holds the
-    values of its header secrets (asked of the broker when None)."""
+    ``secret_env`` its secrets' values (see ``launch``), ``stderr`` keeps the tail of
+    what it writes there (else it is discarded). http: ``secret_env`` holds the values
+    of its header secrets (asked of the broker when None)."""
     async with contextlib.AsyncExitStack() as stack:
         if server.transport == "stdio":
             if secret_env is None and not per_agent(server):
@@ -220,10 +222,16 @@ async def open_session(
             params = StdioServerParameters(
                 command=launch.argv[0], args=launch.argv[1:], env=launch.env, cwd="/"
             )
-            devnull = stack.enter_context(open("/dev/null", "w"))  # noqa: SIM115
-            read, write = await stack.enter_async_context(
-                stdio_client(params, errlog=errlog or devnull)
-            )
+            if stderr is not None:
+                stderr.redact((secret_env or {}).values())
+                # Closed however the start ends: the tail ends with the server.
+                stack.callback(stderr.spawned)
+                errlog = stderr.open()
+            else:
+                errlog = stack.enter_context(open("/dev/null", "w"))  # noqa: SIM115
+            read, write = await stack.enter_async_context(stdio_client(params, errlog=errlog))
+            if stderr is not None:
+                stderr.spawned()
         else:
             # A call brings its values (asked of the broker with its invocation); the
             # listing of discovery and health checks asks for the shared grant here.

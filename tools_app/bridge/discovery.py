@@ -8,8 +8,10 @@ whenever the listing taken before a call does not show the called tool's pinned
 definition. Workers are where servers may be started (inside
 their sandboxes); web nodes never start one and learn the tools from the records
 (``UpstreamToolRecord``), the place every node shares. A server that cannot be started
-or listed makes its recorded tools unavailable with the reason; a server the config no
-longer names, too.
+or listed makes its recorded tools unavailable with the reason (the audit row and the
+log line carry the tail of a stdio server's standard error); a server the config no
+longer names, too. Each listing's outcome is also the server's state on /healthz and
+the tools pages (``bridge.health``).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from common.settings_config import synthorg_config
 from tools_app.bridge.catalog import forget_records
 from tools_app.bridge.connect import list_upstream_tools, open_session
 from tools_app.bridge.definitions import UpstreamTool, contract_name
+from tools_app.bridge.health import record_server_state
 from tools_app.bridge.pinning import upstream_pin
 from tools_app.bridge.services import (
     bridge_discovery_record,
@@ -34,6 +37,8 @@ from tools_app.bridge.services import (
     bridge_servers_unconfigured,
 )
 from tools_app.bridge.standing import CallRefusal, refusal_before_call
+from tools_app.bridge.stderr import StderrTail
+from tools_app.secrets import known_secrets_now
 
 log = structlog.get_logger("synthorg.bridge")
 _stop = threading.Event()
@@ -76,11 +81,12 @@ def refusal_at_call(server: McpServer, tools: Sequence[UpstreamTool], tool: str)
     )
 
 
-async def list_server(server: McpServer) -> list[UpstreamTool]:
-    """Start (or connect to) ``server`` once, list its tools, stop it."""
+async def list_server(server: McpServer, stderr: StderrTail | None = None) -> list[UpstreamTool]:
+    """Start (or connect to) ``server`` once, list its tools, stop it; ``stderr`` keeps
+    the tail of what a stdio server wrote there."""
     async with asyncio.timeout(settings.SYNTHORG_BRIDGE_START_SECONDS):
         async with open_session(
-            server, workspace=None, sandboxing=synthorg_config().sandboxing
+            server, workspace=None, sandboxing=synthorg_config().sandboxing, stderr=stderr
         ) as session:
             return await list_upstream_tools(session, server.name)
 
@@ -97,19 +103,27 @@ def _reason(exc: BaseException) -> str:
     return f"it could not be started or listed ({detail})"
 
 
-def discover_server(server: McpServer) -> list[str]:
-    """List ``server`` and record the result, or record why its tools are unavailable."""
+def discover_server(server: McpServer, *, servers: int = 1) -> list[str]:
+    """List ``server`` and record the result, or record why its tools are unavailable
+    (``servers``: how many the round checks)."""
+    stderr = StderrTail() if server.transport == "stdio" else None
     try:
-        tools = asyncio.run(list_server(server))
+        tools = asyncio.run(list_server(server, stderr))
     except BaseException as exc:
         if isinstance(exc, KeyboardInterrupt | SystemExit):
             raise
         reason = f"the MCP server {server.name} failed its health check: {_reason(exc)}"
-        log.warning("bridge_server_unavailable", server=server.name, reason=reason)
         close_old_connections()
-        changed = bridge_server_unavailable(server=server.name, reason=reason)
+        said = stderr.text(known_secrets=known_secrets_now()) if stderr is not None else ""
+        log.warning("bridge_server_unavailable", server=server.name, reason=reason, stderr=said)
+        record_server_state(server, available=False, reason=reason, stderr=said, servers=servers)
+        changed = bridge_server_unavailable(server=server.name, reason=reason, stderr=said)
         forget_records()
         return changed
+    finally:
+        if stderr is not None:
+            stderr.spawned()
+    record_server_state(server, available=True, tools=len(tools), servers=servers)
     return record_listing(server, tools)
 
 
@@ -120,7 +134,7 @@ def discovery_round() -> None:
     bridge_servers_unconfigured(configured=[s.name for s in servers])
     for server in servers:
         try:
-            discover_server(server)
+            discover_server(server, servers=len(servers))
         except Exception:
             log.exception("bridge_discovery_failed", server=server.name)
 

@@ -11,9 +11,11 @@ Network: none, unless the entry's ``network`` allowlist names hosts; then the wa
 server's egress directory (``tools_app.bridge.egress``) is bound at
 ``inside.MOUNT_POINT``, the server runs under the forwarder on its own loopback and the
 proxy variables point there: the proxy is its only way out (docker keeps ``--network
-none``). Secrets: the values the broker gave for the server's ``secrets`` become
-environment variables; docker's argv names them (``-e NAME``) and the values travel in
-the client's environment only, never in an argv.
+none``). The entry's ``ro_binds`` (the server's code) are bound read-only into this
+server's sandbox only; one missing on this host refuses the start, naming it. Secrets:
+the values the broker gave for the server's ``secrets`` become environment variables;
+docker's argv names them (``-e NAME``) and the values travel in the client's
+environment only, never in an argv.
 """
 
 from __future__ import annotations
@@ -67,6 +69,18 @@ def per_agent(server: McpServer) -> bool:
     return server.state == "agent" or server.workspace == "agent"
 
 
+def _check_ro_binds(server: McpServer) -> None:
+    """Refuse to start a server whose own binds are missing here (bubblewrap would
+    leave them out and the server would fail without saying why)."""
+    missing = [path for path in server.ro_binds if not os.path.exists(path)]
+    if missing:
+        raise SandboxUnavailableError(
+            server.backend,
+            f"ro_binds of the MCP server {server.name}: {', '.join(missing)} does not exist "
+            "on this worker",
+        )
+
+
 def _empty_workspace(uid: int | None) -> Path:
     made = Path(tempfile.mkdtemp(prefix="synthorg-mcp-"))
     if uid is not None:
@@ -84,7 +98,7 @@ def _namespace(
         run_as_user=n.run_as_user,
         bwrap_path=n.bwrap_path,
         extra_safe_path_prefixes=n.extra_safe_path_prefixes,
-        extra_ro_binds=n.extra_ro_binds,
+        extra_ro_binds=(*n.extra_ro_binds, *server.ro_binds),
         tmpfs_size_bytes=n.tmpfs_size,
         use_cgroup=False,
     )
@@ -143,6 +157,7 @@ def _docker(
         command = forwarded_argv(command)
         egress_args = ["-v", f"{egress_dir}:{EGRESS_INSIDE}:ro"]
         egress_args += [a for name, value in proxy_env().items() for a in ("-e", f"{name}={value}")]
+    binds = [a for path in server.ro_binds for a in ("-v", f"{path}:{path}:ro")]
     argv = [
         docker, "run", "-i", "--rm", "--network", "none", "--read-only",
         "--cap-drop", "ALL", "--security-opt", "no-new-privileges",
@@ -151,6 +166,7 @@ def _docker(
         "--label", "synthorg.managed=true", "--label", f"synthorg.mcp_server={server.name}",
         "-v", f"{resolve_workspace(workspace)}:{WORKSPACE_INSIDE}:rw", "-w", WORKSPACE_INSIDE,
         *egress_args,
+        *binds,
         *[a for name in env_values for a in ("-e", name)],
         d.image, *command,
     ]  # fmt: skip
@@ -171,5 +187,6 @@ def stdio_launch(
     ``egress_dir``: the server's egress directory (its proxy is the only way out), or
     None for no network. ``secret_env``: the broker's values for its ``secrets``.
     """
+    _check_ro_binds(server)
     build = _docker if server.backend == "docker" else _namespace
     return build(server, workspace, config, egress_dir=egress_dir, secret_env=secret_env or {})

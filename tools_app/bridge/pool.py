@@ -49,6 +49,7 @@ from tools_app.bridge.connect import list_upstream_tools, open_session
 from tools_app.bridge.egress import ServerEgress, has_proxy, write_server_records
 from tools_app.bridge.launch import per_agent
 from tools_app.bridge.results import outcome_from_result
+from tools_app.bridge.stderr import StderrTail
 from tools_app.builtin.base import (
     CANCELLED_CODE,
     ToolContext,
@@ -115,6 +116,7 @@ class BridgePool:
     ) -> None:
         """The task that holds the session open until told to stop (or it fails)."""
         loop = asyncio.get_running_loop()
+        stderr = StderrTail() if warm.server.transport == "stdio" else None
         try:
             if has_proxy(warm.server):
                 warm.egress = await loop.run_in_executor(None, ServerEgress, warm.server)
@@ -123,6 +125,7 @@ class BridgePool:
                 workspace=workspace,
                 sandboxing=synthorg_config().sandboxing,
                 on_list_changed=lambda: self._list_changed(warm),
+                stderr=stderr,
                 egress_dir=warm.egress.directory if warm.egress is not None else None,
                 secret_env=secret_env,
             ) as session:
@@ -134,6 +137,13 @@ class BridgePool:
                 await warm.stop.wait()
         except BaseException as exc:
             warm.error = exc
+            if stderr is not None and isinstance(exc, Exception):
+                # The server failed to start or died: its last words go to the log.
+                said = await loop.run_in_executor(None, _stderr_text, stderr)
+                log.warning(
+                    "bridge_server_failed", server=warm.server.name, error=_describe(exc),
+                    stderr=said,
+                )  # fmt: skip
         finally:
             warm.session = None
             if warm.egress is not None:
@@ -282,6 +292,12 @@ class BridgePool:
                 if (warm.busy == 0 and idle) or not warm.alive:
                     log.info("bridge_server_stopped", server=warm.server.name, idle=idle)
                     await self._stop(warm)
+
+
+def _stderr_text(stderr: StderrTail) -> str:
+    from tools_app.secrets import known_secrets_now
+
+    return stderr.text(known_secrets=known_secrets_now())
 
 
 def _digest(secret_env: Mapping[str, str]) -> str:

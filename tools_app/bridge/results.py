@@ -4,7 +4,8 @@ Text blocks are joined; images and audio become a placeholder line in the text a
 the server returned no structured content, their data under ``content`` of the structured
 result; embedded text resources are quoted with their URI; links are named. Everything
 beyond ``max_bytes`` (UTF-8 of the text plus the data of binary blocks) is cut and the
-outcome flagged ``truncated``. ``isError`` results carry the server's own message.
+outcome flagged ``truncated``. ``isError`` results carry the server's own message, and
+its structured content too (a server may say in it what went wrong).
 
 A text (or a text resource) that is a JSON document is read as data: JSON spells an
 escape or an invisible character as ``\\u001b``, which the text sanitiser cannot see but
@@ -165,6 +166,7 @@ def outcome_from_result(
     if result.is_error:
         return ToolOutcome(
             content=text or "the MCP server reported an error without a message",
+            structured=structured,
             is_error=True,
             error_code=UPSTREAM_ERROR,
             truncated=budget.truncated,

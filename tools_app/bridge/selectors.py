@@ -1,5 +1,6 @@
 """Reads of upstream tool pins: the admins' review page, the operators' inbox, and which
-upstream tools the agents' listings show (and with which of their server's words)."""
+upstream tools the agents' listings show (and with which of their server's words); and
+the configured servers as the tools pages show them (state, reason, tools recorded)."""
 
 from __future__ import annotations
 
@@ -9,10 +10,11 @@ from typing import Any
 
 from tools_app.bridge.definitions import ServerWords, server_words
 from tools_app.bridge.diff import DiffLine, definition_diff, readable_definition
+from tools_app.bridge.health import NOT_CHECKED, ServerState, server_states
 from tools_app.bridge.pinning import pin_standing
 from tools_app.bridge.standing import shown_to_agents
 from tools_app.bridge.tool import BridgedTool
-from tools_app.models import UpstreamToolPin
+from tools_app.models import UpstreamToolPin, UpstreamToolRecord
 from trust_app.policy import name_key
 
 _WAITING = (UpstreamToolPin.Status.HELD, UpstreamToolPin.Status.REJECTED)
@@ -105,3 +107,42 @@ def upstream_server_words(names: Iterable[str]) -> dict[str, ServerWords]:
         contract_name__in=wanted, status=UpstreamToolPin.Status.PINNED
     ).values_list("contract_name", "pinned_definition")
     return {name: server_words(definition) for name, definition in pins}
+
+
+@dataclass(frozen=True)
+class ServerView:
+    """One configured upstream server on the tools pages."""
+
+    health: ServerState
+    recorded: int  # its tools the console knows of
+    available: int  # of those, callable now
+    unavailable: dict[str, str]  # the others: contract name -> reason
+
+
+def upstream_servers() -> list[ServerView]:
+    """Every configured server with its last health check and its recorded tools."""
+    from common.settings_config import synthorg_config
+
+    servers = synthorg_config().mcp_servers
+    if not servers:
+        return []
+    try:
+        states = server_states(servers)
+    except Exception:  # Redis unreadable: its own part of /healthz says so
+        states = [ServerState(s.name, s.transport, NOT_CHECKED) for s in servers]
+    rows = UpstreamToolRecord.objects.filter(server__in=[s.name for s in servers])
+    by_server: dict[str, list[UpstreamToolRecord]] = {}
+    for row in rows.order_by("name"):
+        by_server.setdefault(row.server, []).append(row)
+    views = []
+    for state in states:
+        records = by_server.get(state.server, [])
+        views.append(
+            ServerView(
+                health=state,
+                recorded=len(records),
+                available=sum(1 for r in records if r.available),
+                unavailable={r.name: r.reason for r in records if not r.available},
+            )
+        )
+    return views

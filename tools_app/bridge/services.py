@@ -199,29 +199,30 @@ def _server_was_unavailable(server: str) -> tuple[bool, str]:
     return True, str(last["reason"])
 
 
-def _audit_server(server: str, *, available: bool, reason: str = "") -> None:
+def _audit_server(server: str, *, available: bool, reason: str = "", stderr: str = "") -> None:
     audit_record(
         kind=SERVER_AVAILABLE if available else SERVER_UNAVAILABLE,
         actor=ACTOR,
         category=CATEGORY,
         outcome="available" if available else "unavailable",
         reason=reason,
-        data={"server": server},
+        data={"server": server, **({"stderr": stderr} if stderr else {})},
     )
 
 
 @transaction.atomic
-def bridge_server_unavailable(*, server: str, reason: str) -> list[str]:
+def bridge_server_unavailable(*, server: str, reason: str, stderr: str = "") -> list[str]:
     """Every tool of ``server`` unavailable with ``reason`` (it vanished or failed health).
 
     The server itself gets a row too (once per reason), so a server that never listed a
     tool (refused by the SSRF guard, its secrets not granted, never answering) still says
-    why to the admins reading the audit log.
+    why to the admins reading the audit log; ``stderr``, the sanitised tail of what a
+    stdio server wrote there, goes in its ``data.stderr``.
     """
     rows = UpstreamToolRecord.objects.select_for_update().filter(server=server)
     changed = [row.name for row in rows if _mark_unavailable(row, reason)]
     if _server_was_unavailable(server) != (True, reason):
-        _audit_server(server, available=False, reason=reason)
+        _audit_server(server, available=False, reason=reason, stderr=stderr)
     return changed
 
 

@@ -1,4 +1,5 @@
-"""The admins' review of upstream MCP tools: held definitions, their diff and findings."""
+"""The admins' review of upstream MCP tools: each server's state (with the tail of a
+failed stdio server's standard error), held definitions, their diff and findings."""
 
 from __future__ import annotations
 
@@ -13,13 +14,19 @@ from common.errors import SynthOrgError
 from common.page_access import page_for
 from common.roles import Role
 from tools_app.bridge.pinning import upstream_pin_accept, upstream_pin_reject
-from tools_app.bridge.selectors import upstream_pins_for_review
+from tools_app.bridge.selectors import upstream_pins_for_review, upstream_servers
 
 TEMPLATE = "tools/upstream.html"
 
 
 def _page(request: HttpRequest, *, status: int = 200, **extra: Any) -> HttpResponse:
-    context = {"reviews": upstream_pins_for_review(), "errors": {}, "typed": {}, **extra}
+    context = {
+        "reviews": upstream_pins_for_review(),
+        "servers": upstream_servers(),
+        "errors": {},
+        "typed": {},
+        **extra,
+    }
     return render(request, TEMPLATE, context, status=status)
 
 

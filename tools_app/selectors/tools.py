@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from audit_app.models import AuditEvent
-from tools_app.models import ToolDefinition
+from tools_app.models import ToolDefinition, UpstreamToolRecord
 from tools_app.registry import backend_for, tool_catalog
 
 
@@ -28,6 +28,8 @@ class RegistryEntry:
     disabled_by: str = ""
     disabled_reason: str = ""
     disabled_at: datetime | None = None
+    # An upstream tool its server's last listing left unavailable: why.
+    unavailable_reason: str = ""
 
 
 def tools_disabled_by(names: list[str]) -> dict[str, AuditEvent]:
@@ -44,6 +46,9 @@ def tool_registry_entries() -> list[RegistryEntry]:
     """Every tool this process can run, with whether an admin switched it off, who and why."""
     rows = {row.name: row for row in ToolDefinition.objects.all()}
     disabled = tools_disabled_by([name for name, row in rows.items() if not row.enabled])
+    unavailable = dict(
+        UpstreamToolRecord.objects.filter(available=False).values_list("name", "reason")
+    )
     entries = []
     for contract in tool_catalog():
         row = rows.get(contract.name)
@@ -64,6 +69,7 @@ def tool_registry_entries() -> list[RegistryEntry]:
                 disabled_by=event.actor_name if event else "",
                 disabled_reason=event.reason if event else "",
                 disabled_at=event.created_at if event else None,
+                unavailable_reason=unavailable.get(contract.name, ""),
             )
         )
     return sorted(entries, key=lambda e: (e.category, e.name))

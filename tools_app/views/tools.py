@@ -13,6 +13,7 @@ from common.errors import InvalidArgumentError, NotFoundError
 from common.page_access import is_admin, page_for
 from common.roles import Role
 from common.settings_config import synthorg_config
+from tools_app.bridge.selectors import upstream_servers
 from tools_app.selectors.tools import tool_registry_entries
 from tools_app.services.tool_registry import tool_enabled_set
 
@@ -21,7 +22,8 @@ REASON_MAX_LENGTH = 500
 
 @page_for()
 def tool_index(request: HttpRequest) -> HttpResponse:
-    """Category, action type, safety class, backend, definition hash and L1/L2 of every tool."""
+    """Category, action type, safety class, backend, definition hash and L1/L2 of every
+    tool; the upstream MCP servers with their state (a failed one's stderr for admins)."""
     return render(
         request,
         "tools/list.html",
@@ -29,6 +31,7 @@ def tool_index(request: HttpRequest) -> HttpResponse:
             "entries": tool_registry_entries(),
             "can_switch": is_admin(request),
             "code_execution_backend": synthorg_config().sandboxing.backend_for("code_execution"),
+            "servers": upstream_servers(),
         },
     )
 

@@ -23,6 +23,7 @@ from common.vocabulary.levels import (
     NetworkMode,
     TerminalAccess,
 )
+from common.vocabulary.names import name_key
 from common.vocabulary.network import (
     Endpoint,
     NetworkTargetError,
@@ -30,6 +31,7 @@ from common.vocabulary.network import (
     parse_host_port,
     parse_url,
 )
+from common.vocabulary.programs import code_runner_hint
 from trust_app.policy.agent import AgentPolicy
 from trust_app.policy.decision import Rule
 from trust_app.policy.paths import check_path_characters, check_path_scope
@@ -40,6 +42,8 @@ Violation = tuple[Rule, str]
 _SHELL_METACHARACTERS: Final = frozenset(";&|`$<>(){}*?!#\n\r")
 _QUOTING: Final = frozenset("'\"\\")
 _ASK_ADMIN: Final = "ask an admin to change this agent's permissions if the task needs it"
+# The tool a refused interpreter's code can run in (tools_app.builtin.code).
+CODE_RUNNER: Final = "code_runner"
 
 
 def _uses_network(tool: ToolView) -> bool:
@@ -173,15 +177,30 @@ def _network_violation(agent: AgentPolicy, argument: str, value: object, url: bo
     return None if problem is None else f"argument {argument!r}: {problem}"
 
 
+def _pointed(agent: AgentPolicy, refusal: str, program: object) -> str:
+    """``refusal``, pointing to code_runner when ``program`` is an interpreter it offers
+    and this agent may call it."""
+    if not isinstance(program, str) or agent.constraints.code_execution is CodeExecution.NONE:
+        return refusal
+    key = name_key(CODE_RUNNER)
+    if key in agent.denied_keys or not (
+        ToolCategory.CODE_EXECUTION.value in agent.categories or key in agent.allowed_keys
+    ):
+        return refusal
+    hint = code_runner_hint(program)
+    return refusal if hint is None else f"{refusal}. {hint}"
+
+
 def _command_violation(agent: AgentPolicy, argument: str, value: object) -> str | None:
     if agent.constraints.terminal is TerminalAccess.FULL:
         return None
     if isinstance(value, str):
         if any(ch in _SHELL_METACHARACTERS for ch in value):
-            return (
+            refusal = (
                 f"argument {argument!r}: shell operators are not allowed under restricted "
                 "terminal access; run one command at a time"
             )
+            return _pointed(agent, refusal, next(iter(value.split()), ""))
         argv: list[object]
         if _QUOTING.isdisjoint(value):
             argv = list(value.split())  # shlex is slow and adds nothing without quoting
@@ -197,10 +216,11 @@ def _command_violation(agent: AgentPolicy, argument: str, value: object) -> str 
     program = argv[0] if argv else ""
     if not isinstance(program, str) or program not in agent.allowed_commands:
         allowed = ", ".join(sorted(agent.allowed_commands)) or "none"
-        return (
+        refusal = (
             f"argument {argument!r}: command {program!r} is not allowed under restricted "
             f"terminal access (allowed: {allowed})"
         )
+        return _pointed(agent, refusal, program)
     return None
 
 

@@ -1,11 +1,12 @@
 """Refusals point to the tool that does the job, and descriptions say what a tool does
 not do.
 
-shell_command refusing an interpreter that code_runner offers names code_runner (its
-own refusal, checked at the tool with the real namespace sandbox: at the shipped
-levels the policy denies such a command before the tool runs), and code_runner runs
-the same code through the API; git_commit's description says that `all: true` does
-not add new files, and a commit through the API and a real worker shows it does not.
+shell_command refusing an interpreter that code_runner offers names code_runner: its
+own refusal, checked at the tool with the real namespace sandbox, and the policy's,
+which at the shipped levels denies such a command before the tool runs (through the
+API at `standard`); code_runner runs the same code through the API; git_commit's
+description says that `all: true` does not add new files, and a commit through the API
+and a real worker shows it does not.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 import pytest
 
 from common.testing import RunningProcess
+from common.vocabulary.programs import CODE_RUNNER_LANGUAGES, program_family
 from tests.tools_app.api import conftest as api_fixtures
 from tests.tools_app.api.conftest import AgentClient
 from tests.tools_app.builtin.fs_fixtures import make_context, namespace_backend
@@ -26,8 +28,6 @@ from tests.tools_app.builtin.git_fixtures import make_repo
 from tools_app.builtin.base import RefusalCode, ToolRefusedError
 from tools_app.builtin.code.tools import LANGUAGES
 from tools_app.builtin.terminal import tools as terminal
-from tools_app.builtin.terminal.shell.families import program_family
-from tools_app.builtin.terminal.tools import CODE_RUNNER_LANGUAGES
 from trust_app.models import AgentPermissions
 from trust_app.services.agents import workspace_grant
 
@@ -98,6 +98,49 @@ def test_shell_command_refusing_an_interpreter_code_runner_offers_names_code_run
         assert not ran.is_error and "hello from the workspace" in ran.content
     finally:
         sandbox.close()
+
+
+def _decided(client: AgentClient, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    response = client.call(tool, arguments, wait=60, idempotency_key=uuid.uuid4().hex)
+    assert response.status_code == 201, response.text
+    answer: dict[str, Any] = response.json()
+    assert answer["status"] in ("denied", "succeeded", "failed"), answer
+    return answer
+
+
+@pytest.mark.parametrize(
+    ("arguments", "language"),
+    [
+        ({"argv": ["python3", "-c", "print(6 * 7)"]}, "python"),
+        ({"argv": ["/usr/bin/python3.11", "job.py"]}, "python"),
+        ({"argv": ["bash", "job.sh"]}, "shell"),
+        ({"command": "python3 -c 'print(6 * 7)'"}, "python"),
+    ],
+    ids=["argv", "path-and-version", "shell", "command-line"],
+)
+def test_at_standard_the_policy_refusing_an_interpreter_names_code_runner(
+    make_agent: Callable[..., AgentClient], arguments: dict[str, Any], language: str
+) -> None:
+    """Through the API at the shipped `standard` level: the policy denies the command
+    before the tool runs, and its reason points to code_runner."""
+    client = make_agent("standard", autonomy="full")
+    denied = _decided(client, "shell_command", arguments)
+    assert denied["status"] == "denied", denied
+    reason = denied["decision"]["reason"]
+    assert "restricted terminal access" in reason
+    assert f'use the code_runner tool (language "{language}")' in reason, reason
+    assert "code_runner" in denied["error"]["message"], denied["error"]
+    # Control: a refused program code_runner does not run gets no such pointer.
+    curl = _decided(client, "shell_command", {"argv": ["curl", "--version"]})
+    assert curl["status"] == "denied" and "code_runner" not in curl["decision"]["reason"]
+    # Control: an agent that may not call code_runner is not pointed at it.
+    barred = make_agent("standard", autonomy="full", denied=["code_runner"])
+    refused = _decided(barred, "shell_command", arguments)
+    assert refused["status"] == "denied" and "code_runner" not in refused["decision"]["reason"]
+    # Positive control: a program on the level's list runs for the same agent.
+    listed = _decided(client, "shell_command", {"argv": ["cat", "notes.txt"]})
+    assert listed["status"] in ("succeeded", "failed"), listed
+    assert listed["decision"]["outcome"] != "deny", listed
 
 
 def test_code_runner_runs_the_python_shell_command_refuses(

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from common.vocabulary.categories import SafetyClass, ToolCategory
+from common.vocabulary.programs import code_runner_hint
 from tools_app.builtin.base import (
     RefusalCode,
     ToolContext,
@@ -121,22 +122,12 @@ COMMAND_MODE_OFF: Final = (
 )
 
 
-# Program families code_runner runs code with, and the `language` it takes for each
-# (tools_app.builtin.code.tools.LANGUAGES; the code tools import this package, so the
-# table is kept here and checked against theirs by the tests).
-CODE_RUNNER_LANGUAGES: Final = {"python": "python", "sh": "shell"}
-
-
 def _refused(exc: CommandRefusedError) -> ToolRefusedError:
     """BINARY_NOT_ALLOWED; for an interpreter code_runner offers, naming that tool."""
-    offered = sorted(CODE_RUNNER_LANGUAGES[f] for f in exc.families if f in CODE_RUNNER_LANGUAGES)
-    if not offered:
+    hint = next((h for f in sorted(exc.families) if (h := code_runner_hint(f))), None)
+    if hint is None:
         return ToolRefusedError(RefusalCode.BINARY_NOT_ALLOWED, exc.reason)
-    return ToolRefusedError(
-        RefusalCode.BINARY_NOT_ALLOWED,
-        f"{exc.reason}. To run {offered[0]} code, use the code_runner tool "
-        f'(language "{offered[0]}"), which runs it in an isolated sandbox without network',
-    )
+    return ToolRefusedError(RefusalCode.BINARY_NOT_ALLOWED, f"{exc.reason}. {hint}")
 
 
 def _workspace_path(context: ToolContext, raw: object) -> AgentPath:

@@ -1,4 +1,8 @@
-"""manage.py synthorg_config check [PATH]: validate the YAML config, field by field."""
+"""manage.py synthorg_config check [PATH]: validate the YAML config, field by field.
+
+Beyond what loading checks, the read-only binds are looked up on this host: a path
+that does not exist would be left out of the sandbox without a word.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 
 from common.config import ConfigError, load_config
+from common.config.binds import missing_binds
 from tools_app.contracts import ContractError
 
 
@@ -28,6 +33,9 @@ class Command(BaseCommand):
             sys.exit(1)
         try:
             config = load_config(path)
+            missing = missing_binds(config)
+            if missing:
+                raise ConfigError(str(path), missing)
             from tools_app.registry import build_catalog
 
             catalog = build_catalog(config, source=str(path))
