@@ -201,6 +201,22 @@ def secrets_for_server(
     server, a grant without an agent). SecretNotGrantedError / SecretUnavailableError
     otherwise: start the server without it and say so; never fall back to no secret
     silently."""
+    return {
+        target: granted.value
+        for target, granted in granted_secrets_for_server(
+            agent=agent, server=server, credentials=credentials, invocation_id=invocation_id
+        ).items()
+    }
+
+
+def granted_secrets_for_server(
+    *,
+    agent: Agent | None,
+    server: str,
+    credentials: Mapping[str, str],
+    invocation_id: uuid.UUID | None = None,
+) -> dict[str, GrantedSecret]:
+    """As `secrets_for_server`, with each grant's hosts and injection (sealed use)."""
     unique = list(dict.fromkeys(credentials.values()))
     values = _values(agent=agent, names=unique, tool="", server=server, invocation_id=invocation_id)
-    return {target: values[name].value for target, name in credentials.items()}
+    return {target: values[name] for target, name in credentials.items()}

@@ -128,7 +128,10 @@ def bridged(
     copy_var(prepared_var, root / "var")
     env = make_run_env(root / "var")
     manage(env, "synthorg_secret", "set", "bridge-service-token", stdin=SERVICE_TOKEN)
-    manage(env, "synthorg_secret", "grant", "bridge-service-token", "--server", "netpy")
+    manage(
+        env, "synthorg_secret", "grant", "bridge-service-token", "--server", "netpy",
+        "--host", f"127.0.0.1:{web.port}", "--inject", "bearer",
+    )  # fmt: skip
     launcher = start_launcher(
         root / "var",
         root / "launcher.log",
@@ -413,11 +416,14 @@ def test_a_networked_server_reaches_its_allowlist_and_its_secret_never_the_agent
     )
     assert refused["result"]["content"].startswith("REFUSED 403"), refused
     assert web.count("/ok") == 1 and web.count() == 1
+    # Sealed: the server's request to the granted host carried the value...
+    assert web.requests[0].header_values("Authorization") == [f"Bearer {SERVICE_TOKEN}"]
     echoed = rest_call(console, "build-bot", "netpy__env", {"name": "SERVICE_TOKEN"})
     assert echoed["status"] == "succeeded", echoed
     content = echoed["result"]["content"]
-    # The server had the value (its digest), and the agent reads neither it nor its base64.
-    assert hashlib.sha256(SERVICE_TOKEN.encode()).hexdigest() in content, content
+    # ...while the server itself held the reference only, and the agent reads no value.
+    assert "SERVICE_TOKEN=${secret:bridge-service-token}" in content, content
+    assert hashlib.sha256(SERVICE_TOKEN.encode()).hexdigest() not in content, content
     encoded = base64.b64encode(SERVICE_TOKEN.encode()).decode().rstrip("=")
     assert SERVICE_TOKEN not in content and encoded not in content, content
     admin = console.person("admin")

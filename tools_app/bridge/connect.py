@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +30,9 @@ from mcp.client.streamable_http import streamable_http_client
 
 from common.config.mcp import McpServer
 from common.config.sandbox import SandboxingConfig
+from tools_app.bridge.credentials import placeholders
 from tools_app.bridge.definitions import UpstreamTool
-from tools_app.bridge.launch import per_agent, stdio_launch
+from tools_app.bridge.launch import stdio_launch
 from tools_app.bridge.stderr import StderrTail
 from tools_app.egress.decision import explicit_address_entries
 from tools_app.net.guard import CheckedEndpoint, EgressGuard
@@ -201,19 +202,21 @@ async def open_session(
     stderr: StderrTail | None = None,
     egress_dir: Path | None = None,
     secret_env: Mapping[str, str] | None = None,
+    secret_values: Iterable[str] = (),
 ) -> AsyncIterator[ClientSession]:
     """An initialised session; the server (or connection) goes when the block ends.
 
     stdio: ``egress_dir`` gives the server its egress proxy (else no network),
-    ``secret_env`` its secrets' values (see ``launch``), ``stderr`` keeps the tail of
-    what it writes there (else it is discarded). http: ``secret_env`` holds the values
-    of its header secrets (asked of the broker when None)."""
+    ``secret_env`` its variables for its secrets (placeholders: the proxy adds the
+    values, ``credentials``), ``stderr`` keeps the tail of what it writes there (else it
+    is discarded; ``secret_values`` are redacted from it). http: ``secret_env`` holds
+    the values of its header secrets (asked of the broker when None)."""
     async with contextlib.AsyncExitStack() as stack:
         if server.transport == "stdio":
-            if secret_env is None and not per_agent(server):
-                # Discovery and health checks start a shared server with its shared grant,
-                # as a call would (a per-agent server is listed without: no agent here).
-                secret_env = await server_headers(server)
+            if secret_env is None:
+                # Discovery and health checks list a server with no value anywhere: its
+                # variables hold the placeholders, and no proxy adds anything.
+                secret_env = placeholders(server)
             launch = stdio_launch(
                 server, workspace=workspace, config=sandboxing,
                 egress_dir=egress_dir, secret_env=secret_env,
@@ -223,7 +226,7 @@ async def open_session(
                 command=launch.argv[0], args=launch.argv[1:], env=launch.env, cwd="/"
             )
             if stderr is not None:
-                stderr.redact((secret_env or {}).values())
+                stderr.redact(secret_values)
                 # Closed however the start ends: the tail ends with the server.
                 stack.callback(stderr.spawned)
                 errlog = stderr.open()

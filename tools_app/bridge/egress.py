@@ -48,8 +48,10 @@ def server_grant(server: McpServer) -> NetworkGrant:
 class ServerEgress:
     """The running egress proxy of one warm server (open it with ``open``)."""
 
-    def __init__(self, server: McpServer) -> None:
-        from tools_app.worker.egress import proxy_limits, proxy_resolver
+    def __init__(self, server: McpServer, sealed: tuple[Any, ...] = ()) -> None:
+        """``sealed``: the call's granted secrets (``secrets_app.broker.GrantedSecret``)
+        the proxy adds to the server's requests to their grants' hosts."""
+        from tools_app.worker.egress import proxy_limits, proxy_resolver, sealing_for
 
         self.server = server
         decider = EgressDecider(
@@ -62,6 +64,7 @@ class ServerEgress:
                 decider,
                 limits=proxy_limits(),
                 max_records=settings.SYNTHORG_EGRESS_MAX_AUDITED_CONNECTIONS,
+                **sealing_for(sealed),
             )
         )
         self.directory: Path = port.directory

@@ -30,7 +30,7 @@ from pathlib import Path
 from common.config.mcp import McpServer
 from common.config.sandbox import SandboxingConfig
 from tools_app.egress.mount import MOUNT_POINT as EGRESS_INSIDE
-from tools_app.egress.mount import forwarded_argv, proxy_env
+from tools_app.egress.mount import forwarded_argv, proxy_env, sealed_call
 from tools_app.sandbox.backends.namespace import (
     HOME_INSIDE,
     TMP_INSIDE,
@@ -121,7 +121,7 @@ def _namespace(
         os.environ, server.env, path=path, home=HOME_INSIDE, tmpdir=TMP_INSIDE, granted=secret_env
     )
     if egress_dir is not None:
-        env.update(proxy_env())
+        env.update(proxy_env(trust_bundle=sealed_call(egress_dir)))
     # The MCP client adds these from the worker's own environment unless they are set.
     env.update(PWD=WORKSPACE_INSIDE, USER=identity.name, LOGNAME=identity.name)
     env.setdefault("SHELL", "/bin/sh")
@@ -156,7 +156,8 @@ def _docker(
         # command line itself would use them.
         command = forwarded_argv(command)
         egress_args = ["-v", f"{egress_dir}:{EGRESS_INSIDE}:ro"]
-        egress_args += [a for name, value in proxy_env().items() for a in ("-e", f"{name}={value}")]
+        variables = proxy_env(trust_bundle=sealed_call(egress_dir))
+        egress_args += [a for name, value in variables.items() for a in ("-e", f"{name}={value}")]
     binds = [a for path in server.ro_binds for a in ("-v", f"{path}:{path}:ro")]
     argv = [
         docker, "run", "-i", "--rm", "--network", "none", "--read-only",

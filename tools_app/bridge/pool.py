@@ -46,6 +46,7 @@ from mcp.client.session import ClientSession
 from common.config.mcp import McpServer
 from common.settings_config import synthorg_config
 from tools_app.bridge.connect import list_upstream_tools, open_session
+from tools_app.bridge.credentials import ServerSecrets
 from tools_app.bridge.egress import ServerEgress, has_proxy, write_server_records
 from tools_app.bridge.launch import per_agent
 from tools_app.bridge.results import outcome_from_result
@@ -111,15 +112,15 @@ class BridgePool:
             self._lock = asyncio.Lock()
         return self._lock
 
-    async def _own(
-        self, warm: WarmServer, workspace: Path | None, secret_env: Mapping[str, str]
-    ) -> None:
+    async def _own(self, warm: WarmServer, workspace: Path | None, secrets: ServerSecrets) -> None:
         """The task that holds the session open until told to stop (or it fails)."""
         loop = asyncio.get_running_loop()
         stderr = StderrTail() if warm.server.transport == "stdio" else None
         try:
             if has_proxy(warm.server):
-                warm.egress = await loop.run_in_executor(None, ServerEgress, warm.server)
+                warm.egress = await loop.run_in_executor(
+                    None, ServerEgress, warm.server, secrets.sealed
+                )
             async with open_session(
                 warm.server,
                 workspace=workspace,
@@ -127,7 +128,8 @@ class BridgePool:
                 on_list_changed=lambda: self._list_changed(warm),
                 stderr=stderr,
                 egress_dir=warm.egress.directory if warm.egress is not None else None,
-                secret_env=secret_env,
+                secret_env=secrets.env,
+                secret_values=secrets.values,
             ) as session:
                 warm.session = session
                 # Checked against the pins before any call uses it: what this start of
@@ -214,11 +216,11 @@ class BridgePool:
 
     async def warm(
         self, server: McpServer, key: PoolKey, workspace: Path | None,
-        secret_env: Mapping[str, str] | None = None,
+        secrets: ServerSecrets | None = None,
     ) -> WarmServer:  # fmt: skip
         """A live session for ``key``: the warm one (pinged), else a new one."""
-        secret_env = dict(secret_env or {})
-        digest = _digest(secret_env)
+        secrets = secrets or ServerSecrets()
+        digest = _digest(secrets.digest_source)
         async with self.lock:
             warm = self.servers.get(key)
             if warm is not None and warm.secrets_digest != digest:
@@ -239,7 +241,7 @@ class BridgePool:
                 await self._stop(warm)
             await self._make_room()
             warm = WarmServer(key=key, server=server, secrets_digest=digest)
-            warm.task = asyncio.ensure_future(self._own(warm, workspace, secret_env))
+            warm.task = asyncio.ensure_future(self._own(warm, workspace, secrets))
             self.servers[key] = warm
             try:
                 await asyncio.wait_for(warm.ready.wait(), settings.SYNTHORG_BRIDGE_START_SECONDS)
@@ -259,10 +261,10 @@ class BridgePool:
     async def call(
         self, server: McpServer, key: PoolKey, workspace: Path | None, tool: str,
         arguments: dict[str, Any], sent: threading.Event | None = None,
-        secret_env: Mapping[str, str] | None = None, pinned_hash: str | None = None,
+        secrets: ServerSecrets | None = None, pinned_hash: str | None = None,
     ) -> Any:  # fmt: skip
         """Call ``tool``; with ``pinned_hash``, only once the server lists that definition."""
-        warm = await self.warm(server, key, workspace, secret_env)
+        warm = await self.warm(server, key, workspace, secrets)
         if sent is not None:
             sent.set()  # the tool's timeout runs from here; starting has its own limit
         try:
@@ -376,7 +378,7 @@ def _cancelled(invocation_id: str | None) -> bool:
 
 def call_upstream(
     *, server: McpServer, tool: str, arguments: dict[str, Any], timeout: float,
-    context: ToolContext, secret_env: Mapping[str, str] | None = None,
+    context: ToolContext, secrets: ServerSecrets | None = None,
     pinned_hash: str | None = None,
 ) -> ToolOutcome:  # fmt: skip
     """Run one upstream call for a Celery task; its timeout and cancellation apply.
@@ -390,7 +392,7 @@ def call_upstream(
     sent = threading.Event()
     key = pool_key(server, context.agent_id)
     future = pool.submit(
-        pool.call(server, key, workspace, tool, arguments, sent, secret_env, pinned_hash)
+        pool.call(server, key, workspace, tool, arguments, sent, secrets, pinned_hash)
     )
     deadline: float | None = None
     while True:

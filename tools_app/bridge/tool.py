@@ -116,14 +116,14 @@ class BridgedTool:
         timeout = float(context.settings.get("timeout_seconds") or server.timeout_seconds)
         started = time.monotonic()
         outcome_code, reason = "ok", ""
-        redact = SecretRedactor({})
+        redact = SecretRedactor(())
         key = pool_key(server, context.agent_id)
         try:
-            secret_env = server_secret_values(
+            secrets = server_secret_values(
                 server, agent_id=key[1], invocation_id=context.invocation_id,
                 tool=self.contract.name,
             )  # fmt: skip
-            redact = SecretRedactor(secret_env)
+            redact = SecretRedactor(secrets.values)
             outcome = redact.outcome(
                 call_upstream(
                     server=server,
@@ -131,7 +131,7 @@ class BridgedTool:
                     arguments=dict(arguments),
                     timeout=timeout,
                     context=context,
-                    secret_env=secret_env,
+                    secrets=secrets,
                     pinned_hash=pinned_hash,
                 )
             )

@@ -69,6 +69,14 @@ def seals_of(sealed: Iterable[GrantedSecret]) -> tuple[Seal, ...]:
     )
 
 
+def sealing_for(sealed: Iterable[GrantedSecret]) -> dict[str, Any]:
+    """The proxy's ``seals``, ``authority`` and ``upstream_tls`` for these secrets."""
+    seals = seals_of(sealed)
+    if not seals:
+        return {}
+    return {"seals": seals, "authority": egress_authority(), "upstream_tls": _upstream_tls()}
+
+
 def invocation_egress(invocation: Any, sealed: Iterable[GrantedSecret] = ()) -> LocalEgressGateway:
     """The gateway a tool of ``invocation`` opens its sandbox's network through; with
     ``sealed`` secrets, its proxy adds them to requests to their grants' hosts."""
@@ -77,14 +85,11 @@ def invocation_egress(invocation: Any, sealed: Iterable[GrantedSecret] = ()) -> 
         if records or unrecorded:
             egress_connections_record(invocation=invocation, records=records, unrecorded=unrecorded)
 
-    seals = seals_of(sealed)
     return LocalEgressGateway(
         agent_name=invocation.agent.name,
         resolver=proxy_resolver(),
         limits=proxy_limits(),
         on_records=record,
         max_records=settings.SYNTHORG_EGRESS_MAX_AUDITED_CONNECTIONS,
-        seals=seals,
-        authority=egress_authority() if seals else None,
-        upstream_tls=_upstream_tls() if seals else None,
+        **sealing_for(sealed),
     )

@@ -1,6 +1,7 @@
 """An MCP server (official SDK, stdio) for the bridge's network and secrets tests.
 
 Tools: ``fetch`` (an HTTP GET with urllib, which honours the proxy variables),
+``fetch_with`` (the same with a bearer token from an environment variable),
 ``connect`` (a raw TCP connect that ignores them: the bypass attempt), ``hold`` (a
 tunnel left open after the call), ``env`` (one
 environment variable, plain and base64: a server careless with its credentials) and
@@ -31,6 +32,21 @@ def fetch(url: str) -> str:
     """GET the URL; say what came back or why not."""
     try:
         with urllib.request.urlopen(url, timeout=20) as answer:
+            return f"GOT {answer.status} {answer.read().decode()}"
+    except urllib.error.HTTPError as exc:
+        return f"REFUSED {exc.code} {exc.reason}"
+    except (urllib.error.URLError, OSError) as exc:
+        return f"FAILED {exc}"
+
+
+@server.tool(annotations=READ)
+def fetch_with(url: str, variable: str) -> str:
+    """GET the URL with ``Authorization: Bearer $variable`` (a server using its credential)."""
+    request = urllib.request.Request(
+        url, headers={"Authorization": f"Bearer {os.environ.get(variable, '')}"}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=20) as answer:
             return f"GOT {answer.status} {answer.read().decode()}"
     except urllib.error.HTTPError as exc:
         return f"REFUSED {exc.code} {exc.reason}"
