@@ -104,11 +104,18 @@ else:
         "min_size": env.int("DATABASE_POOL_MIN", default=1),
         "max_size": env.int("DATABASE_POOL_MAX", default=20),
         "timeout": env.float("DATABASE_POOL_TIMEOUT", default=3.0),
+        # A lost connection is made again with pauses that double (1, 2, 4 s...), each
+        # try holding a place in the pool: after a minute's outage the next try could
+        # come half a minute after PostgreSQL was back. Given up after this long, the
+        # next request that needs a connection makes it at once instead.
+        "reconnect_timeout": 2.0,
     }
     # Each pooled connection is checked as it is handed out (one empty query): after
     # PostgreSQL restarts, the pool's dead connections are replaced instead of failing
-    # a request each.
+    # a request each, all at the first failed check (common/platform/postgresql).
     DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+    if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+        DATABASES["default"]["ENGINE"] = "common.platform.postgresql"
 
 if SYNTHORG_ENV == "production":
     _problems = unsafe_production_settings(
