@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -11,6 +12,7 @@ import websockets
 from django.test import Client
 from websockets.typing import Origin
 
+from common.testing import in_fresh_thread
 from tests.approvals_app.conftest import PASSWORD
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
@@ -50,7 +52,9 @@ def test_anonymous_agent_and_auditor_sockets_are_refused(
     agent_token = agent_create(name="socket-agent", access_level="elevated").token
     auditor = session_cookie(make_person("auditor"))
     for headers in ({}, {"Authorization": f"Bearer {agent_token}"}, {"Cookie": auditor}):
-        status, _ = asyncio.run(handshake(daphne_server, headers))
+        status, _ = in_fresh_thread(
+            functools.partial(asyncio.run, handshake(daphne_server, headers))
+        )
         assert status == 403, headers
 
 
@@ -61,8 +65,9 @@ def test_an_operator_gets_the_current_inbox_on_connect(
     submit: Callable[..., Any],
 ) -> None:
     invocation = submit(make_agent_row())
-    status, frame = asyncio.run(
-        handshake(daphne_server, {"Cookie": session_cookie(make_person("operator"))})
+    cookie = session_cookie(make_person("operator"))
+    status, frame = in_fresh_thread(
+        lambda: asyncio.run(handshake(daphne_server, {"Cookie": cookie}))
     )
     assert status is None
     assert 'id="pending-count"' in frame and ">1</span>" in frame

@@ -14,6 +14,7 @@ from django.test import Client
 from websockets.typing import Origin
 
 from approvals_app.live import change_html, resync_html
+from common.testing import in_fresh_thread
 from tests.approvals_app.conftest import PASSWORD
 from tests.approvals_app.test_consumers import session_cookie, ws_url
 from tests.trust_app.test_trust_support import TERMINAL_GATED
@@ -148,4 +149,5 @@ def test_new_decided_and_withdrawn_promotions_are_pushed_live(
             frame = await next_frame(socket, f'id="promo-{two.id}"')
             assert "withdrawn (trust reset)" in frame and ">0</span>" in frame
 
-    asyncio.run(scenario())
+    # A loop of its own: another test of this process may have left one running here.
+    in_fresh_thread(lambda: asyncio.run(scenario()))
