@@ -8,6 +8,9 @@ that floods the console with bad requests gets at most
 Redis and written as one ``request.refusals_counted`` event per client and
 minute by a sweep, so a flood can neither fill the audit log nor hold the
 chain's lock.
+
+Failed sign-ins (``signin.failed``) are budgeted the same way, per client address, and
+counted in ``signin.failures_counted`` events.
 """
 
 from __future__ import annotations
@@ -27,8 +30,23 @@ from common.platform.redis import redis_client
 
 REFUSED_KIND = "request.refused"
 COUNTED_KIND = "request.refusals_counted"
+SIGNIN_FAILED_KIND = "signin.failed"
+SIGNIN_COUNTED_KIND = "signin.failures_counted"
 WINDOW_SECONDS = 60
-_COUNT_KEY = "synthorg:refusals:{client}:{window}"
+_COUNT_KEY = "synthorg:refusals:{kind}{client}:{window}"
+
+
+@dataclass(frozen=True)
+class _Budget:
+    key_part: str  # in the counter's key; empty for refusals, whose keys came first
+    counted_kind: str
+    what: str
+
+
+_BUDGETS = {
+    REFUSED_KIND: _Budget("", COUNTED_KIND, "refused requests"),
+    SIGNIN_FAILED_KIND: _Budget("signin:", SIGNIN_COUNTED_KIND, "failed sign-ins"),
+}
 _PENDING_KEY = "synthorg:refusals:pending"
 # Counters outlive their window long enough for the sweep to read them.
 _KEY_TTL_SECONDS = 3600
@@ -49,6 +67,8 @@ class RefusedRequest:
     agent: Any | None = None
     person: Any | None = None
     extra: dict[str, Any] | None = None
+    # request.refused, or signin.failed: each has its own budget per client.
+    kind: str = REFUSED_KIND
 
     @property
     def actor(self) -> Actor:
@@ -71,37 +91,48 @@ def _already_audited(request_id: str) -> bool:
     )
 
 
-def _count(client: str, now: float) -> int:
-    """This refusal's number among the client's refusals in the current window."""
+def _pending_member(window: int, client: str, kind: str) -> str:
+    return f"{window}|{client}" if kind == REFUSED_KIND else f"{window}|{client}|{kind}"
+
+
+def _count(client: str, now: float, kind: str = REFUSED_KIND) -> int:
+    """This refusal's number among the client's refusals of its kind in the current window."""
     window = int(now // WINDOW_SECONDS)
-    key = _COUNT_KEY.format(client=client, window=window)
+    key = _COUNT_KEY.format(kind=_BUDGETS[kind].key_part, client=client, window=window)
     pipe = redis_client().pipeline()
     pipe.incr(key)
     pipe.expire(key, _KEY_TTL_SECONDS)
     number = int(pipe.execute()[0])
     if number == settings.SYNTHORG_REFUSAL_AUDIT_PER_MINUTE + 1:
-        redis_client().sadd(_PENDING_KEY, f"{window}|{client}")
+        redis_client().sadd(_PENDING_KEY, _pending_member(window, client, kind))
     return number
 
 
 def request_refusal_record(*, refused: RefusedRequest, now: float | None = None) -> bool:
     """Audit one refused request; False when it was only counted (a flood) or when
     a service had audited it already."""
+    if refused.kind not in _BUDGETS:
+        raise ValueError(f"{refused.kind!r} is not a budgeted kind: {sorted(_BUDGETS)}")
     request_id = current_request_id() or ""
-    if _already_audited(request_id):
+    if refused.kind == REFUSED_KIND and _already_audited(request_id):
         return False
     try:
-        number = _count(refused.client, time.time() if now is None else now)
+        number = _count(refused.client, time.time() if now is None else now, refused.kind)
     except Exception:  # Redis down: audit every refusal rather than none
         log.warning("request_refusal.count_failed", exc_info=True)
         number = 1
     budget = settings.SYNTHORG_REFUSAL_AUDIT_PER_MINUTE
     if number > budget:
         if number == budget + 1:  # one line per client and minute, not one per request
-            log.warning("request_refusal.flood", client=refused.client, budget_per_minute=budget)
+            log.warning(
+                "request_refusal.flood",
+                client=refused.client,
+                kind=refused.kind,
+                budget_per_minute=budget,
+            )
         return False
     log.info(
-        "request.refused",
+        refused.kind,
         client=refused.client,
         method=refused.method,
         path=refused.path[:200],
@@ -110,7 +141,7 @@ def request_refusal_record(*, refused: RefusedRequest, now: float | None = None)
     )
     with transaction.atomic():
         audit_record(
-            kind=REFUSED_KIND,
+            kind=refused.kind,
             actor=refused.actor,
             agent=refused.agent,
             outcome=refused.code,
@@ -134,22 +165,26 @@ def request_refusals_summarise(*, now: float | None = None) -> int:
     client_redis = redis_client()
     written = 0
     for member in sorted(_text(m) for m in client_redis.smembers(_PENDING_KEY)):
-        window_text, _, client = member.partition("|")
+        window_text, _, rest = member.partition("|")
+        client, separator, of_kind = rest.rpartition("|")
+        if not separator:
+            client, of_kind = rest, REFUSED_KIND
         window = int(window_text)
         if window >= current:
             continue  # the minute is still running
-        key = _COUNT_KEY.format(client=client, window=window)
+        budget = _BUDGETS.get(of_kind, _BUDGETS[REFUSED_KIND])
+        key = _COUNT_KEY.format(kind=budget.key_part, client=client, window=window)
         total = int(client_redis.get(key) or 0)
         beyond = total - settings.SYNTHORG_REFUSAL_AUDIT_PER_MINUTE
         if beyond > 0:
             kind, _, name = client.partition(":")
             with transaction.atomic():
                 audit_record(
-                    kind=COUNTED_KIND,
+                    kind=budget.counted_kind,
                     actor=Actor(type="system", id="", name="refusal counter"),
                     outcome="counted",
                     reason=(
-                        f"{beyond} more refused requests from {client} in the minute from "
+                        f"{beyond} more {budget.what} from {client} in the minute from "
                         f"{_iso_minute(window)}"
                     ),
                     data={

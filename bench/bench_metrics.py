@@ -2,9 +2,10 @@
 
 Four writer processes (standing in for a web node and three Celery prefork children)
 each record, for 200 tool names, a decision per outcome, a terminal call per status and
-the latency histograms, into a fresh multiprocess directory; then daphne serves
-/metrics from that directory (summing every process's files, plus the database and
-Redis state read at scrape time) to one keep-alive client on loopback.
+the latency histograms, into a fresh multiprocess directory, and stay alive (a starting
+process removes the files of dead ones once none lives); then daphne serves /metrics
+from that directory (summing every process's files, plus the database and Redis state
+read at scrape time) to one keep-alive client on loopback.
 """
 
 from __future__ import annotations
@@ -42,6 +43,8 @@ for n in range(tools):
         call_settled(tool=tool, status=status, created_at=None)
 for backend in ("subprocess", "namespace", "docker"):
     sandbox_ran(backend=backend, wall_seconds=0.2, command_seconds=0.15)
+print("written", flush=True)
+sys.stdin.read()
 """
 
 
@@ -53,10 +56,26 @@ def main() -> None:
         PROMETHEUS_MULTIPROC_DIR=str(tmp / "multiproc"),
         DJANGO_SETTINGS_MODULE="synthorg_site.settings",
     )
+    writers = []
     for _ in range(WRITERS):
-        subprocess.run(
-            python_argv("-c", WRITE, str(TOOLS)), cwd=BASE_DIR, env=env, check=True, timeout=300
-        )
+        writer = subprocess.Popen(
+            python_argv("-c", WRITE, str(TOOLS)), cwd=BASE_DIR, env=env, text=True,
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        )  # fmt: skip
+        writers.append(writer)
+        assert writer.stdout is not None
+        if writer.stdout.readline().strip() != "written":
+            raise SystemExit("a writer process failed")
+    try:
+        _scrapes(env, tmp)
+    finally:
+        for writer in writers:
+            assert writer.stdin is not None
+            writer.stdin.close()
+            writer.wait(timeout=60)
+
+
+def _scrapes(env: dict[str, str], tmp: Path) -> None:
     port = free_port()
     daphne = python_argv(
         "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "synthorg_site.asgi:application"

@@ -19,15 +19,19 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from synthorg_site.http_edge import daphne_guard  # noqa: E402
+from synthorg_site.http_edge.client_address import ClientAddressMiddleware  # noqa: E402
 from synthorg_site.routing import http_application, websocket_urlpatterns  # noqa: E402
 
 daphne_guard.install()
 
-application = ProtocolTypeRouter(
-    {
-        "http": http_application(django_asgi_app),
-        "websocket": AllowedHostsOriginValidator(
-            AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
-        ),
-    }
+# Outermost: every part below reads the client address this layer decided.
+application = ClientAddressMiddleware(
+    ProtocolTypeRouter(
+        {
+            "http": http_application(django_asgi_app),
+            "websocket": AllowedHostsOriginValidator(
+                AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
+            ),
+        }
+    )
 )

@@ -188,11 +188,12 @@ def _start_tracing(**_: Any) -> None:
 
 
 @signals.worker_process_shutdown.connect
-def _release_process_metrics(pid: int | None = None, **_: Any) -> None:
-    """A prefork child that exits drops its live metric files (prometheus multiprocess)
-    and sends the spans it still holds."""
+def _release_process_metrics(**_: Any) -> None:
+    """A prefork child that exits (this runs in it) drops its live metric files and
+    the lock that says it lives (prometheus multiprocess), and sends the spans it
+    still holds."""
     from common.platform.metrics.process import process_metrics_release
     from common.platform.tracing import tracing_flush
 
-    process_metrics_release(pid or os.getpid())
+    process_metrics_release()
     tracing_flush()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from datetime import timedelta
 from pathlib import Path
 
 import environ
@@ -163,6 +164,8 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "django_htmx",
     "template_partials",
+    # Sign-in throttling: its backend, middleware and signals (trust_app/signin).
+    "axes",
     "common",
     # The site itself: its management commands (synthorg_console); no models.
     "synthorg_site",
@@ -188,6 +191,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "synthorg_site.error_pages.middleware.MethodNotAllowedPageMiddleware",
+    # Last: turns a locked sign-in into the lockout page (trust_app/signin/pages.py).
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "synthorg_site.urls"
@@ -219,6 +224,30 @@ SESSION_ENGINE = "synthorg_site.sessions"
 LOGIN_URL = "/accounts/login/"
 LOGIN_REDIRECT_URL = "/"
 LOGOUT_REDIRECT_URL = "/accounts/login/"
+
+# Password sign-ins (/accounts/login/ and /admin/login/ alike) pass the throttle first:
+# failures per account from one address and per address, counted in Redis, each lock
+# longer than the last up to the longest, never a lock on an account alone
+# (trust_app/signin). Every failure is audited within the per-client refusal budget.
+AUTHENTICATION_BACKENDS = [
+    "trust_app.signin.handler.SigninThrottleBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+SYNTHORG_SIGNIN_ACCOUNT_FAILURES = _environment.SYNTHORG_SIGNIN_ACCOUNT_FAILURES
+SYNTHORG_SIGNIN_ADDRESS_FAILURES = _environment.SYNTHORG_SIGNIN_ADDRESS_FAILURES
+SYNTHORG_SIGNIN_WINDOW_SECONDS = _environment.SYNTHORG_SIGNIN_WINDOW_SECONDS
+SYNTHORG_SIGNIN_LOCK_SECONDS = _environment.SYNTHORG_SIGNIN_LOCK_SECONDS
+SYNTHORG_SIGNIN_LOCK_MAX_SECONDS = _environment.SYNTHORG_SIGNIN_LOCK_MAX_SECONDS
+AXES_HANDLER = "trust_app.signin.handler.SigninThrottleHandler"
+AXES_CLIENT_IP_CALLABLE = "trust_app.signin.handler.signin_client_address"
+AXES_LOCKOUT_CALLABLE = "trust_app.signin.pages.signin_locked_response"
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"], "ip_address"]
+# A sign-in refused while locked is not counted again: the lock ends when it said.
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
+# Locks end by themselves (the longest one); axes' own tables are not used.
+AXES_COOLOFF_TIME = timedelta(seconds=SYNTHORG_SIGNIN_LOCK_MAX_SECONDS)
+AXES_ENABLE_ADMIN = False
+AXES_VERBOSE = False
 
 LANGUAGE_CODE = "en"
 TIME_ZONE = "UTC"
@@ -415,9 +444,12 @@ SYNTHORG_AGENT_TOKEN_ROTATION_OVERLAP_MAX_SECONDS = (
 )
 # How long a new token waits, sealed in the admin's session, for the one page that shows it.
 SYNTHORG_TOKEN_SHOWN_ONCE_SECONDS = _environment.SYNTHORG_TOKEN_SHOWN_ONCE_SECONDS
-# GET /metrics: a client on loopback may scrape without a token. Turn it off when a
-# proxy on the same host forwards outside requests (they would all look local).
+# GET /metrics: a request straight from loopback may scrape without a token (its peer is
+# loopback and no header says a proxy forwarded it). Off: a token is always needed.
 SYNTHORG_METRICS_ALLOW_LOOPBACK = _environment.SYNTHORG_METRICS_ALLOW_LOOPBACK
+# Proxies (addresses or networks) whose X-Forwarded-For names the client, read from the
+# right; empty: the socket's peer is the client (synthorg_site/http_edge/client_address.py).
+SYNTHORG_TRUSTED_PROXIES = _environment.SYNTHORG_TRUSTED_PROXIES
 # Histogram buckets (seconds): decisions and sandbox starts, then whole calls.
 SYNTHORG_METRICS_LATENCY_BUCKETS = _environment.SYNTHORG_METRICS_LATENCY_BUCKETS
 SYNTHORG_METRICS_CALL_BUCKETS = _environment.SYNTHORG_METRICS_CALL_BUCKETS

@@ -23,6 +23,8 @@ from pydantic import AfterValidator, BeforeValidator, Field, ValidationError, mo
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from common.platform.client_address import TrustedProxiesError, trusted_networks
+
 _KIB = 1024
 _MIB = 1024 * _KIB
 _GIB = 1024 * _MIB
@@ -65,7 +67,23 @@ def _increasing(values: list[float]) -> list[float]:
     return values
 
 
+def _text_list(value: Any) -> Any:
+    if isinstance(value, str):
+        return [item.strip() for item in value.split(",") if item.strip()]
+    return value
+
+
+def _networks(values: list[str]) -> list[str]:
+    try:
+        trusted_networks(values)
+    except TrustedProxiesError as exc:
+        raise ValueError(str(exc)) from None
+    return values
+
+
 Flag = Annotated[bool, BeforeValidator(_boolean)]
+# IP addresses and networks, comma-separated; each checked at start.
+Networks = Annotated[list[str], NoDecode, BeforeValidator(_text_list), AfterValidator(_networks)]
 # Histogram buckets in seconds: at least one, each above 0, in increasing order.
 Buckets = Annotated[
     list[Annotated[float, Field(gt=0)]],
@@ -185,6 +203,22 @@ class PlatformEnvironment(BaseSettings):
         json_schema_extra={"allowed": _BUCKETS_ALLOWED},
     )  # fmt: skip
 
+    # Proxies whose X-Forwarded-For is believed (common/platform/client_address.py).
+    SYNTHORG_TRUSTED_PROXIES: Networks = Field(
+        default_factory=list,
+        json_schema_extra={
+            "allowed": "comma-separated IP addresses or networks (e.g. 10.0.0.5,10.1.0.0/16)"
+        },
+    )
+
+    # Sign-in throttle (trust_app/signin): failures per account from one address, and per
+    # address, within the window; the first lock's length, doubled per lock up to the most.
+    SYNTHORG_SIGNIN_ACCOUNT_FAILURES: int = Field(default=5, ge=1, le=1000)
+    SYNTHORG_SIGNIN_ADDRESS_FAILURES: int = Field(default=20, ge=1, le=100_000)
+    SYNTHORG_SIGNIN_WINDOW_SECONDS: int = Field(default=900, ge=1, le=_DAY)
+    SYNTHORG_SIGNIN_LOCK_SECONDS: int = Field(default=60, ge=1, le=_DAY)
+    SYNTHORG_SIGNIN_LOCK_MAX_SECONDS: int = Field(default=900, ge=1, le=_DAY)
+
     # The egress proxy of sandboxed commands.
     SYNTHORG_EGRESS_HANDSHAKE_TIMEOUT_SECONDS: float = Field(default=10.0, gt=0, le=_HOUR)
     SYNTHORG_EGRESS_CONNECT_TIMEOUT_SECONDS: float = Field(default=10.0, gt=0, le=_HOUR)
@@ -209,6 +243,16 @@ class PlatformEnvironment(BaseSettings):
             raise EnvironmentSettingError(
                 f"SYNTHORG_AGENT_TOKEN_ROTATION_OVERLAP_SECONDS={overlap} is not allowed: must "
                 f"be <= SYNTHORG_AGENT_TOKEN_ROTATION_OVERLAP_MAX_SECONDS ({most})"
+            )
+        return self
+
+    @model_validator(mode="after")
+    def _first_lock_within_the_longest(self) -> PlatformEnvironment:
+        first, most = self.SYNTHORG_SIGNIN_LOCK_SECONDS, self.SYNTHORG_SIGNIN_LOCK_MAX_SECONDS
+        if first > most:
+            raise EnvironmentSettingError(
+                f"SYNTHORG_SIGNIN_LOCK_SECONDS={first} is not allowed: must be <= "
+                f"SYNTHORG_SIGNIN_LOCK_MAX_SECONDS ({most})"
             )
         return self
 

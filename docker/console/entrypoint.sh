@@ -13,7 +13,9 @@ role="${1:-web}"
 [ $# -gt 0 ] && shift
 case "$role" in
   web)
-    exec python3 -m daphne -b "${HOST:-0.0.0.0}" -p "${PORT:-8000}" --proxy-headers \
+    # Without --proxy-headers: the client address is read from X-Forwarded-For only as
+    # written by the proxies in SYNTHORG_TRUSTED_PROXIES (daphne would believe anyone).
+    exec python3 -m daphne -b "${HOST:-0.0.0.0}" -p "${PORT:-8000}" \
       synthorg_site.asgi:application
     ;;
   worker)

@@ -28,6 +28,8 @@ from asgiref.sync import sync_to_async
 
 from audit_app.refusals import RefusedRequest, request_refusal_record
 from common.envelope import DEFAULT_MESSAGE, code_for_status, error_bytes, is_api_path
+from common.platform.client_address import client_address, forwarded_for_entries
+from synthorg_site.http_edge.client_address import trusted_proxies
 
 log = structlog.get_logger(__name__)
 
@@ -132,6 +134,22 @@ def _peer(transport: Any) -> str:
         return ""
 
 
+def _client_of(request: Any) -> str:
+    """The client of a request daphne refused: its peer, or whom trusted proxies name."""
+    # daphne refuses some headers before it notes the client: then the transport's peer.
+    peer = str((getattr(request, "client_addr", None) or [""])[0] or "") or _peer(
+        getattr(request, "transport", None)
+    )
+    try:
+        values = request.requestHeaders.getRawHeaders(b"x-forwarded-for") or []
+        said = [bytes(value).decode("latin-1") for value in values]
+    except Exception:
+        said = []
+    return client_address(
+        peer=peer, forwarded_for=forwarded_for_entries(said), trusted=trusted_proxies()
+    ).address
+
+
 def install_channel_answers(channel_class: Any) -> bool:
     """Answer twisted's own refusals (``HTTPChannel``) in the envelope; False when this
     twisted has no such refusal to replace."""
@@ -230,12 +248,12 @@ def install_request_answers(request_class: Any) -> bool:
             }
         )
         if status == 400:
-            address = str((getattr(self, "client_addr", None) or [""])[0] or "")
+            address = _client_of(self)
             log.info("malformed_request.refused", reason=message, client=address)
             refused = _refusal(
                 method=bytes(getattr(self, "method", b"") or b""),
                 path=path,
-                address=address or _peer(getattr(self, "transport", None)),
+                address=address,
                 message=message,
             )
             _audit(refused, request_id)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from common.platform import runtime
 from common.platform.metrics.process import ENV_NAME as MULTIPROC_ENV
-from common.platform.metrics.process import multiprocess_dir_wipe
+from common.platform.metrics.process import multiprocess_dir_tidy
 from synthorg_site.launcher.children import (
     Child,
     ChildFailedError,
@@ -95,8 +95,10 @@ def child_specs(*, host: str, port: int, workers: int = 1) -> list[ChildSpec]:
     specs += [
         ChildSpec(
             name="web",
+            # No --proxy-headers: daphne would believe anyone's X-Forwarded-For; the
+            # client address comes from SYNTHORG_TRUSTED_PROXIES (http_edge.client_address).
             argv=[python, "-m", "daphne", "-b", host, "-p", str(port),
-                  "--proxy-headers", "synthorg_site.asgi:application"],
+                  "synthorg_site.asgi:application"],
             env=env,
             ready=lambda: _http_answers(url),
         ),
@@ -158,8 +160,9 @@ def run(*, host: str, port: int, signals: StopSignals, workers: int = 1) -> int:
 
     Everything happens here, in the main loop: the signal handlers only wake it.
     """
-    # The children's metric files of a previous run would be summed into this one's.
-    multiprocess_dir_wipe(Path(os.environ.get(MULTIPROC_ENV) or runtime.var_dir() / "metrics"))
+    # The children's metric files of a previous run would be summed into this one's;
+    # a live process's files (another node sharing the directory) are never removed.
+    multiprocess_dir_tidy(Path(os.environ.get(MULTIPROC_ENV) or runtime.var_dir() / "metrics"))
     try:
         specs = child_specs(host=host, port=port, workers=workers)
     except RedisBinaryMissingError as exc:

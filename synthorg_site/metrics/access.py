@@ -12,7 +12,7 @@ from trust_app.tokens.life import Scope
 
 WHAT_IS_ALLOWED = (
     "GET /metrics takes Authorization: Bearer <token with the metrics scope>, "
-    "or a request from loopback"
+    "or a request from loopback that no proxy forwarded"
 )
 
 

@@ -17,7 +17,9 @@ from typing import Any
 import httpx
 import pytest
 import redis
+import yaml
 from django.conf import settings
+from prometheus_client.parser import text_string_to_metric_families
 
 from common.testing import free_port, http_status, wait_until
 from synthorg_site.console_image.build import SOURCE_LABEL, build_console_image
@@ -27,12 +29,22 @@ from trust_app.services.agents import agent_create
 
 pytestmark = [pytest.mark.docker, pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
+DOCKER_DIR = Path(__file__).resolve().parents[2] / "docker"
+METRICS_VOLUME = "synthorg-metrics"
 REDIS_DB = 14
 CONSOLE_UID = 10002
 MANAGED = {"synthorg.managed": "true"}
 # What docker/compose.yaml gives its workers: the sandboxes make their own namespaces.
 WORKER_CAPABILITIES = ["SYS_ADMIN"]
 WORKER_SECURITY_OPT = ["seccomp=unconfined", "apparmor=unconfined"]
+
+
+def metrics_volume(client: Any) -> Any:
+    """The metrics directory docker/compose.yaml shares between its console containers:
+    a tmpfs volume with the file's own options."""
+    compose = yaml.safe_load((DOCKER_DIR / "compose.yaml").read_text())
+    options = compose["volumes"][METRICS_VOLUME]["driver_opts"]
+    return client.volumes.create(driver="local", driver_opts=options, labels=MANAGED)
 
 
 def _container(
@@ -45,19 +57,22 @@ def _container(
     sandboxes: bool = False,
     network_mode: str = "host",
     var_dir: str | None = None,
+    metrics: str | None = None,
 ) -> Any:
     """A console container as docker/compose.yaml runs it: as root (web nodes and
     sandbox workers), on the host's network; a sandbox worker also gets SYS_ADMIN, no
     seccomp or AppArmor profile and /proc unmasked (``systempaths=unconfined``, which
     the engine's API spells as empty MaskedPaths and ReadonlyPaths) so the sandboxes
-    can make their own namespaces and mount their own /proc."""
+    can make their own namespaces and mount their own /proc. Its metrics directory is
+    the volume ``metrics`` (shared, as compose does), else a tmpfs of its own."""
     options: dict[str, Any] = {
         "network_mode": network_mode,
         "binds": {p: {"bind": p, "mode": "rw"} for p in binds},
     }
-    if var_dir:
-        # Its own metrics directory, as compose gives each container: the session's
-        # var/metrics never holds files of processes living in another pid namespace.
+    # The session's var/metrics is the session's own processes'.
+    if var_dir and metrics:
+        options["binds"][metrics] = {"bind": f"{var_dir}/metrics", "mode": "rw"}
+    elif var_dir:
         options["tmpfs"] = {f"{var_dir}/metrics": "mode=0700"}
     if sandboxes:
         options.update(cap_add=WORKER_CAPABILITIES, security_opt=WORKER_SECURITY_OPT)
@@ -92,7 +107,8 @@ def _redis_socket(url: str) -> str:
 
 @pytest.fixture(scope="module")
 def console(console_image: tuple[Any, str], test_env: dict[str, str]) -> Iterator[dict[str, Any]]:
-    """A web container (as the console's user) and a worker container (as root)."""
+    """A web container and a worker container (both as root), sharing one metrics
+    directory as docker/compose.yaml has them."""
     client, image = console_image
     redis_url = own_redis(test_env["REDIS_URL"], REDIS_DB)
     redis.Redis.from_url(redis_url).flushdb()
@@ -110,18 +126,19 @@ def console(console_image: tuple[Any, str], test_env: dict[str, str]) -> Iterato
     worker_name = f"console-image-{uuid.uuid4().hex[:8]}"
     binds = [socket_path, var_dir]
     containers: list[Any] = []
+    metrics = metrics_volume(client)
     try:
         web = _container(
             client, image, ["web"],
             environment={**common, "HOST": "127.0.0.1", "PORT": str(port)}, binds=binds,
-            var_dir=var_dir,
+            var_dir=var_dir, metrics=metrics.name,
         )  # fmt: skip
         containers.append(web)
         worker = _container(
             client, image, ["worker"], sandboxes=True,
             environment={**common, "SYNTHORG_WORKER_NAME": worker_name,
                          "SYNTHORG_WORKER_CALLS": "8"},
-            binds=binds, var_dir=var_dir,
+            binds=binds, var_dir=var_dir, metrics=metrics.name,
         )  # fmt: skip
         containers.append(worker)
         url = f"http://127.0.0.1:{port}"
@@ -150,6 +167,7 @@ def console(console_image: tuple[Any, str], test_env: dict[str, str]) -> Iterato
     finally:
         for container in containers:
             container.remove(force=True)
+        metrics.remove(force=True)
 
 
 def _done(http: httpx.Client, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -179,6 +197,69 @@ def test_a_call_through_the_web_container_runs_on_the_worker_container(
         assert who["result"]["content"].strip() not in ("", "0"), who
     # Only the worker container consumes this Redis database's queues.
     assert "execute_invocation" in console["worker"].logs().decode(errors="replace")
+
+
+def _calls_counted(url: str, tool: str) -> float:
+    """synthorg_calls_total{tool, status="succeeded"} on a web node's /metrics."""
+    response = httpx.get(url + "/metrics", timeout=30)
+    assert response.status_code == 200, response.text[:500]
+    for family in text_string_to_metric_families(response.text):
+        for sample in family.samples:
+            if sample.name == "synthorg_calls_total" and sample.labels == {
+                "tool": tool, "status": "succeeded",
+            }:  # fmt: skip
+                return float(sample.value)
+    return 0.0
+
+
+def test_a_call_run_by_the_worker_container_counts_on_the_web_containers_metrics(
+    console: dict[str, Any],
+) -> None:
+    # Control: a web node with a metrics directory of its own (each container its own
+    # tmpfs, as compose had it) on the same database, Redis and worker.
+    port = free_port()
+    alone = _container(
+        console["client"], console["image"], ["web"],
+        environment={**console["environment"], "HOST": "127.0.0.1", "PORT": str(port)},
+        binds=console["binds"], var_dir=console["var_dir"],
+    )  # fmt: skip
+    try:
+        alone_url = f"http://127.0.0.1:{port}"
+
+        def answers() -> bool:
+            alone.reload()
+            assert alone.status != "exited", alone.logs(tail=60).decode(errors="replace")
+            return http_status(alone_url + "/healthz") in (200, 503)
+
+        wait_until(answers, timeout=120, what="the control web container to answer")
+        created = agent_create(
+            name=f"agent-{uuid.uuid4().hex[:10]}", access_level="standard", autonomy="full"
+        )
+        (Path(created.agent.workspace) / "counted.txt").write_text("counted")
+        shared_before = _calls_counted(console["url"], "read_file")
+        alone_before = _calls_counted(alone_url, "read_file")
+        headers = {"Authorization": f"Bearer {created.token}"}
+        with httpx.Client(base_url=console["url"], headers=headers, timeout=90) as http:
+            read = _done(http, "read_file", {"path": "counted.txt"})
+        assert read["status"] == "succeeded", read.get("error")
+
+        # The worker container counts the call as it settles it, after its commit.
+        wait_until(
+            lambda: _calls_counted(console["url"], "read_file") >= shared_before + 1,
+            timeout=60,
+            what="the worker container's count on the web container's /metrics",
+        )
+        assert _calls_counted(alone_url, "read_file") == alone_before
+        # Both processes are pid 1 of their containers, yet each writes its own file.
+        listed = console["web"].exec_run(["ls", f"{console['var_dir']}/metrics"])
+        writers = {
+            name.removeprefix("counter_").removesuffix(".db")
+            for name in listed.output.decode().split()
+            if name.startswith("counter_")
+        }
+        assert len(writers) >= 2 and all(w.endswith("-1") for w in writers), writers
+    finally:
+        alone.remove(force=True)
 
 
 def test_the_image_runs_as_the_consoles_user_unless_told_otherwise(

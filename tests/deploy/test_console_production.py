@@ -17,15 +17,17 @@ import pytest
 
 from audit_app.chain import new_audit_key
 from common.testing import free_port, http_status, wait_until
-from tests.deploy.test_console_image import MANAGED, console_image  # noqa: F401 (fixture)
+from tests.deploy.test_console_image import (  # noqa: F401 (fixture)
+    MANAGED,
+    console_image,
+    metrics_volume,
+)
 from tests.support.pipeline import own_redis
 
 pytestmark = [pytest.mark.docker, pytest.mark.integration]
 
 REDIS_DB = 15
 VAR = "/var/lib/synthorg"
-# As docker/compose.yaml gives every console container: its own metrics directory.
-METRICS_TMPFS = {f"{VAR}/metrics": "uid=10002,gid=10002,mode=0700"}
 
 
 @pytest.fixture(scope="module")
@@ -43,6 +45,8 @@ def production(
     redis_url = own_redis(test_env["REDIS_URL"], REDIS_DB)
     socket_path = redis_url.removeprefix("unix://").split("?", 1)[0]
     volume = client.volumes.create(labels=MANAGED)
+    # As docker/compose.yaml gives every console container: the host's metrics tmpfs.
+    metrics = metrics_volume(client)
     env = {
         "SYNTHORG_ENV": "production",
         "SECRET_KEY": secrets.token_urlsafe(64),
@@ -52,10 +56,15 @@ def production(
         "SYNTHORG_AUDIT_KEYS": f"{key.id}:{key.secret.decode()}",
     }
     volumes = {volume.name: {"bind": VAR, "mode": "rw"}, socket_path: {"bind": socket_path}}
+    served = {**volumes, metrics.name: {"bind": f"{VAR}/metrics", "mode": "rw"}}
     try:
-        yield {"client": client, "image": image, "env": env, "volumes": volumes}
+        yield {
+            "client": client, "image": image, "env": env, "volumes": volumes,
+            "served": served,
+        }  # fmt: skip
     finally:
         volume.remove(force=True)
+        metrics.remove(force=True)
         with psycopg.connect(base, autocommit=True) as admin:
             admin.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
 
@@ -91,7 +100,7 @@ def test_migrate_then_a_web_node_serve_the_console_as_its_own_user(
     web = production["client"].containers.run(
         production["image"], ["web"], detach=True, network_mode="host", labels=MANAGED,
         environment={**production["env"], "HOST": "127.0.0.1", "PORT": str(port)},
-        volumes=production["volumes"], tmpfs=METRICS_TMPFS,
+        volumes=production["served"],
     )  # fmt: skip
     try:
         url = f"http://127.0.0.1:{port}"

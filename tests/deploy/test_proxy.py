@@ -18,6 +18,8 @@ import httpx
 import pytest
 
 from common.testing import BASE_DIR, free_port, running, wait_until
+from tests.support.web_node import client_from, web_node
+from trust_app.models import AgentToken
 from trust_app.services.agents import agent_create
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
@@ -139,3 +141,33 @@ def test_with_no_node_answering_agents_get_the_json_envelope(
             page = http.get("/approvals/")
             assert page.status_code == 502
             assert "json" not in page.headers.get("content-type", "")
+
+
+def test_the_console_sees_the_client_nginx_saw_never_the_clients_own_header(
+    test_env: dict[str, str], tmp_path: Path
+) -> None:
+    """The shipped config replaces X-Forwarded-For with the address nginx took the
+    connection from; a node trusting only nginx records that address."""
+    nginx = shutil.which("nginx") or "/usr/sbin/nginx"
+    with web_node(test_env, tmp_path, SYNTHORG_TRUSTED_PROXIES="127.0.0.1") as node:
+        tls, plain = free_port(), free_port()
+        main = _config(tmp_path, [int(node.rsplit(":", 1)[1]), free_port()], tls, plain)
+        with running([nginx, "-c", str(main)], env={}, log_path=tmp_path / "nginx.out"):
+            base = f"https://127.0.0.1:{tls}"
+            wait_until(lambda: _answers(base), timeout=30, what="nginx")
+            created = agent_create(name=f"proxy-{uuid.uuid4().hex[:8]}", access_level="standard")
+            token = AgentToken.objects.get(agent=created.agent)
+            bearer = {"Authorization": f"Bearer {created.token}"}
+            for forged in ("203.0.113.7", "127.0.0.1", "198.51.100.1, 127.0.0.1"):
+                AgentToken.objects.filter(pk=token.pk).update(last_used_address="")
+                with client_from("127.40.0.9", base, verify=False) as http:
+                    me = http.get("/api/v1/me/", headers={**bearer, "X-Forwarded-For": forged})
+                    assert me.status_code == 200, me.text
+                    # /metrics through the proxy is never "loopback", whatever is forged.
+                    scraped = http.get("/metrics", headers={"X-Forwarded-For": forged})
+                    assert scraped.status_code == 401, scraped.text[:200]
+                token.refresh_from_db()
+                assert token.last_used_address == "127.40.0.9", forged
+        # Positive control: straight to the node from loopback, /metrics is served.
+        with client_from("127.0.0.1", node) as http:
+            assert http.get("/metrics").status_code == 200

@@ -133,6 +133,29 @@ def test_a_rotation_overlap_past_its_maximum_is_refused(monkeypatch: pytest.Monk
         load_environment()
 
 
+def test_trusted_proxies_are_addresses_or_networks(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert load_environment().SYNTHORG_TRUSTED_PROXIES == []
+    monkeypatch.setenv("SYNTHORG_TRUSTED_PROXIES", "127.0.0.1, 10.1.0.0/16,,::1")
+    assert load_environment().SYNTHORG_TRUSTED_PROXIES == ["127.0.0.1", "10.1.0.0/16", "::1"]
+    monkeypatch.setenv("SYNTHORG_TRUSTED_PROXIES", "127.0.0.1,proxy.internal")
+    with pytest.raises(EnvironmentSettingError) as refused:
+        load_environment()
+    assert str(refused.value).startswith(
+        "SYNTHORG_TRUSTED_PROXIES=127.0.0.1,proxy.internal is not allowed: must be "
+        "comma-separated IP addresses or networks"
+    )
+
+
+def test_a_first_sign_in_lock_past_the_longest_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("SYNTHORG_SIGNIN_LOCK_MAX_SECONDS", "30")
+    with pytest.raises(EnvironmentSettingError, match="SYNTHORG_SIGNIN_LOCK_SECONDS=60"):
+        load_environment()
+    monkeypatch.setenv("SYNTHORG_SIGNIN_LOCK_SECONDS", "30")
+    assert load_environment().SYNTHORG_SIGNIN_LOCK_SECONDS == 30
+
+
 def test_django_refuses_to_start_with_a_bad_value(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k not in PlatformEnvironment.model_fields}
     env.update(
