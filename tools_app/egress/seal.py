@@ -5,14 +5,17 @@ the hosts it may go to, and where it goes in a request (``Injection``). The prox
 finds the seals that cover a connection's destination (``seals_covering``) and
 rewrites every request head on it (``sealed_request``); a request that would send
 the value anywhere but the sealed destination is refused before anything is sent.
+``ValueMask`` hides the values in what comes back (a server reflecting its request,
+in a redirect's Location or an echoed header, would otherwise hand the value over).
 """
 
 from __future__ import annotations
 
 import base64
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote, quote_plus, unquote_plus, urlsplit
 
 from common.vocabulary.network import (
     DEFAULT_PORTS,
@@ -27,6 +30,8 @@ Header = tuple[bytes, bytes]
 
 # Headers of the sandbox's client that concern the proxy hop only, never the server.
 _PROXY_HEADERS = frozenset({b"proxy-authorization", b"proxy-connection", b"proxy-authenticate"})
+# RFC 9110 field-value: no control characters, no whitespace at either end.
+_FIELD_VALUE = re.compile(rb"[\x21-\x7e\x80-\xff](?:[\t\x20-\x7e\x80-\xff]*[\x21-\x7e\x80-\xff])?")
 
 
 class SealedRequestError(Exception):
@@ -88,6 +93,9 @@ def _same_destination(authority: str, host: str, port: int, scheme: str) -> bool
 def _origin_form(target: bytes, host: str, port: int, scheme: str) -> bytes:
     """The request target as the server takes it; an absolute URL (a plain-HTTP proxy
     request) must name the sealed destination itself."""
+    if b"#" in target:
+        # Never sent by a client; a query parameter added after it would sit in the fragment.
+        raise SealedRequestError(400, "the request target has a #fragment; send it without")
     if target.startswith(b"/"):
         return target
     try:
@@ -109,21 +117,101 @@ def _origin_form(target: bytes, host: str, port: int, scheme: str) -> bytes:
     return (path + (f"?{parts.query}" if parts.query else "")).encode("ascii")
 
 
+def _param_name(name: str) -> str:
+    """A query parameter's name as the most lenient server reads it: decoded, cut at a
+    NUL, trimmed, without a ``[...]`` suffix, case folded."""
+    return unquote_plus(name).split("\x00")[0].strip().partition("[")[0].casefold()
+
+
+def _sets_param(pair: str, param: str) -> bool:
+    # Some servers also split on ";": a part there may set the parameter too.
+    wanted = _param_name(param)
+    return any(_param_name(part.partition("=")[0]) == wanted for part in pair.split(";"))
+
+
 def _with_query(target: bytes, param: str, value: str) -> bytes:
+    """The target with ``param`` set to the value once: whatever the program wrote under
+    that name, in any spelling a server might decode to it, is dropped."""
     path, _, query = target.decode("ascii").partition("?")
-    kept = [pair for pair in query.split("&") if pair and pair.partition("=")[0] != param]
+    kept = [pair for pair in query.split("&") if pair and not _sets_param(pair, param)]
     kept.append(f"{quote(param, safe='')}={quote(value, safe='')}")
     return f"{path}?{'&'.join(kept)}".encode("ascii")
 
 
 def _injected_value(seal: Seal) -> bytes:
+    """The header value carrying the seal's value; one a header cannot carry is refused
+    naming the secret only (an HTTP library's error would quote the value)."""
     injection = seal.injection
-    if injection.kind == "bearer":
-        return b"Bearer " + seal.value.encode("latin-1")
     if injection.kind == "basic":
         credentials = f"{injection.name}:{seal.value}" if injection.name else seal.value
         return b"Basic " + base64.b64encode(credentials.encode("utf-8"))
-    return seal.value.encode("latin-1")
+    try:
+        raw = seal.value.encode("latin-1")
+    except UnicodeEncodeError:
+        raw = b""
+    value = b"Bearer " + raw if injection.kind == "bearer" else raw
+    if not _FIELD_VALUE.fullmatch(raw):
+        raise SealedRequestError(
+            500,
+            f"the value of secret {seal.secret} cannot be sent in a header (a line break, a "
+            "control character, whitespace at either end or a character outside Latin-1); "
+            "nothing was sent: an admin can store it again without them",
+        )
+    return value
+
+
+class ValueMask:
+    """Masks the call's sealed values, in each form a request carried them, in bytes
+    going back to the sandbox: same length (a body's framing holds), and across the
+    pieces of a body (``feed`` holds back only a tail that begins a value, so a stream
+    of events is not delayed). Requests ask for uncompressed answers; a body a server
+    compresses anyway is passed as it comes."""
+
+    def __init__(self, seals: Iterable[Seal]) -> None:
+        forms: set[bytes] = set()
+        for seal in seals:
+            value = seal.value
+            forms.update(
+                {value.encode("utf-8"), quote(value, safe="").encode(), quote_plus(value).encode()}
+            )
+            if not value.isascii():
+                forms.add(value.encode("latin-1", "ignore"))
+            if seal.injection.kind == "basic":
+                forms.add(_injected_value(seal).removeprefix(b"Basic "))
+        self.forms = sorted((form for form in forms if form), key=len, reverse=True)
+        self.held = b""
+
+    def mask(self, data: bytes) -> bytes:
+        for form in self.forms:
+            data = data.replace(form, b"*" * len(form))
+        return data
+
+    def text(self, text: str) -> str:
+        return self.mask(text.encode("utf-8", "surrogateescape")).decode("utf-8", "surrogateescape")
+
+    def headers(self, headers: Iterable[Header]) -> list[Header]:
+        return [(name, self.mask(value)) for name, value in headers]
+
+    def feed(self, data: bytes) -> bytes:
+        """The part of the body so far that can go on masked."""
+        data = self.mask(self.held + data)
+        cut = len(data) - self._partial(data)
+        self.held = data[cut:]
+        return data[:cut]
+
+    def _partial(self, data: bytes) -> int:
+        """The length of the longest end of ``data`` that a value could go on from."""
+        longest = max((len(form) for form in self.forms), default=1) - 1
+        for size in range(min(longest, len(data)), 0, -1):
+            tail = data[-size:]
+            if any(form.startswith(tail) for form in self.forms):
+                return size
+        return 0
+
+    def flush(self) -> bytes:
+        """The rest of the body, at its end."""
+        data, self.held = self.mask(self.held), b""
+        return data
 
 
 def sealed_request(
@@ -140,7 +228,8 @@ def sealed_request(
     The Host header must name the sealed destination (a front for another tenant of
     the same server would otherwise receive the value: refused with 421, nothing
     sent); the proxy's own headers are dropped; each seal replaces whatever the
-    client sent where its value goes.
+    client sent where its value goes. The answer is asked for uncompressed, so that
+    ``ValueMask`` sees a reflected value as it is.
     """
     target = _origin_form(target, host, port, scheme)
     hosts = [value for name, value in headers if name.lower() == b"host"]
@@ -165,9 +254,13 @@ def sealed_request(
         for name, value in headers
         if name.lower() not in _PROXY_HEADERS
         and name.lower() not in replaced
-        and name.lower() != b"host"
+        and name.lower() not in (b"host", b"accept-encoding")
     ]
-    out: list[Header] = [(b"Host", _authority(host, port, scheme)), *kept]
+    out: list[Header] = [
+        (b"Host", _authority(host, port, scheme)),
+        *kept,
+        (b"Accept-Encoding", b"identity"),
+    ]
     for seal in seals:
         if seal.injection.kind == "query":
             target = _with_query(target, seal.injection.name, seal.value)

@@ -8,7 +8,11 @@ server. Both sides are parsed and framed again by h11, so a request the client
 frames ambiguously (two lengths, a transfer coding other than chunked) is refused
 rather than forwarded in a way the server could read differently; upgrades
 (websockets, h2c) are not offered. Each request head is rewritten by
-``seal.sealed_request``; responses go back as the server sent them.
+``seal.sealed_request``; responses go back as the server sent them, the values masked
+(``seal.ValueMask``). A request with a body is the connection's last: a server that
+answers without reading a body would read it as the next request, and the proxy's
+next head (with the value) as that request's body, which it could echo or store.
+TRACE, which answers with the request itself, is not sent.
 """
 
 from __future__ import annotations
@@ -24,12 +28,15 @@ import h11
 
 from tools_app.egress.limits import ProxyLimits
 from tools_app.egress.relay import Counters, RelayCut
-from tools_app.egress.seal import Seal, SealedRequestError, sealed_request
+from tools_app.egress.seal import Seal, SealedRequestError, ValueMask, sealed_request
 
 TLS_HANDSHAKE: Final = 0x16
 READ_BYTES: Final = 64 * 1024
 # Request headers that would turn the connection into something h11 cannot read.
 _UPGRADE_HEADERS: Final = frozenset({b"upgrade", b"http2-settings"})
+# Methods whose answer is the request itself (the value with it).
+_ECHO_METHODS: Final = frozenset({b"TRACE", b"TRACK"})
+_CLOSE: Final = (b"Connection", b"close")
 
 
 class SealedConnectionError(Exception):
@@ -195,6 +202,17 @@ def _request_headers(raw: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]
     return kept
 
 
+def _has_body(request: h11.Request) -> bool:
+    return any(
+        name == b"transfer-encoding" or (name == b"content-length" and value != b"0")
+        for name, value in request.headers
+    )
+
+
+def _closing(headers: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+    return [(name, value) for name, value in headers if name.lower() != b"connection"] + [_CLOSE]
+
+
 class SealedExchange:
     """Serves one sealed connection: requests from the sandbox, answers from the server."""
 
@@ -215,6 +233,9 @@ class SealedExchange:
         self.inside = h11.Connection(h11.SERVER, max_incomplete_event_size=limits.max_head_bytes)
         self.outside = h11.Connection(h11.CLIENT)
         self.outcome = outcome
+        self.mask = ValueMask(seals)
+        self.last = False
+        """The request on the way has a body: its answer closes the connection."""
 
     async def _refuse(self, status: int, reason: str) -> None:
         if self.inside.our_state is h11.SEND_RESPONSE:
@@ -237,6 +258,13 @@ class SealedExchange:
             if event.method == b"CONNECT":
                 await self._refuse(405, "CONNECT inside a sealed connection is not served")
                 raise SealedConnectionError("the client sent CONNECT inside the tunnel")
+            if event.method.upper() in _ECHO_METHODS:
+                reason = (
+                    f"{event.method.decode('ascii', 'replace')} answers with the request "
+                    "itself, the secret in it: not sent on a sealed connection"
+                )
+                await self._refuse(405, reason)
+                raise SealedConnectionError(reason)
             try:
                 target, headers = sealed_request(
                     event.target,
@@ -249,12 +277,18 @@ class SealedExchange:
             except SealedRequestError as refused:
                 await self._refuse(refused.status, refused.reason)
                 raise SealedConnectionError(refused.reason) from None
+            self.last = _has_body(event)
+            if self.last:
+                headers = _closing(headers)
             try:
                 request = h11.Request(method=event.method, target=target, headers=headers)
-                await self.upstream.write(self.outside.send(request))
-            except h11.LocalProtocolError as exc:
-                await self._refuse(400, f"the request could not be sent on: {exc}")
-                raise SealedConnectionError(f"the request could not be sent on ({exc})") from None
+                data = self.outside.send(request)
+            except h11.LocalProtocolError:
+                # h11's message quotes the offending header, which may be a sealed one.
+                reason = "the request could not be sent on (its head is not valid HTTP/1.1)"
+                await self._refuse(400, reason)
+                raise SealedConnectionError(reason) from None
+            await self.upstream.write(data)
             self.outcome.requests += 1
             if not await self._exchange():
                 return
@@ -310,22 +344,40 @@ class SealedExchange:
             if isinstance(event, h11.InformationalResponse):
                 if event.status_code == 101:
                     raise SealedConnectionError("the server switched protocols; not served")
-                await self.client.write(self.inside.send(event))
+                await self.client.write(
+                    self.inside.send(
+                        h11.InformationalResponse(
+                            status_code=event.status_code,
+                            headers=self.mask.headers(event.headers.raw_items()),
+                            reason=self.mask.mask(event.reason),
+                        )
+                    )
+                )
             elif isinstance(event, h11.Response):
+                headers = self.mask.headers(event.headers.raw_items())
                 await self.client.write(
                     self.inside.send(
                         h11.Response(
                             status_code=event.status_code,
-                            headers=list(event.headers.raw_items()),
-                            reason=event.reason,
+                            headers=_closing(headers) if self.last else headers,
+                            reason=self.mask.mask(event.reason),
                         )
                     )
                 )
             elif isinstance(event, h11.Data):
-                await self.client.write(self.inside.send(event))
+                await self._down(self.mask.feed(event.data))
             elif isinstance(event, h11.EndOfMessage):
-                await self.client.write(self.inside.send(event))
+                await self._down(self.mask.flush())
+                await self.client.write(
+                    self.inside.send(
+                        h11.EndOfMessage(headers=self.mask.headers(event.headers.raw_items()))
+                    )
+                )
                 return True
+
+    async def _down(self, data: bytes) -> None:
+        if data:
+            await self.client.write(self.inside.send(h11.Data(data=data)))
 
 
 async def _answer_only(

@@ -31,7 +31,7 @@ from tools_app.egress.http_head import (
 from tools_app.egress.limits import ProxyLimits
 from tools_app.egress.records import ConnectionRecord, EgressOutcome, EgressProtocol
 from tools_app.egress.relay import Counters, RelayCut, relay
-from tools_app.egress.seal import Seal, seals_covering
+from tools_app.egress.seal import Seal, ValueMask, seals_covering
 from tools_app.egress.sealed import SealedConnectionError, SealedOutcome, serve_sealed
 from tools_app.net import CheckedEndpoint, EgressError
 
@@ -191,6 +191,9 @@ class EgressProxy:
         counters: Counters,
         started: float,
     ) -> None:
+        if self.seals:
+            # A reason may quote what a side sent; a sealed value never reaches the audit.
+            reason = ValueMask(self.seals).text(reason)
         record = ConnectionRecord(
             protocol=conn.protocol,
             host=conn.host,
