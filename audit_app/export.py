@@ -37,7 +37,10 @@ CSV_HEADER = (*EXPORT_COLUMNS, "data")
 
 # Text a spreadsheet would run as a formula; such cells get a leading apostrophe.
 _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
-_FORMULA_GUARDED = frozenset({"kind", "actor_name", "agent_name", "tool", "rule", "reason", "data"})
+# Every column but those whose type cannot hold such text (numbers, a timestamp, UUIDs):
+# a column added later is guarded unless it is one of these.
+_TYPED_COLUMNS = frozenset({"id", "created_at", "duration_ms", "agent_id", "invocation_id"})
+_FORMULA_GUARDED = frozenset(CSV_HEADER) - _TYPED_COLUMNS
 _TEXT_COLUMNS = tuple(i for i, name in enumerate(CSV_HEADER) if name in _FORMULA_GUARDED)
 _CREATED_AT = EXPORT_COLUMNS.index("created_at")
 _UUID_COLUMNS = tuple(
@@ -130,7 +133,7 @@ _CREATED_AT_SQL = (
     " ELSE to_char(e.created_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.US\"+00:00\"')"
     " END"
 )
-_UNQUOTED_COLUMNS = frozenset({"id", "duration_ms", "agent_id", "invocation_id"})
+_UNQUOTED_COLUMNS = _TYPED_COLUMNS - {"created_at"}
 
 
 def _csv_cell_sql(name: str) -> str:

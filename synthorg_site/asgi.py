@@ -16,10 +16,10 @@ django_asgi_app = get_asgi_application()
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402 - needs Django set up first
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
-from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from synthorg_site.http_edge import daphne_guard  # noqa: E402
 from synthorg_site.http_edge.client_address import ClientAddressMiddleware  # noqa: E402
+from synthorg_site.http_edge.origins import ConsoleOriginValidator  # noqa: E402
 from synthorg_site.routing import http_application, websocket_urlpatterns  # noqa: E402
 
 daphne_guard.install()
@@ -29,7 +29,8 @@ application = ClientAddressMiddleware(
     ProtocolTypeRouter(
         {
             "http": http_application(django_asgi_app),
-            "websocket": AllowedHostsOriginValidator(
+            # Scheme, host and port of the page's Origin: only the console's own pages.
+            "websocket": ConsoleOriginValidator(
                 AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
             ),
         }

@@ -15,6 +15,7 @@ from common.platform import runtime
 from common.platform.environment import EnvironmentSettingError, load_environment
 from common.platform.logs import logging_config
 from common.platform.metrics.process import multiprocess_dir_ensure
+from common.platform.origins import OriginSettingError, origins_setting_parse
 from common.platform.private_state import create_private_file, ensure_var_layout, private_dir
 from common.platform.redis_options import (
     RedisTimeoutSettingError,
@@ -79,6 +80,14 @@ ALLOWED_HOSTS = env.list(
 )
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 PORT = env.int("PORT", default=8000)
+# The origins whose pages may open the console's websockets (scheme://host[:port]); unset:
+# http on the serving port for each ALLOWED_HOSTS name, SYNTHORG_CONSOLE_URL and
+# CSRF_TRUSTED_ORIGINS (synthorg_site/http_edge/origins.py).
+SYNTHORG_ORIGINS = env.list("SYNTHORG_ORIGINS", default=[])
+try:
+    origins_setting_parse(SYNTHORG_ORIGINS, name="SYNTHORG_ORIGINS")
+except OriginSettingError as exc:
+    raise ImproperlyConfigured(f"SynthOrg Console refuses to start: {exc}") from None
 
 _database_url_set = bool(env.str("DATABASE_URL", default=""))
 DATABASES = {
@@ -191,6 +200,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "synthorg_site.error_pages.middleware.MethodNotAllowedPageMiddleware",
+    # A page's 404 in the console's layout, DEBUG on or off (not Django's debug page).
+    "synthorg_site.error_pages.middleware.NotFoundPageMiddleware",
     # Last: turns a locked sign-in into the lockout page (trust_app/signin/pages.py).
     "axes.middleware.AxesMiddleware",
 ]
@@ -430,7 +441,7 @@ SYNTHORG_REFUSAL_AUDIT_PER_MINUTE = _environment.SYNTHORG_REFUSAL_AUDIT_PER_MINU
 # (info, low, medium, high, critical) holds the tool for an admin, even on first sight.
 SYNTHORG_BRIDGE_HOLD_SEVERITY = _environment.SYNTHORG_BRIDGE_HOLD_SEVERITY
 SYNTHORG_BRIDGE_REASON_MAX_CHARS = _environment.SYNTHORG_BRIDGE_REASON_MAX_CHARS
-# /api/ and /mcp/ answer a failed CSRF check in the error envelope; pages keep Django's.
+# /api/ and /mcp/ answer a failed CSRF check in the error envelope; pages get the console's.
 CSRF_FAILURE_VIEW = "synthorg_site.http_edge.views.csrf_failure"
 
 # Agent tokens: days until a new token expires (0: never), and how long a rotated

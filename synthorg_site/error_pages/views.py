@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 
 from django.http import HttpRequest, HttpResponse
+from django.middleware.csrf import REASON_NO_CSRF_COOKIE
 from django.template import loader
 from django.utils.http import url_has_allowed_host_and_scheme
 
@@ -53,13 +54,19 @@ def _came_from(request: HttpRequest) -> str:
 
 
 def error_page(
-    request: HttpRequest, status: int, *, reason: str = "", allowed: str = ""
+    request: HttpRequest,
+    status: int,
+    *,
+    reason: str = "",
+    allowed: str = "",
+    title: str = "",
+    explanation: str = "",
 ) -> HttpResponse:
     """The console's page for ``status``, in the layout, with a way back."""
     context = {
         "status": status,
-        "title": TITLES.get(status, "That did not work"),
-        "explanation": DEFAULT_EXPLANATIONS.get(status, ""),
+        "title": title or TITLES.get(status, "That did not work"),
+        "explanation": explanation or DEFAULT_EXPLANATIONS.get(status, ""),
         "reason": reason,
         "allowed": allowed,
         "path": request.path,
@@ -90,10 +97,22 @@ def page_500(request: HttpRequest) -> HttpResponse:
         return HttpResponse(loader.render_to_string(BARE_TEMPLATE), status=500)
 
 
+CSRF_TITLE = "That form could not be accepted"
+CSRF_EXPLANATION = (
+    "The console accepts a form only from one of its own pages, opened in your current "
+    "session. Nothing was changed."
+)
+
+
 def csrf_failure(request: HttpRequest, reason: str = "") -> HttpResponse:
-    """A form sent without a valid CSRF token: usually a page left open across a sign-in."""
-    return error_page(
-        request,
-        403,
-        reason="The form was older than your session. Reload the page and try again.",
-    )
+    """A form sent without a valid CSRF token: usually a page left open across a sign-in.
+
+    Not "Not for your role": the person's role has nothing to do with it.
+    """
+    if reason == REASON_NO_CSRF_COOKIE:
+        said = "Your browser did not send the console's cookie: allow cookies for this site, "
+        said += "reload the page and try again."
+    else:
+        said = "The form was older than your session, or came from another site. "
+        said += "Reload the page and try again."
+    return error_page(request, 403, reason=said, title=CSRF_TITLE, explanation=CSRF_EXPLANATION)

@@ -144,3 +144,38 @@ def test_an_export_closed_midway_leaves_the_connection_usable() -> None:
     assert len(next(lines)) >= COPY_CHUNK_BYTES  # COPY is under way, more is to come
     lines.close()  # as when the client goes away
     assert AuditEvent.objects.filter(kind="bulk").count() == COPY_CHUNK_BYTES // 1000 * 3 - 1
+
+
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+# Columns whose database type cannot hold text (numbers, a timestamp, UUIDs).
+TYPED = {"id", "created_at", "duration_ms", "agent_id", "invocation_id"}
+
+
+@pytest.mark.parametrize("encode", [csv_lines_copied, csv_lines_encoded])
+@pytest.mark.parametrize("start", FORMULA_STARTS)
+def test_every_text_cell_that_starts_like_a_formula_is_guarded(encode: Any, start: str) -> None:
+    text = f"{start}A1"  # fits the narrowest column (actor_type)
+    # Attack: a formula in every text column; `data` as JSON whose text starts with "-".
+    attacked = event(1, **{name: text for name in TEXT_COLUMNS}, data=-1)
+    # Positive control: the same columns holding plain text keep it as it is.
+    plain = event(2, **{name: "plain" for name in TEXT_COLUMNS})
+    rows = {
+        int(r["id"]): r
+        for r in csv.DictReader(io.StringIO(b"".join(encode(AuditFilters())).decode()))
+    }
+    exported = set(rows[attacked.id])
+    assert exported == TYPED | set(TEXT_COLUMNS) | {"data"}  # no column is left unchecked
+    for name in TEXT_COLUMNS:
+        assert rows[attacked.id][name] == "'" + text, name
+        assert rows[plain.id][name] == "plain", name
+    assert rows[attacked.id]["data"] == "'-1"
+    assert json.loads(rows[plain.id]["data"]) == plain.data
+    assert rows[attacked.id]["duration_ms"] == "1"  # typed cells are written as they are
+
+
+# Every exported column the database holds as text (`data` is checked on its own).
+TEXT_COLUMNS = (
+    "kind", "actor_type", "actor_id", "actor_name", "agent_name", "tool", "category",
+    "action_type", "arguments_hash", "outcome", "status", "rule", "reason", "request_id",
+    "prev_hash", "hash",
+)  # fmt: skip

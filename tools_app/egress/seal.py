@@ -30,6 +30,20 @@ Header = tuple[bytes, bytes]
 
 # Headers of the sandbox's client that concern the proxy hop only, never the server.
 _PROXY_HEADERS = frozenset({b"proxy-authorization", b"proxy-connection", b"proxy-authenticate"})
+# Headers a reverse proxy in front of a multi-tenant server may route by: on a sealed
+# connection the Host header alone names the destination, so these never go on.
+_ROUTING_HEADERS = frozenset(
+    {
+        b"forwarded",
+        b"x-forwarded-host",
+        b"x-forwarded-server",
+        b"x-original-host",
+        b"x-original-url",
+        b"x-rewrite-url",
+        b"x-host",
+        b"x-http-host-override",
+    }
+)
 # RFC 9110 field-value: no control characters, no whitespace at either end.
 _FIELD_VALUE = re.compile(rb"[\x21-\x7e\x80-\xff](?:[\t\x20-\x7e\x80-\xff]*[\x21-\x7e\x80-\xff])?")
 
@@ -57,6 +71,12 @@ class Seal:
         is_ip = _is_ip(host)
         endpoint = Endpoint(host, port, is_ip)
         return any(rule.matches(endpoint) for rule in self.hosts)
+
+    def allows_plain_http(self, host: str, port: int) -> bool:
+        """A value goes over unencrypted HTTP only where its grant names that port: a
+        grant naming a host alone means HTTPS."""
+        endpoint = Endpoint(host, port, _is_ip(host))
+        return any(rule.port == port and rule.matches(endpoint) for rule in self.hosts)
 
 
 def _is_ip(host: str) -> bool:
@@ -232,6 +252,15 @@ def sealed_request(
     ``ValueMask`` sees a reflected value as it is.
     """
     target = _origin_form(target, host, port, scheme)
+    if scheme == "http":
+        clear = [seal.secret for seal in seals if not seal.allows_plain_http(host, port)]
+        if clear:
+            raise SealedRequestError(
+                403,
+                f"{', '.join(clear)} is sealed for {host} over TLS only and this request is "
+                f"plain HTTP: use https, or an admin grants it for {host}:{port} to send it "
+                "unencrypted",
+            )
     hosts = [value for name, value in headers if name.lower() == b"host"]
     if len(hosts) > 1:
         raise SealedRequestError(400, "the request has more than one Host header")
@@ -253,6 +282,7 @@ def sealed_request(
         (name, value)
         for name, value in headers
         if name.lower() not in _PROXY_HEADERS
+        and name.lower() not in _ROUTING_HEADERS
         and name.lower() not in replaced
         and name.lower() not in (b"host", b"accept-encoding")
     ]

@@ -1,7 +1,8 @@
 """What applying an agents file would change, each change named, nothing written.
 
-Agents in the database but not in the file are left alone (listed, never deleted);
-a file that cannot be applied whole is refused with every problem by field.
+Agents in the database but not in the file are left alone (listed, never deleted), and
+so is each field an existing agent's entry leaves out (listed too); a file that cannot be
+applied whole is refused with every problem by field.
 """
 
 from __future__ import annotations
@@ -45,6 +46,8 @@ class Change:
 class Plan:
     changes: tuple[Change, ...]
     left_alone: tuple[str, ...] = field(default=())  # agents not in the file
+    # Existing agents whose entry leaves fields out, and those fields (kept as they are).
+    kept: tuple[tuple[str, tuple[str, ...]], ...] = field(default=())
 
     @property
     def empty(self) -> bool:
@@ -72,8 +75,9 @@ def _permissions_proposal(
         return None
 
 
-def _grant_problems(entry: AgentEntry, where: str, problems: list[ConfigProblem]) -> None:
-    live = set(Secret.objects.filter(revoked_at__isnull=True).values_list("name", flat=True))
+def _grant_problems(
+    entry: AgentEntry, where: str, live: set[str], problems: list[ConfigProblem]
+) -> None:
     for index, grant in enumerate(entry.secret_grants):
         at = f"{where}.secret_grants[{index}]"
         if grant.secret not in live:
@@ -106,6 +110,39 @@ def _granted(agent: Agent) -> dict[tuple[str, str, str], SecretGrantEntry]:
         )
         for name, tool, server, hosts, inject in rows
     }
+
+
+# What an existing agent keeps when its entry leaves the field out (workspace: never moved).
+KEPT_WHEN_ABSENT = (
+    "autonomy",
+    "owner",
+    "active",
+    "allowed_tools",
+    "denied_tools",
+    "sub_constraints",
+    "max_concurrent_calls",
+    "secret_grants",
+)
+
+
+def _as_it_is(entry: AgentEntry, agent: Agent | None) -> tuple[AgentEntry, tuple[str, ...]]:
+    """The entry with each field it leaves out filled from the existing agent, and those
+    fields; a new agent takes the defaults."""
+    absent = tuple(name for name in KEPT_WHEN_ABSENT if name not in entry.model_fields_set)
+    if agent is None or not absent:
+        return entry, ()
+    state = agent_permissions_state(agent)
+    current: dict[str, Any] = {
+        "autonomy": state.autonomy,
+        "owner": agent.owner.get_username() if agent.owner else None,
+        "active": agent.active,
+        "allowed_tools": state.allowed,
+        "denied_tools": state.denied,
+        "sub_constraints": dict(state.sub_constraints),
+        "max_concurrent_calls": state.max_concurrent_calls,
+        "secret_grants": tuple(_granted(agent).values()) if "secret_grants" in absent else (),
+    }
+    return entry.model_copy(update={name: current[name] for name in absent}), absent
 
 
 def _use(grant: SecretGrantEntry) -> str:
@@ -175,13 +212,18 @@ def agents_plan(agents_file: AgentsFile, *, source: str) -> Plan:
     problems: list[ConfigProblem] = []
     existing = {a.name: a for a in Agent.objects.select_related("owner")}
     people = set(get_user_model().objects.values_list("username", flat=True))
+    live = set(Secret.objects.filter(revoked_at__isnull=True).values_list("name", flat=True))
     changes: list[Change] = []
-    for index, entry in enumerate(agents_file.agents):
+    kept: list[tuple[str, tuple[str, ...]]] = []
+    for index, written in enumerate(agents_file.agents):
         where = f"agents[{index}]"
-        agent = existing.get(entry.name)
+        agent = existing.get(written.name)
+        entry, absent = _as_it_is(written, agent)
+        if absent:
+            kept.append((entry.name, absent))
         proposal = _permissions_proposal(entry, where, problems)
-        _grant_problems(entry, where, problems)
-        if entry.owner is not None and entry.owner not in people:
+        _grant_problems(entry, where, live, problems)
+        if "owner" not in absent and entry.owner is not None and entry.owner not in people:
             problems.append(ConfigProblem(f"{where}.owner", f"no person named {entry.owner!r}"))
         if agent is not None and entry.workspace and entry.workspace != agent.workspace:
             problems.append(ConfigProblem(
@@ -194,4 +236,8 @@ def agents_plan(agents_file: AgentsFile, *, source: str) -> Plan:
     if problems:
         raise ConfigError(source, tuple(problems))
     listed = {entry.name for entry in agents_file.agents}
-    return Plan(changes=tuple(changes), left_alone=tuple(sorted(set(existing) - listed)))
+    return Plan(
+        changes=tuple(changes),
+        left_alone=tuple(sorted(set(existing) - listed)),
+        kept=tuple(kept),
+    )

@@ -16,6 +16,12 @@ agents:
     secret_grants:
       - {secret: GITHUB_TOKEN, tool: http_request}
 ```
+
+Every field but ``name`` and ``access_level`` may be left out: a new agent takes the
+default, an existing one keeps what it has (the plan lists what is kept). A key given
+twice in one mapping is refused (a reader sees the first, YAML keeps the last), and so
+are anchors and aliases (the file is read by reviewers as written). The file is at most
+AGENTS_FILE_MAX_BYTES long and lists at most AGENTS_FILE_MAX_AGENTS agents.
 """
 
 from __future__ import annotations
@@ -31,6 +37,10 @@ from common.vocabulary.sealing import SealingRuleError, parse_injection, sealed_
 from trust_app.concurrency import max_concurrent_calls_problem
 
 AUTONOMY_VALUES = ("full", "semi", "supervised", "locked")
+# Bounds on one file: planning reads the database per agent. Agents not in a file are
+# left alone, so a larger organisation is applied in several files.
+AGENTS_FILE_MAX_BYTES = 1024 * 1024
+AGENTS_FILE_MAX_AGENTS = 1000
 
 
 class SecretGrantEntry(StrictModel):
@@ -110,10 +120,72 @@ class AgentsFile(StrictModel):
         return self
 
 
-def agents_file_parse(text: str, *, source: str) -> AgentsFile:
-    """The file's content checked; ConfigError naming every problem by field."""
+class _Refused(yaml.MarkedYAMLError):
+    """Something the agents file does not accept, at a line of it."""
+
+    def __init__(self, mark: yaml.Mark, message: str) -> None:
+        super().__init__(problem=message, problem_mark=mark)
+        self.line = mark.line + 1
+        self.message = message
+
+
+class _AgentsLoader(yaml.SafeLoader):
+    """safe_load, refusing a key given twice in one mapping and any alias."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise _Refused(
+                event.start_mark,
+                f"an alias (*{event.anchor}) is not accepted; write the value out "
+                "(the file is reviewed as it reads)",
+            )
+        return super().compose_node(parent, index)
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        if isinstance(node, yaml.MappingNode):
+            first_line: dict[Any, int] = {}
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    earlier = first_line.get(key)
+                except TypeError:  # an unhashable key: SafeLoader refuses it itself
+                    continue
+                if earlier is not None:
+                    raise _Refused(
+                        key_node.start_mark,
+                        f"`{key}` is given twice in one mapping (first on line {earlier}); "
+                        "give it once",
+                    )
+                first_line[key] = key_node.start_mark.line + 1
+        return super().construct_mapping(node, deep=deep)
+
+
+def agents_file_size_problem(size: int, *, max_bytes: int = AGENTS_FILE_MAX_BYTES) -> str:
+    """Why a file of ``size`` bytes is refused, or "" when it is not too long."""
+    if size <= max_bytes:
+        return ""
+    return (
+        f"the file is {size} bytes; an agents file may hold at most {max_bytes} bytes "
+        "(agents not in a file are left alone: apply a larger organisation in several files)"
+    )
+
+
+def agents_file_parse(
+    text: str,
+    *,
+    source: str,
+    max_bytes: int = AGENTS_FILE_MAX_BYTES,
+    max_agents: int = AGENTS_FILE_MAX_AGENTS,
+) -> AgentsFile:
+    """The file's content checked; ConfigError naming every problem by field (or line)."""
+    too_long = agents_file_size_problem(len(text.encode("utf-8")), max_bytes=max_bytes)
+    if too_long:
+        raise ConfigError(source, (ConfigProblem("", too_long),))
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_AgentsLoader)  # noqa: S506 - a SafeLoader
+    except _Refused as exc:
+        raise ConfigError(source, (ConfigProblem("", f"line {exc.line}: {exc.message}"),)) from exc
     except yaml.YAMLError as exc:
         raise ConfigError(source, (ConfigProblem("", f"not valid YAML: {exc}"),)) from exc
     if data is None:
@@ -122,6 +194,13 @@ def agents_file_parse(text: str, *, source: str) -> AgentsFile:
         raise ConfigError(
             source, (ConfigProblem("", "the file must be a mapping with `version` and `agents`"),)
         )
+    agents = data.get("agents")
+    if isinstance(agents, list) and len(agents) > max_agents:
+        raise ConfigError(source, (ConfigProblem(
+            "agents",
+            f"{len(agents)} agents listed; a file may list at most {max_agents} (agents not "
+            "in a file are left alone: apply a larger organisation in several files)",
+        ),))  # fmt: skip
     try:
         return AgentsFile.model_validate(data)
     except ValidationError as exc:

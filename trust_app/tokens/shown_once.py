@@ -2,15 +2,21 @@
 
 The issuing POST redirects (POST-redirect-GET), so a reload of the page that shows the
 token repeats the GET, never the POST: no second token is issued. The plaintext waits in
-the person's session for that one GET, which takes it out. Session rows are readable by
-whoever reads the database, so it is sealed (Fernet) under a key derived from the session
-cookie's value, which the database never holds (see ``synthorg_site.sessions``); it is
-also dropped once older than ``SYNTHORG_TOKEN_SHOWN_ONCE_SECONDS``.
+Redis for that one GET, which takes it with a single GETDEL: of several GETs at once
+(tabs, a replayed request) exactly one receives it. A session read and saved by each
+request could not promise that: every request that loaded the session before the first
+one saved it would see the token too.
+
+Whoever reads Redis must not read the token: it is sealed (Fernet) under a key derived
+from the session cookie's value, which neither Redis nor the database holds (see
+``synthorg_site.sessions``), and kept under a keyed hash of that value and the agent; it
+expires after ``SYNTHORG_TOKEN_SHOWN_ONCE_SECONDS``.
 """
 
 from __future__ import annotations
 
 import base64
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,8 +25,11 @@ from django.conf import settings
 from django.contrib.sessions.backends.base import SessionBase
 from django.utils.crypto import salted_hmac
 
-SESSION_KEY = "trust_app.tokens.shown_once"
+from common.platform.redis import redis_client
+
 KEY_SALT = "trust_app.tokens.shown_once.key"
+NAME_SALT = "trust_app.tokens.shown_once.name"
+REDIS_PREFIX = "synthorg:token-shown-once:"
 
 
 @dataclass(frozen=True)
@@ -32,11 +41,21 @@ class ShownOnce:
     plaintext: str
 
 
-def _fernet(session: SessionBase) -> Fernet:
+def _session_key(session: SessionBase) -> str:
     if not session.session_key:
         session.save()  # a key to derive from; a signed-in person always has one
-    digest = salted_hmac(KEY_SALT, str(session.session_key), algorithm="sha256").digest()
+    return str(session.session_key)
+
+
+def _fernet(session: SessionBase) -> Fernet:
+    digest = salted_hmac(KEY_SALT, _session_key(session), algorithm="sha256").digest()
     return Fernet(base64.urlsafe_b64encode(digest))
+
+
+def waiting_key(session: SessionBase, agent_id: str) -> str:
+    """Where the sealed token of ``agent_id`` waits for this session's one GET."""
+    name = salted_hmac(NAME_SALT, f"{_session_key(session)}:{agent_id}", algorithm="sha256")
+    return REDIS_PREFIX + name.hexdigest()
 
 
 def token_keep_for_showing(
@@ -44,22 +63,25 @@ def token_keep_for_showing(
 ) -> None:
     """Keep a new token's plaintext, sealed, for the next GET of its page (replacing any)."""
     sealed = _fernet(session).encrypt(plaintext.encode()).decode()
-    session[SESSION_KEY] = {"agent": agent_id, "token": token_id, "sealed": sealed}
+    kept = json.dumps({"token": token_id, "sealed": sealed})
+    # Redis keeps it at least a second; the seal's own age check is the one that counts.
+    ttl = max(1, int(settings.SYNTHORG_TOKEN_SHOWN_ONCE_SECONDS))
+    redis_client().set(waiting_key(session, agent_id), kept, ex=ttl)
 
 
 def token_take_for_showing(session: SessionBase, *, agent_id: str) -> ShownOnce | None:
-    """The kept token of ``agent_id``, taken out of the session; None once taken or stale."""
-    kept: Any = session.get(SESSION_KEY)
-    if not isinstance(kept, dict) or kept.get("agent") != agent_id:
+    """The kept token of ``agent_id``, taken out in one step; None once taken or stale."""
+    raw: Any = redis_client().getdel(waiting_key(session, agent_id))
+    if raw is None:
         return None
-    del session[SESSION_KEY]
     try:
+        kept = json.loads(raw)
         token_id = str(kept["token"])
         plaintext = (
             _fernet(session)
             .decrypt(str(kept["sealed"]).encode(), ttl=settings.SYNTHORG_TOKEN_SHOWN_ONCE_SECONDS)
             .decode()
         )
-    except (InvalidToken, KeyError):
+    except (InvalidToken, KeyError, TypeError, ValueError):
         return None
     return ShownOnce(agent_id=agent_id, token_id=token_id, plaintext=plaintext)

@@ -110,5 +110,18 @@ def test_a_form_posted_with_a_stale_csrf_token_is_a_403_page_saying_to_reload() 
     person_create(username=username, role="operator", password=PASSWORD)
     client = Client(enforce_csrf_checks=True)
     assert client.login(username=username, password=PASSWORD)
-    response = client.post("/approvals/decide/", {"decision": "approve"})
-    assert_console_page(response, 403, "older than your session")
+    assert client.get("/approvals/").status_code == 200  # the page sets the CSRF cookie
+    stale = client.post(
+        "/approvals/decide/", {"decision": "approve", "csrfmiddlewaretoken": "x" * 64}
+    )
+    body = assert_console_page(stale, 403, "older than your session")
+    # Titled for what happened: the role is not the reason.
+    assert "<title>403 · That form could not be accepted · SynthOrg Console</title>" in body
+    assert "Not for your role" not in body
+    # Without the cookie at all, the page says so.
+    client.cookies.pop("csrftoken")
+    bare = client.post("/approvals/decide/", {"decision": "approve"})
+    body = assert_console_page(bare, 403, "did not send the console&#x27;s cookie")
+    assert "Not for your role" not in body
+    # Positive control: a role refusal keeps its own title.
+    assert "Not for your role" in signed_in("auditor").get("/approvals/").content.decode()

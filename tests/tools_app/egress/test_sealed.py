@@ -411,3 +411,42 @@ def test_no_seal_no_change(tmp_path: Path) -> None:
             assert read_head(client).startswith(b"HTTP/1.1 200")
     (seen,) = server.requests
     assert _header(seen, "Authorization") == [f"Bearer {PLACEHOLDER}"]
+
+
+def test_a_grant_naming_a_host_alone_never_sends_the_value_over_plain_http(
+    tmp_path: Path,
+) -> None:
+    with LoopbackHttpServer() as server:
+        server.route("/echo", _echo)
+        hostless = Seal(
+            secret="API_TOKEN",
+            value=VALUE,
+            hosts=parse_sealed_hosts(["127.0.0.1"]),
+            injection=parse_injection("bearer"),
+        )
+        with (
+            running_proxy(tmp_path, _grant(server.port), seals=(hostless,)) as proxy,
+            connect(proxy) as client,
+        ):
+            client.sendall(_request(server.url("/echo"), f"127.0.0.1:{server.port}"))
+            head, body = _response(client)
+    assert head.startswith(b"HTTP/1.1 403") and b"over TLS only" in body, head + body
+    assert server.requests == []
+    # Control: the same grant naming the port sends it (the other tests of this module).
+
+
+def test_routing_headers_of_reverse_proxies_never_go_on_a_sealed_request(tmp_path: Path) -> None:
+    with LoopbackHttpServer() as server:
+        server.route("/echo", _echo)
+        with _sealed_proxy(tmp_path, server.port) as proxy, connect(proxy) as client:
+            extra = (
+                "X-Forwarded-Host: echo.example.invalid\r\nForwarded: host=echo.example.invalid\r\n"
+                "X-Original-URL: /elsewhere\r\nX-Request-Id: kept\r\n"
+            )
+            client.sendall(_request(server.url("/echo"), f"127.0.0.1:{server.port}", extra=extra))
+            assert _response(client)[0].startswith(b"HTTP/1.1 200")
+    (seen,) = server.requests
+    for name in ("X-Forwarded-Host", "Forwarded", "X-Original-URL"):
+        assert _header(seen, name) == [], name
+    assert _header(seen, "X-Request-Id") == ["kept"]  # control: other headers pass
+    assert _header(seen, "Authorization") == [f"Bearer {VALUE}"]

@@ -860,7 +860,8 @@ def test_a_wildcard_seal_covers_subdomains_only(tmp_path: Path, name: str, seale
     with QuirkyServer() as server:
         resolver = StaticResolver({name: ("127.0.0.1",)})
         grant = NetworkGrant(mode="open", block_private=False)
-        seal = _seal("*.example.test")
+        # With its port: a grant naming a host alone means HTTPS, and this is plain HTTP.
+        seal = _seal(f"*.example.test:{server.port}")
         with (
             running_proxy(
                 tmp_path, grant, resolver=resolver, limits=LIMITS, seals=(seal,)

@@ -296,3 +296,118 @@ def test_a_sealed_grant_round_trips_and_a_program_grant_without_hosts_is_refused
     file.write_text(yaml.safe_dump(data))
     run("apply", str(file))
     assert SecretGrant.objects.get(tool="shell_command").hosts == ["api.example.org"]
+
+
+def test_a_key_given_twice_is_refused_naming_its_line(
+    organisation: dict[str, Agent], tmp_path: Path
+) -> None:
+    file = tmp_path / "agents.yaml"
+    # Attack: a reviewer reads the first access_level, YAML would keep the second.
+    file.write_text(
+        "version: 1\n"
+        "agents:\n"
+        "  - name: plain-agent\n"
+        "    access_level: restricted\n"
+        "    access_level: elevated\n"
+    )
+    with pytest.raises(CommandError) as raised:
+        run("apply", str(file), "--dry-run")
+    assert f"{file}: line 5: `access_level` is given twice in one mapping (first on line 4)" in str(
+        raised.value
+    )
+    # The same twice at the top level, and a name given twice in an inline mapping.
+    file.write_text("version: 1\nagents: []\nversion: 1\n")
+    with pytest.raises(CommandError, match="line 3: `version` is given twice"):
+        run("apply", str(file), "--dry-run")
+    file.write_text("agents:\n  - {name: a, name: b, access_level: standard}\n")
+    with pytest.raises(CommandError, match="line 2: `name` is given twice"):
+        run("apply", str(file), "--dry-run")
+    # An alias would let one line stand for many agents: refused, naming its line.
+    file.write_text("agents:\n  - &one {name: plain-agent, access_level: restricted}\n  - *one\n")
+    with pytest.raises(CommandError, match=r"line 3: an alias \(\*one\) is not accepted"):
+        run("apply", str(file), "--dry-run")
+    # Positive control: each key once, the change is planned.
+    file.write_text("agents:\n  - name: plain-agent\n    access_level: elevated\n")
+    plan = run("apply", str(file), "--dry-run")
+    assert f"{'permissions':15} plain-agent: access_level: 'restricted' -> 'elevated'" in [
+        line.strip() for line in plan.splitlines()
+    ]
+    assert Agent.objects.get(name="plain-agent").access_level == "restricted"
+
+
+def test_fields_left_out_are_kept_and_the_plan_says_so(
+    organisation: dict[str, Agent], tmp_path: Path
+) -> None:
+    file = tmp_path / "agents.yaml"
+    # Only name and level: the rich agent keeps its autonomy, lists, owner, cap and grant.
+    file.write_text(
+        yaml.safe_dump(
+            {"agents": [{"name": "rich-agent", "access_level": "elevated"},
+                        {"name": "fresh-agent", "access_level": "sandboxed"}]}
+        )
+    )  # fmt: skip
+    plan = run("apply", str(file), "--dry-run")
+    lines = [line.strip() for line in plan.splitlines()]
+    assert "plan: 2 changes" in plan, plan
+    assert f"{'permissions':15} rich-agent: access_level: 'standard' -> 'elevated'" in lines
+    assert f"{'create':15} fresh-agent: sandboxed, semi" in lines  # new: the defaults
+    assert (
+        "left as they are (not in the file): rich-agent: autonomy, owner, active, "
+        "allowed_tools, denied_tools, sub_constraints, max_concurrent_calls, secret_grants"
+    ) in lines
+    assert not any(line.startswith("left as they are") and "fresh-agent" in line for line in lines)
+    run("apply", str(file))
+    rich = Agent.objects.select_related("owner").get(name="rich-agent")
+    assert rich.access_level == "elevated" and rich.autonomy == "supervised"
+    assert rich.owner is not None and rich.owner.username == "ops-owner"
+    assert rich.max_concurrent_calls == 6
+    permissions = AgentPermissions.objects.get(agent=rich)
+    assert permissions.allowed == ["git_push"] and permissions.denied == ["shell_command"]
+    assert permissions.sub_constraints == {"code_execution": "namespace"}
+    assert SecretGrant.objects.filter(agent=rich, secret__name="DEPLOY_KEY").exists()
+    # Positive control: the same fields written out are applied, to the default included.
+    file.write_text(
+        yaml.safe_dump(
+            {"agents": [{"name": "rich-agent", "access_level": "elevated", "autonomy": "semi",
+                         "owner": None, "max_concurrent_calls": None, "secret_grants": []}]}
+        )
+    )  # fmt: skip
+    plan = run("apply", str(file), "--dry-run")
+    assert (
+        "autonomy: 'supervised' -> 'semi'" in plan and "max_concurrent_calls: 6 -> default" in plan
+    )
+    assert "ungrant_secret" in plan and "'ops-owner' -> None" in plan
+    assert "rich-agent: active, allowed_tools, denied_tools, sub_constraints" in plan
+
+
+def test_a_file_too_long_or_with_too_many_agents_is_refused_before_planning(
+    organisation: dict[str, Agent], tmp_path: Path
+) -> None:
+    from trust_app.agents_code.schema import AGENTS_FILE_MAX_AGENTS, AGENTS_FILE_MAX_BYTES
+
+    file = tmp_path / "agents.yaml"
+    entry = "  - {name: a%d, access_level: standard}\n"
+    many = "agents:\n" + "".join(entry % n for n in range(AGENTS_FILE_MAX_AGENTS + 1))
+    assert len(many) < AGENTS_FILE_MAX_BYTES  # refused for its count, not its length
+    file.write_text(many)
+    with pytest.raises(CommandError) as raised:
+        run("apply", str(file), "--dry-run")
+    assert (
+        f"{file}: agents: {AGENTS_FILE_MAX_AGENTS + 1} agents listed; a file may list at most "
+        f"{AGENTS_FILE_MAX_AGENTS}" in str(raised.value)
+    )
+    # 60,000 agents in 2.7 MB: refused by its length, at once.
+    file.write_text("agents:\n" + "".join(entry % n for n in range(60_000)))
+    size = file.stat().st_size
+    assert size > AGENTS_FILE_MAX_BYTES
+    with pytest.raises(CommandError) as raised:
+        run("apply", str(file), "--dry-run")
+    assert (
+        f"{file}: the file is {size} bytes; an agents file may hold at most "
+        f"{AGENTS_FILE_MAX_BYTES} bytes" in str(raised.value)
+    )
+    assert not Agent.objects.filter(name="a0").exists()
+    # Positive control: the most agents a file may list are planned.
+    file.write_text(many.rsplit("  - ", 1)[0])
+    plan = run("apply", str(file), "--dry-run")
+    assert f"plan: {AGENTS_FILE_MAX_AGENTS} changes" in plan

@@ -7,19 +7,20 @@ import json
 from typing import Any
 
 import pytest
-from django.contrib.sessions.models import Session
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.test import Client
 
 from audit_app.models import AuditEvent
+from common.platform.redis import redis_client
+from synthorg_site.sessions import SessionStore
 from tests.common.permission_suite import ADMINS, PermissionSuite, signed_in
 from trust_app.auth import agent_token_verdict
 from trust_app.models import Agent, AgentToken
 from trust_app.services.agents import agent_create, person_create
 from trust_app.tokens.bearer import AGENT_TOKEN_PREFIX, token_digest
 from trust_app.tokens.life import Scope
-from trust_app.tokens.shown_once import SESSION_KEY
+from trust_app.tokens.shown_once import waiting_key
 
 pytestmark = pytest.mark.django_db
 
@@ -114,20 +115,29 @@ def test_a_reload_shows_the_token_no_more_and_issues_none(admin: Client, agent: 
     assert issued_events.count() == audited + 1
 
 
-def test_the_waiting_token_is_sealed_in_the_session_row(admin: Client, agent: Agent) -> None:
+def waiting(admin: Client, agent: Agent) -> bytes | None:
+    """The admin's token for ``agent`` waiting to be shown, as Redis holds it."""
+    session = SessionStore(session_key=admin.cookies["sessionid"].value)
+    stored = redis_client().get(waiting_key(session, str(agent.id)))
+    assert stored is None or isinstance(stored, bytes)
+    return stored
+
+
+def test_the_waiting_token_is_sealed_where_it_waits(admin: Client, agent: Agent) -> None:
     response = admin.post(f"/agents/{agent.id}/tokens/", {"label": "sealed"})
     assert response.status_code == 302
     token = AgentToken.objects.get(agent=agent, label="sealed")
-    rows = [row.get_decoded() for row in Session.objects.all()]
-    # Attack: whoever reads the session table finds no plaintext (only its sealed form)...
-    kept = [row[SESSION_KEY] for row in rows if SESSION_KEY in row]
-    assert len(kept) == 1 and kept[0]["token"] == str(token.id)
-    stored = json.dumps(rows)
+    stored = waiting(admin, agent)
+    # Attack: whoever reads Redis finds no plaintext, only its sealed form, under a name
+    # that is not the session's key...
+    assert stored is not None and json.loads(stored)["token"] == str(token.id)
+    session_key = admin.cookies["sessionid"].value
+    assert not any(session_key.encode() in key for key in redis_client().scan_iter("*"))
     # ...positive control: the cookie's holder opens it, once.
     plaintext = shown_token(admin.get(response["Location"]).content.decode())
     assert token_digest(plaintext) == token.digest
-    assert plaintext.startswith(AGENT_TOKEN_PREFIX) and plaintext not in stored
-    assert not any(SESSION_KEY in row.get_decoded() for row in Session.objects.all())
+    assert plaintext.startswith(AGENT_TOKEN_PREFIX) and plaintext.encode() not in stored
+    assert waiting(admin, agent) is None
 
 
 def test_a_token_left_waiting_too_long_is_not_shown(
@@ -135,9 +145,10 @@ def test_a_token_left_waiting_too_long_is_not_shown(
 ) -> None:
     settings.SYNTHORG_TOKEN_SHOWN_ONCE_SECONDS = -1  # older than allowed as soon as sealed
     response = admin.post(f"/agents/{agent.id}/tokens/", {"label": "late"})
+    assert waiting(admin, agent) is not None  # positive control: it was kept
     html = admin.get(response["Location"]).content.decode()
     assert 'id="token-gone"' in html and 'id="new-token"' not in html
-    assert not any(SESSION_KEY in row.get_decoded() for row in Session.objects.all())
+    assert waiting(admin, agent) is None
 
 
 def test_another_agents_page_does_not_take_the_waiting_token(admin: Client, agent: Agent) -> None:

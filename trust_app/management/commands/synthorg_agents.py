@@ -2,7 +2,8 @@
 
 ``export`` writes every agent (level, autonomy, owner, workspace, tool lists,
 sub-constraints, cap on calls at once, secret grant names) as YAML to FILE or standard
-output. ``apply`` checks FILE field by field, prints the plan (one line per change) and,
+output. ``apply`` checks FILE field by field, prints the plan (one line per change, and
+the fields each existing agent keeps because the file leaves them out) and,
 without ``--dry-run``, makes every change in one transaction; the first token of each
 agent it creates is printed once.
 """
@@ -20,7 +21,11 @@ from common.errors import SynthOrgError
 from trust_app.agents_code.apply import agents_apply
 from trust_app.agents_code.export import agents_export
 from trust_app.agents_code.plan import Plan, agents_plan
-from trust_app.agents_code.schema import agents_file_dump, agents_file_parse
+from trust_app.agents_code.schema import (
+    agents_file_dump,
+    agents_file_parse,
+    agents_file_size_problem,
+)
 
 
 class Command(BaseCommand):
@@ -55,11 +60,17 @@ class Command(BaseCommand):
             self.stdout.write(f"plan: {len(plan.changes)} changes")
             for change in plan.changes:
                 self.stdout.write(f"  {change.line()}")
+        for name, fields in plan.kept:
+            self.stdout.write(f"left as they are (not in the file): {name}: {', '.join(fields)}")
         if plan.left_alone:
             self.stdout.write(f"not in the file (left alone): {', '.join(plan.left_alone)}")
 
     def _apply(self, file: str, *, dry_run: bool) -> None:
         try:
+            # Refused by its size before it is read: a file too long is never loaded whole.
+            too_long = agents_file_size_problem(Path(file).stat().st_size)
+            if too_long:
+                raise CommandError(f"{file}: {too_long}")
             text = Path(file).read_text(encoding="utf-8")
         except OSError as exc:
             raise CommandError(f"{file}: cannot be read ({exc.strerror})") from exc
