@@ -1,7 +1,7 @@
 """The operators' socket at /ws/approvals/: session auth, operators and admins only.
 
 It holds no state: on connect it sends what the database says now, and on every
-change event it reads the pending count and sends the changed request's row,
+change event it reads the pending counts and sends the changed request's row,
 as the publisher rendered it or, where its person sees the row differently,
 rendered here from the database. The inbox page asks for its resync as a
 difference (``resync=diff``, ``approvals_app.inbox_diff``): the socket waits for
@@ -20,13 +20,14 @@ from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
-from approvals_app.inbox_diff import diff_frames, parse_have
+from approvals_app.inbox_diff import diff_frames, parse_have, parse_page
 from approvals_app.live import (
     INBOX_VIEW,
     can_decide,
     change_html,
+    change_row_html,
+    counts_html,
     is_admin,
-    pending_count_html,
     resync_frames,
     shared_row_fits,
     upstream_held_html,
@@ -152,20 +153,38 @@ class ApprovalInboxConsumer(AsyncWebsocketConsumer):
         if have is None:
             await self._resync_whole()
             return
-        for frame in await database_sync_to_async(diff_frames)(self.user, have):
+        page = parse_page(text_data) if text_data is not None else None
+        for frame in await database_sync_to_async(diff_frames)(self.user, have, page):
             await self.send(text_data=frame)
 
     async def approval_changed(self, event: dict[str, Any]) -> None:
         shared = event.get("html")
         if shared is not None and shared_row_fits(event, self.user, self.is_admin):
-            # The publisher rendered the row once for every operator; only the count is read.
-            count = await database_sync_to_async(pending_count_html)()
-            await self.send(text_data=count + shared if self.view == INBOX_VIEW else count)
+            # The publisher rendered the row once for every operator; only the counts are read.
+            counts = await database_sync_to_async(counts_html)(self.view)
+            await self.send(text_data=counts + shared if self.view == INBOX_VIEW else counts)
             return
         html = await database_sync_to_async(change_html)(
             self.user, self.view, event["id"], event["change"], event.get("kind", "approval")
         )
         await self.send(text_data=html)
+
+    async def approvals_changed(self, event: dict[str, Any]) -> None:
+        """Many requests changed at once (a decision on many): one frame with the counts
+        read once and every row, shared where it fits this person."""
+        parts = [await database_sync_to_async(counts_html)(self.view)]
+        if self.view == INBOX_VIEW:
+            for change in event.get("changes", []):
+                shared = change.get("html")
+                if shared is not None and shared_row_fits(change, self.user, self.is_admin):
+                    parts.append(shared)
+                    continue
+                parts.append(
+                    await database_sync_to_async(change_row_html)(
+                        self.user, change["id"], change["change"]
+                    )
+                )
+        await self.send(text_data="".join(parts))
 
     async def upstream_held(self, event: dict[str, Any]) -> None:
         """An upstream tool was held or released: the inbox's notice is read again."""

@@ -3,7 +3,9 @@
 Everything is read from the database at the moment of rendering, so a browser
 that reconnects gets the current state, never a replay of the socket. The inbox
 holds two kinds of request: approval requests for calls, and promotion requests
-a trust strategy made that need a person.
+a trust strategy made that need a person. Alike approval requests are one entry
+(a group); a page shows the first entries and asks for the rest
+(``selectors.inbox``).
 """
 
 from __future__ import annotations
@@ -16,10 +18,16 @@ from django.template.loader import render_to_string
 from django.utils import timezone
 
 from approvals_app.models import ApprovalRequest, ApprovalStatus
+from approvals_app.selectors.inbox import (
+    EntryView,
+    TierPage,
+    inbox_facets,
+    inbox_first_page,
+    inbox_waiting,
+)
 from approvals_app.selectors.requests import (
     approval_grants,
     approval_request,
-    approvals_pending_by_risk,
     inbox_pending_count,
     promotion_request,
 )
@@ -36,7 +44,7 @@ def can_decide(user: Any) -> bool:
     return has_any_role(user, ROLES_THAT_DECIDE)
 
 
-def _viewer(user: Any) -> dict[str, Any]:
+def viewer_context(user: Any) -> dict[str, Any]:
     return {"viewer": user, "viewer_is_admin": Role.ADMIN in roles_of(user), "now": timezone.now()}
 
 
@@ -48,10 +56,11 @@ def pending_promotion_rows() -> list[Any]:
 
 
 def inbox_context(user: Any) -> dict[str, Any]:
-    """Everything the inbox page renders."""
+    """Everything the inbox page renders: its first screen of entries, tier by tier."""
     return {
-        **_viewer(user),
-        "groups": approvals_pending_by_risk(),
+        **viewer_context(user),
+        "tiers": inbox_first_page(),
+        "facets": inbox_facets(),
         "promotions": pending_promotion_rows(),
         "pending_count": inbox_pending_count(),
         "grants": list(approval_grants()[:100]),
@@ -66,15 +75,52 @@ def pending_count_html(*, oob: bool = True) -> str:
     )
 
 
+def waiting_html(*, with_badge: bool = False) -> str:
+    """How many requests wait in each risk tier (and in all, for the navigation's badge),
+    as out-of-band swaps, from one count."""
+    waiting = inbox_waiting()
+    tiers = "".join(
+        render_to_string(f"{TEMPLATE}#waiting", {"tier": tier, "n": n, "oob": True})
+        for tier, n in waiting.tiers.items()
+    )
+    if not with_badge:
+        return tiers
+    context = {"pending_count": waiting.total, "oob": True}
+    return render_to_string(f"{TEMPLATE}#pending-count", context) + tiers
+
+
+def counts_html(view: str) -> str:
+    """The counts a socket sends with every change: the badge, and on the inbox each tier's."""
+    return waiting_html(with_badge=True) if view == INBOX_VIEW else pending_count_html()
+
+
+def entry_html(view: EntryView, user: Any, *, viewer: dict[str, Any] | None = None) -> str:
+    """One inbox entry: a request's row, or a group with its first request's card."""
+    context = {
+        **(viewer or viewer_context(user)),
+        "ev": view,
+        "e": view.entry,
+        "request": view.request,
+    }
+    return render_to_string(f"{TEMPLATE}#entry", context)
+
+
+def tier_more_html(page: TierPage, *, oob: bool = False) -> str:
+    """The tier's "show more" control (empty when the tier is all shown)."""
+    return render_to_string(f"{TEMPLATE}#tier-more", {"page": page, "oob": oob})
+
+
 def row_html(request: ApprovalRequest, user: Any, *, oob: str = "") -> str:
     """One request's row (pending or settled) for ``user``."""
-    return render_to_string(f"{TEMPLATE}#row", {**_viewer(user), "request": request, "oob": oob})
+    return render_to_string(
+        f"{TEMPLATE}#row", {**viewer_context(user), "request": request, "oob": oob}
+    )
 
 
 def promotion_row_html(promotion: Any, user: Any, *, oob: str = "") -> str:
     """One promotion request's row (pending or settled) for ``user``."""
     return render_to_string(
-        f"{TEMPLATE}#promotion-row", {**_viewer(user), "promotion": promotion, "oob": oob}
+        f"{TEMPLATE}#promotion-row", {**viewer_context(user), "promotion": promotion, "oob": oob}
     )
 
 
@@ -121,12 +167,12 @@ def resync_html(user: Any, view: str) -> str:
 
 def resync_frames(user: Any, view: str, *, frame_bytes: int | None = -1) -> list[str]:
     """The resync as socket frames, each at most ``frame_bytes`` (the setting by default)
-    unless a single request's row is larger on its own.
+    unless a single entry is larger on its own.
 
-    The server refuses to send a message past its limit (1 MiB), and a backlog of a few
-    hundred writes with their diffs is larger: the socket would close on every connect
+    The server refuses to send a message past its limit (1 MiB), and a first screen of
+    large writes with their diffs can be larger: the socket would close on every connect
     and the inbox never come back. An inbox that fits goes in one frame; a larger one
-    goes as its frame with the groups empty, then the pending rows appended in batches.
+    goes as its frame with the tiers empty, then the entries appended in batches.
     """
     budget = settings.SYNTHORG_INBOX_FRAME_BYTES if frame_bytes == -1 else frame_bytes
     count = pending_count_html()
@@ -134,23 +180,26 @@ def resync_frames(user: Any, view: str, *, frame_bytes: int | None = -1) -> list
         return [count]
     context = inbox_context(user)
     held = upstream_held_html(user)
-    groups = context["groups"]
-    empty = {**context, "groups": [(tier, []) for tier, _ in groups], "oob": True}
-    frame = count + render_to_string(f"{TEMPLATE}#inbox", empty) + held
-    # Each row is rendered once, all with one viewer; the sizes decide between one
+    tiers: list[TierPage] = context["tiers"]
+    empty_tiers = [TierPage(p.tier, [], p.waiting, p.more) for p in tiers]
+    frame = (
+        count
+        + render_to_string(f"{TEMPLATE}#inbox", {**context, "tiers": empty_tiers, "oob": True})
+        + held
+    )
+    # Each entry is rendered once, all with one viewer; the sizes decide between one
     # frame and several.
-    viewer = _viewer(user)
-    rows = [
-        (tier, [render_to_string(f"{TEMPLATE}#row", {**viewer, "request": r}) for r in requests])
-        for tier, requests in groups
+    viewer = viewer_context(user)
+    rendered = [
+        (page.tier, [entry_html(e, user, viewer=viewer) for e in page.entries]) for page in tiers
     ]
-    total = len(frame.encode()) + sum(len(row.encode()) for _, rendered in rows for row in rendered)
+    total = len(frame.encode()) + sum(len(r.encode()) for _, rows in rendered for r in rows)
     if budget is None or total <= budget:
         whole = render_to_string(f"{TEMPLATE}#inbox", {**context, "oob": True})
         return [count + whole + held]
     frames = [frame]
-    for tier, rendered in rows:
-        frames.extend(row_batches(tier, rendered, budget))
+    for tier, rows in rendered:
+        frames.extend(row_batches(tier, rows, budget))
     return frames
 
 
@@ -174,7 +223,7 @@ def row_batches(tier: str, rendered: Sequence[str], budget: int) -> list[str]:
 
 def upstream_held_html(user: Any) -> str:
     """The notice of upstream tools held for an admin (empty when none), as an OOB swap."""
-    context = {**_viewer(user), "held_upstream": held_upstream_tools(), "oob": True}
+    context = {**viewer_context(user), "held_upstream": held_upstream_tools(), "oob": True}
     return render_to_string(f"{TEMPLATE}#upstream-held", context)
 
 
@@ -187,20 +236,23 @@ def _promotion_change_html(user: Any, promotion_id: str, change: str) -> str:
     return promotion_row_html(promotion, user, oob="true")
 
 
+def change_row_html(user: Any, request_id: str, change: str) -> str:
+    """Request ``request_id``'s row after ``change``, for ``user`` (empty when it is gone)."""
+    request = approval_request(request_id)
+    if request is None:
+        return ""
+    if change == ApprovalChange.NEW and request.status == ApprovalStatus.PENDING:
+        return row_html(request, user, oob=f"beforeend:#risk-{request.risk_tier}")
+    return row_html(request, user, oob="true")
+
+
 def change_html(
     user: Any, view: str, request_id: str, change: str, kind: str = InboxKind.APPROVAL
 ) -> str:
     """What a socket sends when request ``request_id`` (of ``kind``) changed."""
-    parts = [pending_count_html()]
+    counts = counts_html(view)
     if view != INBOX_VIEW:
-        return parts[0]
+        return counts
     if kind == InboxKind.PROMOTION:
-        return parts[0] + _promotion_change_html(user, request_id, change)
-    request = approval_request(request_id)
-    if request is None:
-        return parts[0]
-    if change == ApprovalChange.NEW and request.status == ApprovalStatus.PENDING:
-        parts.append(row_html(request, user, oob=f"beforeend:#risk-{request.risk_tier}"))
-    else:
-        parts.append(row_html(request, user, oob="true"))
-    return "".join(parts)
+        return counts + _promotion_change_html(user, request_id, change)
+    return counts + change_row_html(user, request_id, change)

@@ -33,7 +33,10 @@ class ApprovalRequest(UUIDModel, TimestampedModel):
     arguments_hash = models.CharField(max_length=64)
     required_approvals = models.PositiveSmallIntegerField(default=1)
     approvals = models.PositiveSmallIntegerField(default=0)
+    # What the call does, judged when it was asked (approvals_app.policy.risk): the label
+    # the inbox sorts by, and the reasons people read, ``[{"tier": …, "text": …}]``.
     risk_tier = models.CharField(max_length=10, choices=RiskTier.choices, default=RiskTier.MEDIUM)
+    risk_reasons = models.JSONField(default=list, blank=True)
     reason = models.TextField(blank=True)
     rule = models.CharField(max_length=200, blank=True)
     expires_at = models.DateTimeField(db_index=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from approvals_app.models import ApprovalRequest
+from approvals_app.selectors.cards import call_summary, shown_arguments
 from secrets_app.substitution import secret_names
 
 
@@ -13,7 +14,11 @@ def _iso(value: Any) -> str | None:
 
 
 def approval_json(request: ApprovalRequest) -> dict[str, Any]:
-    """What is asked and where it stands: the call (secrets redacted), agent, trace, quorum."""
+    """What is asked and where it stands: the call exactly as it will run (only values the
+    console holds as secrets masked), what it does, its risk and why, agent, trace, quorum.
+
+    ``risk_tier`` is the label from what the call does; ``required_approvals`` is the
+    policy's own fact and says nothing about risk."""
     invocation = request.invocation
     agent = invocation.agent
     decision = invocation.decision or {}
@@ -21,6 +26,8 @@ def approval_json(request: ApprovalRequest) -> dict[str, Any]:
         "id": str(request.id),
         "status": request.status,
         "risk_tier": request.risk_tier,
+        "risk_reasons": list(request.risk_reasons or []),
+        "card": call_summary(invocation),
         "required_approvals": request.required_approvals,
         "approvals": request.approvals,
         "reason": request.reason,
@@ -40,7 +47,7 @@ def approval_json(request: ApprovalRequest) -> dict[str, Any]:
             "category": invocation.category,
             "action_type": invocation.action_type,
             "safety_class": invocation.safety_class,
-            "arguments": invocation.arguments_redacted,
+            "arguments": shown_arguments(invocation),
             # Names of the secrets the call would use; their values never leave the worker.
             "secrets": secret_names(invocation.arguments or {}),
             "status": invocation.status,

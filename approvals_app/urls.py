@@ -2,12 +2,17 @@
 
 from django.urls import path
 
+from approvals_app.views import call as views_call
 from approvals_app.views import decisions as views_decisions
 from approvals_app.views import inbox as views
 
 urlpatterns = [
     path("approvals/", views.inbox, name="approvals-inbox"),
+    path("approvals/more/", views.inbox_more, name="approvals-more"),
+    path("approvals/groups/<str:key>/", views.inbox_group, name="approvals-group"),
+    path("approvals/select/", views.inbox_select, name="approvals-select"),
     path("decisions/", views_decisions.my_decisions, name="my-decisions"),
+    path("approvals/<uuid:request_id>/call/", views_call.whole_call, name="approvals-call"),
     path("approvals/decide/", views.decide, name="approvals-decide"),
     path(
         "approvals/promotions/decide/",

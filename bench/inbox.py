@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import secrets
 import uuid
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
@@ -47,3 +48,21 @@ def operator_session(prefix: str) -> str:
 def created_epoch(invocation: dict[str, Any]) -> float:
     """When the invocation's row was inserted, in epoch seconds."""
     return datetime.fromisoformat(invocation["created_at"].replace("Z", "+00:00")).timestamp()
+
+
+# A write of a few lines, so each card carries a path, a size and a diff as people see it.
+BODY = "".join(f"line {n}: the quarterly numbers, as agreed\n" for n in range(12))
+
+
+def pending_writes(agent: Any, indices: Iterable[int], *, folder_each: bool) -> None:
+    """write_file calls of ``agent`` (locked: each waits for a person), submitted through
+    the pipeline in this process: each in a folder of its own (none alike), or all in one
+    folder (alike: one group)."""
+    from tools_app.services.invocation_submit import CallRequest, invocation_submit
+
+    for index in indices:
+        path = f"q{index}/notes.txt" if folder_each else f"q/{index}.txt"
+        call = CallRequest(tool="write_file", arguments={"path": path, "content": BODY})
+        invocation = invocation_submit(agent=agent, call=call).invocation
+        if invocation.status != "pending_approval":
+            raise SystemExit(f"call {index} is {invocation.status}: {invocation.decision}")

@@ -160,6 +160,8 @@ APPROVAL = _obj(
         "id": UUID,
         "status": STR,
         "risk_tier": STR,
+        "risk_reasons": {"type": "array", "items": OBJECT},
+        "card": OBJECT,
         "required_approvals": {"type": "integer"},
         "approvals": {"type": "integer"},
         "reason": STR,

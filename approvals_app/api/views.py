@@ -54,6 +54,20 @@ class ApprovalListView(PersonView, APIView):
         return Response({"results": rows, "next": None})
 
 
+class ApprovalDetailView(PersonView, APIView):
+    permission_classes = [roles_required(Role.OPERATOR, Role.ADMIN)]
+
+    @extend_schema(
+        summary="One approval request: the whole call exactly as it will run, its effect and risk",
+        responses={200: openapi.APPROVAL},
+    )
+    def get(self, request: Request, request_id: uuid.UUID) -> Response:
+        found = approval_request(request_id)
+        if found is None:
+            raise NotFoundError(f"no approval request {request_id}")
+        return Response(approval_json(found))
+
+
 class ApprovalDecideView(PersonView, APIView):
     permission_classes = [roles_required(Role.OPERATOR, Role.ADMIN)]
 

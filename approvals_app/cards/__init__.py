@@ -1,6 +1,6 @@
 """Approval cards: a call shown as a person thinks of it.
 
-``model`` and ``render`` (with ``text``, ``masking``, ``sql``) are PURE: plain
+``model`` and ``render`` (with ``effect``, ``characters``, ``text``, ``sql``) are PURE: plain
 values in, a display model out. ``build`` is the Django side: it loads what the
 core needs (the current file in the workspace, the tool's argument order, the
 agent's record and level) and calls the core. The inbox template renders the

@@ -1,34 +1,53 @@
 """PURE: per-tool card renderers, from a call's arguments to a display model.
 
-Each renderer puts what a person decides on first (the path, the command line,
-the URL), then the larger parts (a diff, a body, SQL), then the raw JSON.
+Every card opens with the effect line (``effect``), then what a person decides on
+first (the path, the command, the URL), then the larger parts (a diff, a body,
+SQL), then the raw JSON. Values are shown exactly as the call will write or send
+them: nothing an agent wrote is masked, for an agent holds no credentials of its
+own and a literal value is data it chose to send. A secret reference
+(``${secret:NAME}``) is shown as the reference it is: the console adds the value on
+the way out. Characters a person could not see or could misread are listed with
+where they occur (``flagged``) and marked in place by the templates.
 """
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from approvals_app.cards.bound import card_bounded
-from approvals_app.cards.masking import mask_arguments, mask_header
-from approvals_app.cards.model import Block, Card, CardInput, CardLimits, Fact, Header
-from approvals_app.cards.sql import sql_tokens, statement_kind
+from approvals_app.cards.characters import char_flags
+from approvals_app.cards.effect import effect_of, resolved_path, shell_words
+from approvals_app.cards.model import (
+    Block,
+    Card,
+    CardInput,
+    CardLimits,
+    Fact,
+    FlaggedValue,
+    Header,
+)
+from approvals_app.cards.sql import sql_tokens, statement_kinds
 from approvals_app.cards.text import (
     diff_block,
     is_long,
     ordered,
     pretty_json,
     preview_block,
+    short_value,
     size_label,
     text_block,
 )
+from tools_app.sanitize.redaction import SECRET_REFERENCE
 
 MCP_CATEGORY: Final = "mcp"
 MCP_SEPARATOR: Final = "__"
 GIT_PREFIX: Final = "git_"
 DEFAULT_CWD: Final = "."
 DEFAULT_METHOD: Final = "GET"
+# Values with no blank in them read as names (paths, hosts, branches): every look-alike
+# in them is flagged; in running text only those mixed into Latin words.
+_NAME_MAX: Final = 4096
 
 Parts = tuple[list[Fact], list[Block], list[str]]
 Renderer = Callable[[CardInput, dict[str, Any], CardLimits], Parts]
@@ -39,10 +58,7 @@ def _text(value: Any) -> str:
 
 
 def _short(value: Any, limits: CardLimits) -> str:
-    text = _text(value)
-    if len(text) <= limits.fact_chars:
-        return text
-    return f"{text[: limits.fact_chars]}… ({size_label(text)})"
+    return short_value(_text(value), limits.fact_chars)
 
 
 def _rest(args: dict[str, Any], shown: set[str], limits: CardLimits) -> Parts:
@@ -62,6 +78,15 @@ def _rest(args: dict[str, Any], shown: set[str], limits: CardLimits) -> Parts:
     return facts, blocks, []
 
 
+def _path_facts(card: CardInput, value: Any, limits: CardLimits, label: str = "path") -> list[Fact]:
+    """The path as given and, when it reads otherwise, what it resolves to."""
+    facts = [Fact(label, _short(value, limits))]
+    resolved, _ = resolved_path(value, card)
+    if isinstance(value, str) and resolved != value:
+        facts.append(Fact("resolves to", _short(resolved, limits)))
+    return facts
+
+
 def _current_note(card: CardInput) -> tuple[str, str | None]:
     """The current file's text for a diff (None when unknown) and a note saying why."""
     current = card.current_file
@@ -78,7 +103,7 @@ def render_write_file(card: CardInput, args: dict[str, Any], limits: CardLimits)
     content = args.get("content")
     content = content if isinstance(content, str) else _text(content)
     facts = [
-        Fact("path", _short(args.get("path", "?"), limits)),
+        *_path_facts(card, args.get("path", "?"), limits),
         Fact("size", size_label(content), False),
     ]
     note, before = _current_note(card)
@@ -96,7 +121,7 @@ def render_write_file(card: CardInput, args: dict[str, Any], limits: CardLimits)
 
 def render_edit_file(card: CardInput, args: dict[str, Any], limits: CardLimits) -> Parts:
     old, new = _text(args.get("old_string", "")), _text(args.get("new_string", ""))
-    facts = [Fact("path", _short(args.get("path", "?"), limits))]
+    facts = _path_facts(card, args.get("path", "?"), limits)
     note, before = _current_note(card)
     expected = args.get("expected_replacements", 1)
     if before is not None and old and before.count(old) == expected:
@@ -118,15 +143,29 @@ def command_line(args: Mapping[str, Any]) -> str:
     """The command as a person would type it: argv shell-quoted, or the command line given."""
     argv = args.get("argv")
     if isinstance(argv, list) and argv:
-        return shlex.join(str(part) for part in argv)
+        return shell_words(argv)
     command = args.get("command")
     return command if isinstance(command, str) else _text(command)
 
 
 def render_shell(card: CardInput, args: dict[str, Any], limits: CardLimits) -> Parts:
-    line = command_line(args)
-    facts = [Fact("cwd", _short(args.get("cwd", DEFAULT_CWD), limits))]
-    blocks = [text_block("command line", line, limits, "command")]
+    facts = _path_facts(card, args.get("cwd", DEFAULT_CWD), limits, "cwd")
+    argv = args.get("argv")
+    if isinstance(argv, list) and argv:
+        # One argument a line, each quoted as the shell reads it: a line break inside an
+        # argument is flagged where it stands and cannot pass for the next argument.
+        words = tuple(shell_words([part]) for part in argv)
+        blocks = [
+            Block(
+                label=f"program and arguments ({len(argv)})",
+                kind="argv",
+                items=words,
+                size=size_label(command_line(args)),
+            )
+        ]
+    else:
+        line = command_line(args)
+        blocks = [Block(label="command line", kind="command", text=line, size=size_label(line))]
     stdin = args.get("stdin")
     if isinstance(stdin, str):
         blocks.append(preview_block("stdin", stdin, limits))
@@ -144,8 +183,8 @@ def render_http(card: CardInput, args: dict[str, Any], limits: CardLimits) -> Pa
     if isinstance(headers, Mapping) and headers:
         shown = []
         for name, value in headers.items():
-            text, masked = mask_header(str(name), value)
-            shown.append(Header(str(name), text, masked))
+            text = value if isinstance(value, str) else _text(value)
+            shown.append(Header(str(name), text, SECRET_REFERENCE.search(text) is not None))
         blocks.append(Block(label="headers", kind="headers", headers=tuple(shown)))
     body = args.get("body")
     if body is not None:
@@ -157,7 +196,7 @@ def render_http(card: CardInput, args: dict[str, Any], limits: CardLimits) -> Pa
 def render_git(card: CardInput, args: dict[str, Any], limits: CardLimits) -> Parts:
     repository = args.get("path", args.get("repository", DEFAULT_CWD))
     facts = [
-        Fact("repository", _short(repository, limits)),
+        *_path_facts(card, repository, limits, "repository"),
         Fact("operation", card.tool.removeprefix(GIT_PREFIX), False),
     ]
     more_facts, more_blocks, _ = _rest(args, {"path", "repository"}, limits)
@@ -168,7 +207,7 @@ def render_sql(card: CardInput, args: dict[str, Any], limits: CardLimits) -> Par
     query = _text(args.get("query", ""))
     facts = [
         Fact("connection", _short(args.get("connection", "?"), limits)),
-        Fact("statement", statement_kind(query), False),
+        Fact("statement", ", ".join(statement_kinds(query)) or "?", False),
     ]
     block = Block(
         label="SQL",
@@ -213,10 +252,42 @@ def renderer_for(tool: str, category: str) -> tuple[str, Renderer]:
     return "generic", render_generic
 
 
+def _strings(value: Any, where: str, item: bool = False) -> list[tuple[str, str, bool]]:
+    """Every string in ``value`` (keys too) with where it is (``headers.Authorization``)
+    and whether it is one value of a list (an argument of argv, one of many paths)."""
+    if isinstance(value, str):
+        return [(where, value, item)]
+    found: list[tuple[str, str, bool]] = []
+    if isinstance(value, Mapping):
+        for key, inner_value in value.items():
+            name = str(key)
+            inner = f"{where}.{name}" if where else name
+            found.append((f"{inner} (its name)", name, True))
+            found.extend(_strings(inner_value, inner))
+    elif isinstance(value, list | tuple):
+        for index, inner_value in enumerate(value):
+            found.extend(_strings(inner_value, f"{where}[{index}]", True))
+    return found
+
+
+def flagged_values(arguments: Mapping[str, Any]) -> tuple[FlaggedValue, ...]:
+    """The arguments holding characters to look at twice, with those characters.
+
+    A name, a list's item or a value with no blank reads as one line: a line break in it
+    is flagged, and every look-alike; running text keeps its own line breaks."""
+    found = []
+    for where, text, item in _strings(dict(arguments), ""):
+        one_line = item or (len(text) <= _NAME_MAX and not any(c.isspace() for c in text))
+        flags = char_flags(text, "line" if one_line else "block")
+        if flags:
+            found.append(FlaggedValue(where, flags))
+    return tuple(found)
+
+
 def render_card(card: CardInput, limits: CardLimits | None = None) -> Card:
     """The display model of one call."""
     limits = limits or CardLimits()
-    args = ordered(mask_arguments(dict(card.arguments)), card.key_order)
+    args = ordered(dict(card.arguments), card.key_order)
     name, renderer = renderer_for(card.tool, card.category)
     try:
         facts, blocks, notes = renderer(card, args, limits)
@@ -229,10 +300,12 @@ def render_card(card: CardInput, limits: CardLimits | None = None) -> Card:
     whole = Card(
         tool=card.tool,
         renderer=name,
+        effect=effect_of(card, args, limits),
         facts=tuple(facts),
         blocks=tuple(blocks),
         raw_json=raw,
         raw_size=size_label(raw),
         notes=tuple(note for note in notes if note),
+        flagged=flagged_values(args),
     )
     return card_bounded(whole, limits.shown_chars)

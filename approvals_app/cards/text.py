@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Final
 
 from approvals_app.cards.model import Block, BlockKind, CardLimits, DiffLine
@@ -17,7 +18,7 @@ def size_label(text: str) -> str:
     """``10.4 KB · 173 lines`` for a person deciding whether to open it."""
     size = len(text.encode("utf-8", "surrogatepass"))
     lines = text.count("\n") + (0 if not text or text.endswith("\n") else 1)
-    return f"{byte_label(size)} · {lines} line{'' if lines == 1 else 's'}"
+    return f"{byte_label(size)} · {lines:,} line{'' if lines == 1 else 's'}"
 
 
 def byte_label(size: int) -> str:
@@ -28,6 +29,33 @@ def byte_label(size: int) -> str:
             return f"{size} B" if unit == "B" else f"{value:.1f} {unit}"
         value /= 1024
     return f"{size} B"  # pragma: no cover - the loop always returns
+
+
+def char_count(count: int) -> str:
+    """``1 character`` / ``12,345 characters``."""
+    return f"{count:,} character{'' if count == 1 else 's'}"
+
+
+def middle_cut(text: str, keep: int) -> tuple[str, str, int]:
+    """``(head, tail, cut)``: ``text`` kept whole when at most ``keep`` characters long,
+    else its first and last ``keep // 2`` characters and how many lie between.
+
+    The end of a value is where a long value hides what matters (an argument after
+    forty line breaks, ``../.git/config`` after a run of ``./``): it is never dropped.
+    """
+    if len(text) <= keep:
+        return text, "", 0
+    head = max(keep // 2, 1)
+    tail = max(keep - head, 1)
+    return text[:head], text[-tail:], len(text) - head - tail
+
+
+def short_value(text: str, keep: int) -> str:
+    """A fact's value on one line: whole, or its start and end with the size between."""
+    head, tail, cut = middle_cut(text, keep)
+    if not cut:
+        return text
+    return f"{head} … [{char_count(cut)} not shown; whole value {size_label(text)}] … {tail}"
 
 
 def is_long(text: str, limits: CardLimits) -> bool:
@@ -58,59 +86,83 @@ def text_block(label: str, text: str, limits: CardLimits, kind: BlockKind = "tex
 
 
 def preview_block(label: str, text: str, limits: CardLimits) -> Block:
-    """The first ``preview_chars`` of a long value, with its whole size."""
-    cut = len(text) > limits.preview_chars
-    shown = text[: limits.preview_chars]
-    note = f"first {limits.preview_chars} characters shown" if cut else ""
+    """A long value's start and end (``preview_chars`` in all), with its whole size."""
+    head, tail, cut = middle_cut(text, limits.preview_chars)
     return Block(
         label=label,
         kind="text",
-        text=shown,
+        text=head,
+        tail=tail,
+        gap=gap_words(cut, text) if cut else "",
         size=size_label(text),
-        folded=is_long(shown, limits),
-        note=note,
+        folded=is_long(head + tail, limits),
     )
 
 
-def diff_lines(before: str, after: str, limits: CardLimits) -> tuple[tuple[DiffLine, ...], int]:
-    """Unified diff lines of ``before`` → ``after`` (at most ``diff_lines``) and the count cut."""
-    lines: list[DiffLine] = []
+def gap_words(cut: int, whole: str) -> str:
+    """What a cut block says between its start and its end."""
+    return (
+        f"… {char_count(cut)} not shown here (the whole value is {size_label(whole)}): "
+        "open the whole call to read every line …"
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Diff:
+    """A diff as a card shows it: its start and end lines, and its true counts."""
+
+    lines: tuple[DiffLine, ...]
+    added: int
+    removed: int
+    cut: int
+
+
+def _diff_line(line: str) -> DiffLine:
+    if line.startswith("@@"):
+        return DiffLine("hunk", line)
+    if line.startswith("+"):
+        return DiffLine("add", line[1:])
+    if line.startswith("-"):
+        return DiffLine("del", line[1:])
+    return DiffLine("ctx", line[1:])
+
+
+def diff_lines(before: str, after: str, limits: CardLimits) -> Diff:
+    """Unified diff of ``before`` → ``after``: at most ``diff_lines`` lines, the first and
+    the last half of them when longer (with a gap line between), and the counts of
+    added and removed lines over the whole diff."""
     raw = difflib.unified_diff(
         before.splitlines(), after.splitlines(), lineterm="", n=_DIFF_CONTEXT
     )
-    cut = 0
-    for line in raw:
-        if line.startswith(("---", "+++")) and not lines:
-            continue
-        if len(lines) >= limits.diff_lines:
-            cut += 1
-            continue
-        if line.startswith("@@"):
-            lines.append(DiffLine("hunk", line))
-        elif line.startswith("+"):
-            lines.append(DiffLine("add", line[1:]))
-        elif line.startswith("-"):
-            lines.append(DiffLine("del", line[1:]))
-        else:
-            lines.append(DiffLine("ctx", line[1:]))
-    return tuple(lines), cut
+    every = [_diff_line(line) for line in raw if not line.startswith(("---", "+++"))]
+    added = sum(1 for line in every if line.kind == "add")
+    removed = sum(1 for line in every if line.kind == "del")
+    keep = max(limits.diff_lines, 2)
+    if len(every) <= keep:
+        return Diff(tuple(every), added, removed, 0)
+    head, tail = keep // 2, keep - keep // 2
+    cut = len(every) - head - tail
+    gap = DiffLine(
+        "gap",
+        f"… {cut:,} diff lines not shown here: open the whole call to read every line …",
+    )
+    return Diff((*every[:head], gap, *every[-tail:]), added, removed, cut)
 
 
 def diff_block(label: str, before: str, after: str, limits: CardLimits, note: str = "") -> Block:
     """A diff block; folded only when very long (a diff is what a person came to read)."""
-    lines, cut = diff_lines(before, after, limits)
-    added = sum(1 for line in lines if line.kind == "add")
-    removed = sum(1 for line in lines if line.kind == "del")
+    diff = diff_lines(before, after, limits)
     notes = [note] if note else []
-    if cut:
-        notes.append(f"{cut} more diff lines not shown")
-    if not lines:
+    if not diff.lines:
         notes.append("no change: the new content is the same as the current file")
+    size = f"+{diff.added:,} −{diff.removed:,} lines"
+    if diff.cut:
+        size += f"; {len(diff.lines) - 1:,} of {len(diff.lines) - 1 + diff.cut:,} diff lines shown"
     return Block(
         label=label,
         kind="diff",
-        lines=lines,
-        size=f"+{added} −{removed} lines",
-        folded=len(lines) > limits.diff_lines // 2,
+        lines=diff.lines,
+        size=size,
+        folded=len(diff.lines) > limits.diff_lines // 2,
         note="; ".join(notes),
     )

@@ -12,6 +12,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from collections.abc import Callable
 from typing import Any
 
 from approvals_app.cards.model import CurrentFile
@@ -49,6 +50,20 @@ def _read_regular(fd: int, max_bytes: int) -> CurrentFile:
 
 def read_current_file(workspace: str, raw_path: Any, *, max_bytes: int) -> CurrentFile:
     """The file at ``raw_path`` in ``workspace`` as it is now, ``missing``, or why not read."""
+    return _open_then(workspace, raw_path, lambda fd: _read_regular(fd, max_bytes))
+
+
+def current_file_size(workspace: str, raw_path: Any) -> CurrentFile:
+    """Whether the file at ``raw_path`` exists now, and its size, without reading it
+    (``read`` with ``size`` and no text; ``missing``; or ``unreadable`` and why)."""
+
+    def size_of(fd: int) -> CurrentFile:
+        return CurrentFile("read", size=os.fstat(fd).st_size)
+
+    return _open_then(workspace, raw_path, size_of)
+
+
+def _open_then(workspace: str, raw_path: Any, then: Callable[[int], CurrentFile]) -> CurrentFile:
     try:
         checked = check_agent_path(raw_path, PathRules(workspace_roots=workspace_roots(workspace)))
     except ToolRefusedError as exc:
@@ -61,7 +76,7 @@ def read_current_file(workspace: str, raw_path: Any, *, max_bytes: int) -> Curre
         for part in checked.parts[:-1]:
             fds.append(os.open(part, _DIR_FLAGS, dir_fd=fds[-1]))
         fds.append(os.open(checked.parts[-1], _FILE_FLAGS, dir_fd=fds[-1]))
-        return _read_regular(fds[-1], max_bytes)
+        return then(fds[-1])
     except FileNotFoundError:
         return CurrentFile("missing")
     except OSError as exc:

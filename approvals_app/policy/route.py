@@ -74,6 +74,10 @@ class Route:
     owner_may_approve: bool
     grant_id: str | None = None
     budget_key: str | None = None
+    # The approval rule's own ``risk_tier`` and name, when the rule that decided set one:
+    # an admin's classification the effect-based risk label never goes below.
+    rule_tier: str | None = None
+    rule: str = ""
 
 
 def rule_name(rule: ApprovalRule, index: int) -> str:
@@ -92,7 +96,9 @@ def period_start(now: datetime, period: BudgetPeriod) -> datetime:
 
 
 def risk_tier(facts: CallFacts, required: int, floor: str | None = None) -> str:
-    """Critical for two-person calls, high for money and far-reaching actions, then by class."""
+    """The policy's tier of a call, which sets how long its request waits and whether timing
+    out may approve it: critical for two-person calls, high for money and far-reaching
+    actions, then by class. The label people read is the effect's (``policy.risk``)."""
     if facts.safety_class == "privileged" or required >= 2:
         tier = RiskTierName.CRITICAL
     elif facts.safety_class == "financial" or HIGH_RISK_ACTIONS.match(facts.action_type):
@@ -308,11 +314,13 @@ def route(
         return Route(
             Decision(Outcome.ALLOW, reason, rule, tuple(trace)), tier, owner_ok, None, budget_key
         )
-    trace.append(f"{rule}: require_approval ({required}), risk {tier}")
+    # The number of people is the policy's; how risky the call is, its effect says
+    # (approvals_app.policy.risk), so the trace names no risk here.
+    trace.append(f"{rule}: require_approval ({required})")
     if not reason.endswith("decision"):
         reason += "; the call waits for an operator's decision"
     decision = Decision(Outcome.REQUIRE_APPROVAL, reason, rule, tuple(trace), required)
-    return Route(decision, tier, owner_ok)
+    return Route(decision, tier, owner_ok, rule_tier=verdict.rule_tier, rule=verdict.rule)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,9 +1,16 @@
-"""Build an approval card's view: the call's display model, the level that applies,
-the agent's recent record and the request's age (the Django side of the cards)."""
+"""Build an approval card's view: the call's display model, its risk, the level that
+applies, the agent's recent record (the Django side of the cards).
+
+A card shows the call's own arguments, exactly as the call will write or send them.
+The only values masked are those the console itself holds as secrets (its own keys
+and every stored secret's value): an agent never holds one, so one written literally
+is shown as a mark, and a reference (``${secret:NAME}``) is shown as it is.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -13,9 +20,15 @@ from typing import Any, Final
 from django.conf import settings
 from django.db import connection
 
+from approvals_app.cards.characters import escaped
+from approvals_app.cards.effect import effect_of
 from approvals_app.cards.model import Card, CardInput, CardLimits, CurrentFile
-from approvals_app.cards.render import render_card
+from approvals_app.cards.render import flagged_values, render_card
+from approvals_app.cards.text import ordered
 from approvals_app.cards.workspace import read_current_file
+from approvals_app.policy.risk_words import RiskReason
+from tools_app.builtin.file_system.paths import workspace_roots
+from tools_app.sanitize.known import known_secrets_for
 from trust_app.strategies.effective import EffectiveLevel
 
 # Defaults for the card settings (``SYNTHORG_CARD_<NAME>`` in the Django settings).
@@ -26,6 +39,7 @@ DEFAULTS: Final = MappingProxyType(
         "DIFF_LINES": 600,  # diff lines shown before the rest is cut
         "PREVIEW_CHARS": 2000,  # of an HTTP body or stdin
         "FACT_CHARS": 300,
+        "EFFECT_CHARS": 600,  # of the effect line; a longer one loses its middle
         "SHOWN_CHARS": 32_000,  # of any one block and of the raw JSON: bounds a card's size
         "CURRENT_FILE_MAX_BYTES": 256 * 1024,  # the current file is read for a diff up to this
         "RECORD_CALLS": 20,  # the agent's most recent calls summarised on the card
@@ -41,13 +55,28 @@ def card_setting(name: str) -> int:
     return int(getattr(settings, f"SYNTHORG_CARD_{name}", DEFAULTS[name]))
 
 
-def card_limits() -> CardLimits:
+# The whole call's page has no bound: every argument in full, every diff line.
+WHOLE: Final = CardLimits(
+    diff_lines=2**62,
+    preview_chars=2**62,
+    fact_chars=2**62,
+    effect_chars=2**62,
+    shown_chars=2**62,
+)
+
+
+def card_limits(*, whole: bool = False) -> CardLimits:
+    if whole:
+        return dataclasses.replace(
+            WHOLE, fold_chars=card_setting("FOLD_CHARS"), fold_lines=card_setting("FOLD_LINES")
+        )
     return CardLimits(
         fold_chars=card_setting("FOLD_CHARS"),
         fold_lines=card_setting("FOLD_LINES"),
         diff_lines=card_setting("DIFF_LINES"),
         preview_chars=card_setting("PREVIEW_CHARS"),
         fact_chars=card_setting("FACT_CHARS"),
+        effect_chars=card_setting("EFFECT_CHARS"),
         shown_chars=card_setting("SHOWN_CHARS"),
     )
 
@@ -64,31 +93,87 @@ class AgentRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class RiskView:
+    """The request's risk label and its reasons, most serious first."""
+
+    tier: str
+    reasons: tuple[RiskReason, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class CardView:
     """Everything a card shows beyond the request's own fields."""
 
     card: Card
     level: EffectiveLevel
     record: AgentRecord
+    risk: RiskView
 
 
-def _key_order(tool: str) -> tuple[str, ...]:
+def risk_view(request: Any) -> RiskView:
+    """The risk stored with ``request`` (its reasons as people read them)."""
+    reasons = tuple(
+        RiskReason(str(item.get("tier", "")), str(item.get("text", "")))
+        for item in (request.risk_reasons or [])
+        if isinstance(item, dict)
+    )
+    return RiskView(request.risk_tier, reasons)
+
+
+def _contract(tool: str) -> Any:
     from tools_app.registry import tool_catalog
 
     try:
-        contract = tool_catalog().contract(tool)
+        return tool_catalog().contract(tool)
     except Exception:  # an unloadable catalog must not hide the card
-        return ()
+        return None
+
+
+def _key_order(contract: Any) -> tuple[str, ...]:
     if contract is None:
         return ()
     properties = contract.input_schema.get("properties", {})
     return tuple(properties) if isinstance(properties, dict) else ()
 
 
-def _current_file(invocation: Any) -> CurrentFile | None:
+def _console_secrets() -> Any:
+    from tools_app.secrets import known_secrets_now
+
+    minimum = int(getattr(settings, "SYNTHORG_SECRET_MIN_LENGTH", 8))
+    return known_secrets_for(tuple(known_secrets_now()), minimum)
+
+
+def _masked(value: Any, known: Any) -> Any:
+    if isinstance(value, str):
+        return known.redact(value, Counter())
+    if isinstance(value, dict):
+        return {_masked(str(k), known): _masked(v, known) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_masked(item, known) for item in value]
+    return value
+
+
+def shown_arguments(invocation: Any) -> dict[str, Any]:
+    """The call's arguments exactly as it will run, each value the console holds as a
+    secret replaced by a mark (``[REDACTED:known_secret]``)."""
+    arguments = invocation.arguments if isinstance(invocation.arguments, dict) else {}
+    known = _console_secrets()
+    return _masked(arguments, known) if known else dict(arguments)
+
+
+def _roots(invocation: Any) -> tuple[str, ...]:
+    workspace = invocation.agent.workspace
+    if not workspace:
+        return ()
+    try:
+        return workspace_roots(workspace)
+    except OSError:
+        return ()
+
+
+def _current_file(invocation: Any, arguments: dict[str, Any]) -> CurrentFile | None:
     if invocation.tool not in FILE_CHANGERS:
         return None
-    arguments = invocation.arguments_redacted or {}
     return read_current_file(
         invocation.agent.workspace,
         arguments.get("path"),
@@ -116,29 +201,68 @@ def agent_record(agent_id: Any, *, excluding: Any = None) -> AgentRecord:
     )
 
 
-def card_for(invocation: Any) -> Card:
-    """The display model of ``invocation``'s call."""
-    return render_card(
-        CardInput(
-            tool=invocation.tool,
-            category=invocation.category,
-            arguments=invocation.arguments_redacted or {},
-            key_order=_key_order(invocation.tool),
-            current_file=_current_file(invocation),
-        ),
-        card_limits(),
+def card_input(invocation: Any, *, read_file: bool = True) -> CardInput:
+    """What the card core needs about ``invocation`` (``read_file``: the file it changes)."""
+    contract = _contract(invocation.tool)
+    arguments = shown_arguments(invocation)
+    roles = {}
+    if contract is not None:
+        roles = {name: role.value for name, role in contract.argument_roles.items()}
+    return CardInput(
+        tool=invocation.tool,
+        category=invocation.category,
+        arguments=arguments,
+        key_order=_key_order(contract),
+        current_file=_current_file(invocation, arguments) if read_file else None,
+        argument_roles=roles,
+        workspace_roots=_roots(invocation),
     )
 
 
-def _build(request: Any) -> CardView:
+def card_for(invocation: Any, *, whole: bool = False) -> Card:
+    """The display model of ``invocation``'s call (``whole``: nothing cut)."""
+    return render_card(card_input(invocation), card_limits(whole=whole))
+
+
+def call_summary(invocation: Any) -> dict[str, Any]:
+    """The card's first line and the characters to check, as plain data (for the API):
+    the effect as the policy resolved it (its middle cut when long, never its end),
+    invisible characters written as escapes."""
+    given = card_input(invocation, read_file=False)
+    arguments = ordered(dict(given.arguments), given.key_order)
+    effect = effect_of(given, arguments, card_limits())
+    return {
+        "effect": escaped(effect.head) + effect.cut + escaped(effect.tail),
+        "effect_notes": [escaped(note) for note in effect.notes],
+        "characters_to_check": [
+            {
+                "where": value.where,
+                "character": flag.code,
+                "name": flag.name,
+                "kind": flag.kind,
+                "looks_like": flag.looks_like or None,
+            }
+            for value in flagged_values(arguments)
+            for flag in value.flags
+        ],
+    }
+
+
+def _build(request: Any, whole: bool = False) -> CardView:
     from trust_app.selectors.trust import agent_effective_level
 
     invocation = request.invocation
     return CardView(
-        card=card_for(invocation),
+        card=card_for(invocation, whole=whole),
         level=agent_effective_level(invocation.agent),
         record=agent_record(invocation.agent_id, excluding=invocation.id),
+        risk=risk_view(request),
     )
+
+
+def whole_card_view(request: Any) -> CardView:
+    """The card of ``request`` with every argument in full (the whole call's page)."""
+    return _build(request, whole=True)
 
 
 def _in_own_thread(request: Any) -> CardView:

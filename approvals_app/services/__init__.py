@@ -1,6 +1,7 @@
 """The only writers of approval requests, decisions and grants (see each module)."""
 
 from approvals_app.services.decide import Decided, approval_decide
+from approvals_app.services.decide_each import EachOutcome, approvals_decide_each
 from approvals_app.services.expiry import (
     approval_cancel,
     approval_escalate,
@@ -19,6 +20,7 @@ from approvals_app.services.routing import (
 
 __all__ = [
     "Decided",
+    "EachOutcome",
     "GrantSpec",
     "RateRefusal",
     "Routed",
@@ -31,6 +33,7 @@ __all__ = [
     "approval_rate_limited",
     "approval_request_open",
     "approval_route",
+    "approvals_decide_each",
     "approvals_escalate_due",
     "approvals_expire_due",
 ]

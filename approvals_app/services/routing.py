@@ -23,6 +23,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
+from approvals_app.cards.workspace import current_file_size
 from approvals_app.events import approval_change_on_commit
 from approvals_app.models import ApprovalGrant, ApprovalRequest
 from approvals_app.policy import (
@@ -34,6 +35,9 @@ from approvals_app.policy import (
     rate_windows,
     route,
 )
+from approvals_app.policy.risk import FILE_TOOLS, RiskInput, TargetState, effect_risk
+from approvals_app.policy.risk_words import Risk, most_serious
+from approvals_app.selectors.habits import agent_habits
 from approvals_app.selectors.requests import approval_grants_live
 from common.config.notifications import NotificationEvent
 from common.inbox import ApprovalChange
@@ -47,9 +51,11 @@ from trust_app.policy import Decision
 
 @dataclass(frozen=True)
 class Routed:
-    """The final decision to record, and what an approval request needs."""
+    """The final decision to record, and what an approval request needs (``facts``: the
+    call as the policy read it, for the risk of its request)."""
 
     route: Route
+    facts: CallFacts | None = None
 
     @property
     def decision(self) -> Decision:
@@ -66,7 +72,9 @@ class Routed:
 
     def refused(self, decision: Decision) -> Routed:
         """The same call refused with ``decision``: no grant used, no budget counted."""
-        return Routed(replace(self.route, decision=decision, grant_id=None, budget_key=None))
+        return Routed(
+            replace(self.route, decision=decision, grant_id=None, budget_key=None), self.facts
+        )
 
 
 def _workspace_roots(workspace: str) -> tuple[str, ...]:
@@ -138,8 +146,9 @@ def approval_route(
             agent=agent, created_at__gte=query.since, decision__budget=query.key
         ).count()
 
+    facts = call_facts(agent, contract, arguments)
     routed = route(
-        facts=call_facts(agent, contract, arguments),
+        facts=facts,
         base=decision,
         approval=config.approval,
         autonomy=config.autonomy,
@@ -150,21 +159,54 @@ def approval_route(
     )
     if routed.grant_id:
         ApprovalGrant.objects.filter(id=routed.grant_id).update(uses=F("uses") + 1)
-    return Routed(routed)
+    return Routed(routed, facts)
+
+
+def _call_risk(invocation: Invocation, routed: Routed) -> Risk:
+    """What the call does, judged now: against the agent's habits and the file it names."""
+    facts = routed.facts
+    if facts is None:
+        facts = CallFacts(
+            agent=invocation.agent.name,
+            autonomy=invocation.agent.autonomy,
+            tool=invocation.tool,
+            category=invocation.category,
+            action_type=invocation.action_type,
+            safety_class=invocation.safety_class,
+            arguments=invocation.arguments,
+        )
+    habits = agent_habits(
+        invocation.agent, workspace_roots=facts.workspace_roots, excluding=invocation.id
+    )
+    target = TargetState()
+    if invocation.tool in FILE_TOOLS and invocation.agent.workspace:
+        found = current_file_size(invocation.agent.workspace, facts.arguments.get("path"))
+        if found.status != "unreadable":
+            target = TargetState(exists=found.status == "read", size=found.size)
+    return effect_risk(RiskInput(facts, habits, target, routed.route.rule_tier, routed.route.rule))
 
 
 def approval_request_open(*, invocation: Invocation, routed: Routed) -> ApprovalRequest:
-    """Open the approval request of a call that waits for people (in the submit transaction)."""
+    """Open the approval request of a call that waits for people (in the submit transaction).
+
+    Its risk label is the effect's; how long it waits, and whether timing out may
+    approve it, follow the more serious of that label and the policy's own tier, so a
+    call the policy asks two people about never times out into an approval.
+    """
     config = synthorg_config()
     decision = routed.decision
+    risk = _call_risk(invocation, routed)
     ttl, on_expiry = expiry_of(
-        config.approval, routed.route.risk_tier, settings.SYNTHORG_APPROVAL_TTL_SECONDS
+        config.approval,
+        most_serious(risk.tier, routed.route.risk_tier),
+        settings.SYNTHORG_APPROVAL_TTL_SECONDS,
     )
     request = ApprovalRequest.objects.create(
         invocation=invocation,
         arguments_hash=invocation.arguments_hash,
         required_approvals=max(decision.required_approvals, 1),
-        risk_tier=routed.route.risk_tier,
+        risk_tier=risk.tier,
+        risk_reasons=risk.as_data(),
         reason=decision.reason,
         rule=decision.rule,
         expires_at=invocation.created_at + timedelta(seconds=ttl),

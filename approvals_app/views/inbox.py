@@ -1,33 +1,52 @@
-"""The operators' inbox at /approvals/ and its form posts (decide one or many, revoke a grant).
+"""The operators' inbox at /approvals/ and its requests: the first screen, more entries and
+a group's members on demand, the ids a selection names, decisions (one or many), grants.
 
 Views translate form fields into service calls and render what came back.
 """
 
 from __future__ import annotations
 
+import re
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from django.core.exceptions import PermissionDenied
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
+from django.template.loader import render_to_string
 from django.views.decorators.http import require_GET, require_POST
 
+from approvals_app.grouping import parse_cursor
 from approvals_app.live import (
     TEMPLATE,
     can_decide,
     inbox_context,
-    pending_count_html,
     promotion_row_html,
     row_html,
+    viewer_context,
+    waiting_html,
+)
+from approvals_app.selectors.inbox import (
+    TIERS,
+    group_members_page,
+    inbox_entry,
+    inbox_setting,
+    inbox_tier_page,
+    pending_ids,
 )
 from approvals_app.selectors.requests import approval_request, promotion_request
-from approvals_app.services import GrantSpec, approval_decide, approval_grant_revoke
+from approvals_app.services import (
+    GrantSpec,
+    approval_decide,
+    approval_grant_revoke,
+    approvals_decide_each,
+)
 from common.errors import SynthOrgError
 from common.page_access import page_for
 
-BATCH_MAX = 100
+GROUP_KEY = re.compile(r"^[0-9a-f]{16}$")
 
 
 def _decider(request: HttpRequest) -> Any:
@@ -39,9 +58,69 @@ def _decider(request: HttpRequest) -> Any:
 @page_for()
 @require_GET
 def inbox(request: HttpRequest) -> HttpResponse:
-    """The live inbox: pending requests grouped by risk, kept current over the socket."""
+    """The live inbox: its first screen of pending requests (alike ones grouped) by risk,
+    kept current over the socket; the rest on demand."""
     user = _decider(request)
     return render(request, TEMPLATE, inbox_context(user))
+
+
+def _cursor(value: str) -> tuple[tuple[int, int, str] | None, bool]:
+    """The cursor named by ``value`` ("" is the start), and whether it could be read."""
+    if not value:
+        return None, True
+    found = parse_cursor(value)
+    return found, found is not None
+
+
+def _fragment_refusal(element_id: str, message: str) -> HttpResponse:
+    """A refused "show more": said where its button was, which stays for another try."""
+    context = {"element_id": element_id, "message": message}
+    return HttpResponse(render_to_string(f"{TEMPLATE}#refused-more", context), status=400)
+
+
+@page_for()
+@require_GET
+def inbox_more(request: HttpRequest) -> HttpResponse:
+    """The next entries of one risk tier (``tier``) after the cursor ``after``."""
+    user = _decider(request)
+    tier = request.GET.get("tier", "")
+    after, readable = _cursor(request.GET.get("after", ""))
+    if tier not in TIERS or not readable:
+        where = f"more-{tier}" if tier in TIERS else "more"
+        return _fragment_refusal(where, "this list could not be continued: reload the page")
+    page = inbox_tier_page(tier, after)
+    context = {**viewer_context(user), "page": page}
+    return HttpResponse(render_to_string(f"{TEMPLATE}#more-entries", context))
+
+
+@page_for()
+@require_GET
+def inbox_group(request: HttpRequest, key: str) -> HttpResponse:
+    """More members of the group ``key`` after the cursor ``after``, with its ids as now."""
+    user = _decider(request)
+    after, readable = _cursor(request.GET.get("after", ""))
+    if not GROUP_KEY.match(key) or not readable:
+        where = f"group-more-{key}" if GROUP_KEY.match(key) else "group-more"
+        return _fragment_refusal(where, "this group could not be continued: reload the page")
+    entry = inbox_entry(key)
+    members = group_members_page(entry, after) if entry is not None else None
+    context = {**viewer_context(user), "key": key, "members": members}
+    return HttpResponse(render_to_string(f"{TEMPLATE}#more-members", context))
+
+
+@page_for()
+@require_GET
+def inbox_select(request: HttpRequest) -> JsonResponse:
+    """The ids of the pending requests of one ``agent``, one ``tool`` or one ``group``
+    (of all, with none named), soonest deadline first: a selection made now."""
+    _decider(request)
+    named = {k: request.GET[k] for k in ("agent", "tool", "group") if request.GET.get(k)}
+    if len(named) > 1 or ("group" in named and not GROUP_KEY.match(named["group"])):
+        message = "name one of agent, tool or group (a group's key)"
+        error = {"code": "invalid_argument", "message": message}
+        return JsonResponse({"error": error}, status=400)
+    ids = pending_ids(**named)
+    return JsonResponse({"ids": ids, "count": len(ids)})
 
 
 @dataclass
@@ -55,14 +134,20 @@ class Outcome:
 
 def _ids(request: HttpRequest) -> list[str]:
     only = request.POST.get("only")
-    ids = [only] if only else request.POST.getlist("ids")
-    valid = []
-    for value in ids[:BATCH_MAX]:
-        try:
-            valid.append(str(uuid.UUID(value)))
-        except ValueError:
-            continue
-    return valid
+    return _uuids([only] if only else request.POST.getlist("ids"))
+
+
+def _uuids(values: list[str]) -> list[str]:
+    """Request ids from form values: each value one id or many (space or comma separated),
+    in order, each once; what is not an id is left out."""
+    seen: dict[str, None] = {}
+    for value in values:
+        for token in value.replace(",", " ").split():
+            try:
+                seen.setdefault(str(uuid.UUID(token)), None)
+            except ValueError:
+                continue
+    return list(seen)
 
 
 def _remember(request: HttpRequest, request_id: str) -> GrantSpec | None:
@@ -70,40 +155,85 @@ def _remember(request: HttpRequest, request_id: str) -> GrantSpec | None:
     return GrantSpec(minutes=int(minutes)) if minutes.isdigit() else None
 
 
+def _answer(
+    request: HttpRequest,
+    outcomes: list[Outcome],
+    rows: list[str],
+    *,
+    settled: Sequence[str] = (),
+    decided: Sequence[str] = (),
+) -> HttpResponse:
+    context = {"outcomes": outcomes, "settled": " ".join(settled), "decided": " ".join(decided)}
+    feedback = render(request, f"{TEMPLATE}#feedback", context).content.decode()
+    return HttpResponse(feedback + "".join(rows) + waiting_html(with_badge=True))
+
+
+def _decide_one(request: HttpRequest, user: Any, request_id: str, decision: str) -> HttpResponse:
+    found = approval_request(request_id)
+    tool = found.invocation.tool if found else "?"
+    try:
+        approval_decide(
+            request=request_id,
+            person=user,
+            decision=decision,
+            reason=request.POST.get(f"reason-{request_id}") or request.POST.get("reason", ""),
+            arguments_hash=request.POST.get(f"hash-{request_id}") or None,
+            remember=_remember(request, request_id) if decision == "approve" else None,
+        )
+        verb = "approved" if decision == "approve" else "denied"
+        outcome = Outcome(request_id, tool, True, f"you {verb} it")
+    except SynthOrgError as exc:
+        outcome = Outcome(request_id, tool, False, exc.message, str(exc.details.get("field", "")))
+    current = approval_request(request_id)
+    rows = [row_html(current, user, oob="true")] if current is not None else []
+    settled = [request_id] if current is not None and current.status != "pending" else []
+    decided = [request_id] if outcome.ok else []
+    return _answer(request, [outcome], rows, settled=settled, decided=decided)
+
+
+def _summary(decision: str, settled: int, recorded: int) -> list[Outcome]:
+    """What a decision on many did, in a line or two (refusals follow, one per request)."""
+    lines = []
+    if settled:
+        verb = "approved" if decision == "approve" else "denied"
+        plural = "s" if settled != 1 else ""
+        lines.append(Outcome("", "", True, f"you {verb} {settled:,} request{plural}"))
+    if recorded:
+        words = f"your approval of {recorded:,} is recorded: each needs another person's approval"
+        lines.append(Outcome("", "", True, words))
+    return lines
+
+
 @page_for()
 @require_POST
 def decide(request: HttpRequest) -> HttpResponse:
-    """Approve or deny the selected requests (or the one named by ``only``)."""
+    """Approve or deny one request (``only``, with its card's fields) or the selected ones
+    (``ids``: any number, in one field or several; only the ids are sent)."""
     user = _decider(request)
     decision = request.POST.get("decision", "")
-    shared_reason = request.POST.get("reason", "")
-    outcomes: list[Outcome] = []
-    rows: list[str] = []
-    for request_id in _ids(request):
-        found = approval_request(request_id)
-        tool = found.invocation.tool if found else "?"
-        try:
-            approval_decide(
-                request=request_id,
-                person=user,
-                decision=decision,
-                reason=request.POST.get(f"reason-{request_id}") or shared_reason,
-                arguments_hash=request.POST.get(f"hash-{request_id}") or None,
-                remember=_remember(request, request_id) if decision == "approve" else None,
-            )
-            verb = "approved" if decision == "approve" else "denied"
-            outcomes.append(Outcome(request_id, tool, True, f"you {verb} it"))
-        except SynthOrgError as exc:
-            outcomes.append(
-                Outcome(request_id, tool, False, exc.message, str(exc.details.get("field", "")))
-            )
-        current = approval_request(request_id)
-        if current is not None:
-            rows.append(row_html(current, user, oob="true"))
-    if not outcomes:
-        outcomes.append(Outcome("", "", False, "select at least one request"))
-    feedback = render(request, f"{TEMPLATE}#feedback", {"outcomes": outcomes}).content.decode()
-    return HttpResponse(feedback + "".join(rows) + pending_count_html())
+    if request.POST.get("only"):
+        ids = _ids(request)
+        if ids:
+            return _decide_one(request, user, ids[0], decision)
+    ids = _uuids(request.POST.getlist("ids"))
+    most = inbox_setting("DECIDE_MAX")
+    if not ids:
+        return _answer(request, [Outcome("", "", False, "select at least one request")], [])
+    if len(ids) > most:
+        message = f"at most {most:,} requests can be decided at once; {len(ids):,} were selected"
+        return _answer(request, [Outcome("", "", False, message)], [])
+    try:
+        each = approvals_decide_each(
+            requests=ids, person=user, decision=decision, reason=request.POST.get("reason", "")
+        )
+    except SynthOrgError as exc:
+        field = str(exc.details.get("field", ""))
+        return _answer(request, [Outcome("", "", False, exc.message, field)], [])
+    settled = [o.request_id for o in each if o.ok and o.settled]
+    decided = [o.request_id for o in each if o.ok]
+    outcomes = _summary(decision, len(settled), len(decided) - len(settled))
+    outcomes += [Outcome(o.request_id, o.what, False, o.message) for o in each if not o.ok]
+    return _answer(request, outcomes, [], settled=settled, decided=decided)
 
 
 @page_for()
@@ -139,8 +269,7 @@ def promotion_decide_inbox(request: HttpRequest) -> HttpResponse:
             rows.append(promotion_row_html(current, user, oob="true"))
     if not outcomes:
         outcomes.append(Outcome("", "", False, "select a promotion request"))
-    feedback = render(request, f"{TEMPLATE}#feedback", {"outcomes": outcomes}).content.decode()
-    return HttpResponse(feedback + "".join(rows) + pending_count_html())
+    return _answer(request, outcomes, rows)
 
 
 @page_for()

@@ -4,6 +4,16 @@
   "use strict";
   var SETTLED_KEEP_MS = 6000;
 
+  // "in 45 min", "in 1 h 5 min", "in 40 s": rounded up, as the deadline falls within it
+  // (the server writes the same words: approvals_app.templatetags.approvals.time_left).
+  function timeLeft(seconds) {
+    if (seconds < 60) { return "in " + Math.ceil(seconds) + " s"; }
+    var minutes = Math.ceil(seconds / 60);
+    if (minutes < 60) { return "in " + minutes + " min"; }
+    var h = Math.floor(minutes / 60), m = minutes % 60;
+    return "in " + h + " h" + (m ? " " + m + " min" : "");
+  }
+
   function tick() {
     var now = Date.now();
     var stale = document.body.dataset.sync === "stale";
@@ -11,10 +21,10 @@
       // Offline, the page cannot know whether a request is still open: it claims nothing.
       el.classList.toggle("stale", stale);
       if (stale) { el.textContent = "paused: reconnecting"; return; }
-      var left = Math.round((Date.parse(el.dataset.expiresAt) - now) / 1000);
+      var left = (Date.parse(el.dataset.expiresAt) - now) / 1000;
       if (left <= 0) { el.textContent = "expiring"; el.classList.add("due"); return; }
-      var m = Math.floor(left / 60), s = left % 60;
-      el.textContent = (m > 0 ? m + "m " : "") + (s < 10 && m > 0 ? "0" : "") + s + "s left";
+      el.classList.remove("due");
+      el.textContent = timeLeft(left);
     });
     // How long a request has waited, so a person sees what has been sitting longest.
     document.querySelectorAll("[data-created-at]").forEach(function (el) {
@@ -91,11 +101,21 @@
   function sayWhatIsShown(socket) {
     var url = document.body.getAttribute("ws-connect") || "";
     if (url.indexOf("resync=diff") < 0) { return; }
-    var have = [];
+    var have = [], groups = {}, through = {};
     document.querySelectorAll("#approval-inbox .approval[data-request]").forEach(function (el) {
       have.push([el.dataset.request, el.dataset.status, el.dataset.escalated ? 1 : 0]);
     });
-    socket.send(JSON.stringify({ have: have }));
+    // The requests each group counts without showing them, and how far each risk tier is
+    // loaded ("end", or up to the entry its "show more" continues after): the server
+    // sends nothing past that, as the page did not ask for it yet.
+    document.querySelectorAll("#approval-inbox .group .group-ids").forEach(function (el) {
+      var ids = el.getAttribute("data-ids");
+      groups[el.id.replace(/^grp-ids-/, "")] = ids ? ids.split(" ") : [];
+    });
+    document.querySelectorAll("#approval-inbox .more[id^=more-]").forEach(function (el) {
+      through[el.id.replace(/^more-/, "")] = el.hasAttribute("data-after") ? el.dataset.after : "end";
+    });
+    socket.send(JSON.stringify({ have: have, groups: groups, through: through }));
   }
   document.addEventListener("htmx:wsOpen", function (e) {
     wrapper = e.detail.socketWrapper; retries = 0;
@@ -113,12 +133,15 @@
   });
   // A refused decision is told on the request it was about, and a missing reason beside the
   // reason field the person used (the card's own, or the toolbar's for the selected).
+  // A refusal of one request inside a decision on many is told on its card when the card
+  // is on screen (the answer's list names every one).
   function placeRefusal(li, elt) {
     var id = li.dataset.request;
     var card = id && (document.getElementById("req-" + id) || document.getElementById("promo-" + id));
     var fromCard = elt && elt.closest && elt.closest(".approval");
-    var host = fromCard ? card : document.querySelector(".inbox .toolbar");
-    if (!host && card) { host = card; }
+    var fromGroup = !fromCard && elt && elt.closest && elt.closest(".group .group-actions");
+    var host = fromCard ? card : fromGroup || document.querySelector(".inbox .toolbar");
+    if (id && !li.dataset.field && !fromCard) { host = card; }
     if (!host) { return; }
     var text = li.textContent.trim();
     var field = li.dataset.field === "reason" &&

@@ -1,6 +1,8 @@
 // The inbox by keyboard: j/k or arrows move between requests, a approves, d denies (asking
-// for a reason first), x selects, Shift+X selects all, Esc returns from a field to its
-// request. New requests and decisions are announced to screen readers.
+// for a reason first), x selects, Shift+X selects all waiting (or clears the selection),
+// Esc returns from a field to its request. After a decision made on a request the focus
+// moves to the next one, so triage keeps its place. New requests and decisions are
+// announced to screen readers.
 (function () {
   "use strict";
 
@@ -16,6 +18,7 @@
   }
   function focusRequest(el) {
     if (!el) { return; }
+    if (el.classList.contains("settled")) { return; }
     document.querySelectorAll(".inbox .approval.current").forEach(function (c) {
       c.classList.remove("current");
     });
@@ -44,16 +47,31 @@
     }
     press(card, "button.deny");
   }
-  function selectAll(on) {
-    document.querySelectorAll(".inbox .approval:not(.settled) input[name=ids]").forEach(function (box) {
-      box.checked = on;
-    });
-    var all = document.getElementById("select-all");
-    if (all) { all.checked = on; }
-  }
+  window.inboxFocusRequest = focusRequest;
 
-  document.addEventListener("change", function (e) {
-    if (e.target && e.target.id === "select-all") { selectAll(e.target.checked); }
+  // A decision made on a request (its button, a, d, or Enter in its reason): once the
+  // answer has settled it, the focus goes to the next request. A refused decision keeps
+  // the focus where the refusal is told.
+  var deciding = null;
+  document.addEventListener("htmx:beforeRequest", function (e) {
+    var elt = e.detail.elt;
+    var card = elt && elt.closest && elt.closest(".inbox .approval[id]");
+    var isDecision = elt && elt.matches && elt.matches("button.approve, button.deny");
+    deciding = card && isDecision ? card.id : deciding;
+  });
+  document.addEventListener("htmx:afterSettle", function (e) {
+    var target = e.detail.target;
+    if (!deciding || !target || target.id !== "decide-feedback") { return; }
+    var id = deciding;
+    deciding = null;
+    var card = document.getElementById(id);
+    if (card && !card.classList.contains("settled")) { return; }
+    var active = document.activeElement;
+    var lost = !active || active === document.body || !document.contains(active) ||
+      (card && card.contains(active));
+    if (!lost) { return; }
+    if (card && window.inboxFocusAfter) { window.inboxFocusAfter(card); }
+    else if (window.inboxFocusAfter) { window.inboxFocusAfter(document.querySelector("main h1")); }
   });
   document.addEventListener("keydown", function (e) {
     if (e.ctrlKey || e.metaKey || e.altKey) { return; }
@@ -76,12 +94,12 @@
     else if (key === "d") { e.preventDefault(); deny(current()); }
     else if (key === "x") {
       var box = current() && current().querySelector("input[name=ids]");
-      if (box) { e.preventDefault(); box.checked = !box.checked; }
+      if (box) { e.preventDefault(); box.click(); }
     } else if (key === "X") {
       e.preventDefault();
-      var boxes = document.querySelectorAll(".inbox .approval:not(.settled) input[name=ids]");
-      var allOn = Array.prototype.every.call(boxes, function (b) { return b.checked; });
-      selectAll(!allOn);
+      var selection = window.inboxSelection;
+      if (!selection) { return; }
+      if (selection.size()) { selection.clear(); } else { selection.selectAll(); }
     }
   });
 
@@ -117,5 +135,9 @@
   }
   document.addEventListener("DOMContentLoaded", function () { survey(true); });
   document.addEventListener("htmx:wsAfterMessage", function () { survey(false); });
-  document.addEventListener("htmx:afterSettle", function () { survey(false); });
+  // What "show more" brought waited already: it is not announced as new.
+  document.addEventListener("htmx:afterSettle", function (e) {
+    var target = e.detail.target;
+    survey(!!(target && /^(more-|group-more-)/.test(target.id || "")));
+  });
 })();

@@ -12,6 +12,7 @@ import json
 import re
 import uuid
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -20,13 +21,17 @@ from django.conf import settings
 from django.utils import timezone
 from websockets.typing import Origin
 
-from approvals_app.inbox_diff import parse_have
+from approvals_app import live
+from approvals_app.inbox_diff import diff_frames, parse_have, parse_page
 from approvals_app.models import ApprovalRequest
 from approvals_app.services import approval_decide
 from common.testing import run_fresh
 from tests.approvals_app.test_consumers import session_cookie
+from tests.support.pending import pending_like, submitted
 
 ROW = re.compile(r'<article id="req-([0-9a-f\-]{36})"[^>]*>')
+GROUP_IDS = re.compile(r'id="grp-ids-([0-9a-f]{16})" data-ids="([^"]*)"')
+MORE_AFTER = re.compile(r'class="more" id="more-\w+" data-after="([^"]+)"')
 APPENDED = re.compile(
     r'<div hx-swap-oob="beforeend:#risk-\w+">\s*<article id="req-([0-9a-f\-]{36})"'
 )
@@ -143,3 +148,68 @@ def test_the_list_is_read_strictly() -> None:
     many = {"have": [[str(uuid.uuid4()), "pending", 0] for _ in range(4)]}
     assert parse_have(json.dumps(many), max_rows=3) is None
     assert parse_have(json.dumps(many), max_rows=4) is not None
+
+
+@pytest.mark.django_db
+def test_a_paged_page_gets_nothing_past_what_it_loaded_and_its_groups_ids_as_they_are(
+    settings: Any, make_person: Callable[..., Any], make_agent_row: Callable[..., Any]
+) -> None:
+    settings.SYNTHORG_INBOX_PAGE_ENTRIES = 3
+    builder, other = make_agent_row(), make_agent_row()
+    first = submitted(builder, "write_file", {"path": "q/0.txt", "content": "x"})
+    flood = [
+        str(first.id),
+        *pending_like(first, 4, lambda n: {"path": f"q/{n + 1}.txt", "content": "x"}),
+    ]
+    lone = submitted(other, "write_file", {"path": "a0/x.txt", "content": "x"})
+    apart = [
+        str(lone.id),
+        *pending_like(lone, 3, lambda n: {"path": f"a{n + 1}/x.txt", "content": "x"}),
+    ]
+    start = timezone.now() + timedelta(hours=1)
+    for n, request_id in enumerate([*flood, *apart]):  # the flood first, then one by one
+        ApprovalRequest.objects.filter(id=request_id).update(expires_at=start + timedelta(n))
+    operator = make_person("operator")
+    page = live.resync_html(operator, "inbox")
+    key, ids = GROUP_IDS.search(page).groups()  # type: ignore[union-attr]
+    assert ids.split() == flood
+    shown = ROW.findall(page)
+    assert shown == [flood[0], apart[0], apart[1]]  # the first screen: three entries
+    through = MORE_AFTER.search(page).group(1)  # type: ignore[union-attr]
+    said = json.dumps({
+        "have": [[i, "pending", 0] for i in shown],
+        "groups": {key: flood},
+        "through": {tier: "" for tier in ("critical", "high", "low", "medium")}
+        | {ApprovalRequest.objects.get(id=flood[0]).risk_tier: through},
+    })  # fmt: skip
+    # Meanwhile: a member the page only counts is decided, one it shows too, an alike one
+    # arrives, and a request past what the page loaded arrives.
+    admin = make_person("admin")
+    approval_decide(request=flood[3], person=admin, decision="deny", reason="no")
+    approval_decide(request=apart[0], person=admin, decision="deny", reason="no")
+    joined = str(submitted(builder, "write_file", {"path": "q/9.txt", "content": "x"}).id)
+    past = str(submitted(other, "write_file", {"path": "z/x.txt", "content": "x"}).id)
+    for n, request_id in enumerate((joined, past)):  # due after all the others
+        ApprovalRequest.objects.filter(id=request_id).update(expires_at=start + timedelta(20 + n))
+    have, state = parse_have(said), parse_page(said)
+    assert have is not None and state is not None
+    sent = "".join(diff_frames(operator, have, state))
+    now_ids = dict(GROUP_IDS.findall(sent))[key].split()
+    assert now_ids == [i for i in flood if i != flood[3]] + [joined]  # counted, not shown
+    rows = _rows([sent])
+    assert set(rows) == {apart[0]} and "settled" in rows[apart[0]]  # the one it shows, settled
+    assert past not in sent and apart[2] not in sent and joined not in rows
+    # Control: a page that says nothing of how far it loaded gets everything it lacks.
+    bare = parse_have(json.dumps({"have": [[i, "pending", 0] for i in shown]}))
+    assert bare is not None
+    rows = _rows(diff_frames(operator, bare, None))
+    assert {past, apart[2], apart[3], joined} <= set(rows)
+    # A list the page cannot have made is not read (the page is then taken at its rows).
+    bad_lists: list[dict[str, Any]] = [
+        {"through": {"urgent": "end"}},
+        {"through": {"high": "x"}},
+        {"through": {}, "groups": {"../x": []}},
+        {"through": []},
+    ]
+    for bad in bad_lists:
+        assert parse_page(json.dumps({"have": [], **bad})) is None, bad

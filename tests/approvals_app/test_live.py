@@ -131,3 +131,51 @@ def test_a_change_is_published_with_its_row_even_from_a_thread_running_an_event_
         "approval",
     )
     assert f'id="req-{request.id}"' in message["html"] and message["owner_id"] is None
+
+
+@pytest.mark.integration
+@pytest.mark.django_db(transaction=True)
+def test_a_decision_on_many_reaches_the_inboxes_in_a_few_messages_each_change_once(
+    make_agent_row: Callable[..., Any], make_person: Callable[..., Any]
+) -> None:
+    from channels.layers import get_channel_layer
+
+    from approvals_app.events import BATCH_ROWS
+    from approvals_app.services import approvals_decide_each
+    from common.inbox import OPERATORS_GROUP
+    from tests.support.pending import pending_like, submitted
+
+    first = submitted(make_agent_row(), "write_file", {"path": "q/0.txt", "content": "x"})
+    ids = [str(first.id), *pending_like(first, 149, lambda n: {"path": f"q/{n + 1}.txt"})]
+    missing = "00000000-0000-4000-8000-00000000dead"  # refused: publishes nothing
+    operator = make_person("operator")
+    layer = get_channel_layer()
+    assert layer is not None
+
+    def decide() -> Any:
+        try:
+            return approvals_decide_each(
+                requests=[*ids, missing], person=operator, decision="deny", reason="flood"
+            )
+        finally:
+            connection.close()
+
+    async def scenario() -> list[dict[str, Any]]:
+        channel = await layer.new_channel()
+        await layer.group_add(OPERATORS_GROUP, channel)
+        try:
+            await asyncio.to_thread(decide)
+            found: list[dict[str, Any]] = []
+            while sum(len(m["changes"]) for m in found) < len(ids):
+                message = dict(await asyncio.wait_for(layer.receive(channel), timeout=10))
+                if message["type"] == "approvals.changed":
+                    found.append(message)
+            return found
+        finally:
+            await layer.group_discard(OPERATORS_GROUP, channel)
+
+    messages = run_fresh(scenario)
+    assert [len(m["changes"]) for m in messages] == [BATCH_ROWS, len(ids) - BATCH_ROWS]
+    changes = [c for m in messages for c in m["changes"]]
+    assert sorted(c["id"] for c in changes) == sorted(ids)  # each once, the refused one not
+    assert all(c["change"] == "settled" and "denied by" in c["html"] for c in changes)

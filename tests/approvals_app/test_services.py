@@ -84,7 +84,8 @@ def test_two_approvals_need_two_distinct_people(
 ) -> None:
     invocation = submit(make_agent_row(autonomy="full"), "test_privileged", {})
     request = pending(invocation)
-    assert (request.required_approvals, request.risk_tier) == (2, "critical")
+    # Two people, by the policy; the risk label is the effect's (a privileged tool: high).
+    assert (request.required_approvals, request.risk_tier) == (2, "high")
     olga, ada = make_person("operator"), make_person("admin")
     first = approval_decide(request=request, person=olga, decision="approve")
     assert not first.settled and first.request.approvals == 1
@@ -178,7 +179,7 @@ def test_the_sweep_approves_on_expiry_only_where_allowed_and_never_high_or_criti
     low = submit(agent)
     critical = submit(make_agent_row(autonomy="full"), "test_privileged", {})
     requests = [pending(low), pending(critical)]
-    assert [r.risk_tier for r in requests] == ["low", "critical"]
+    assert [r.risk_tier for r in requests] == ["low", "high"]
     # Someone set the critical request to approve on expiry behind the config's back.
     ApprovalRequest.objects.filter(id=requests[1].id).update(on_expiry="approve")
     ApprovalRequest.objects.update(expires_at=timezone.now() - timedelta(seconds=1))

@@ -7,6 +7,7 @@ gone, decides.
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -158,19 +159,27 @@ def test_the_inbox_works_from_the_keyboard_and_announces_changes(
     page.keyboard.press("x")
     expect(first.locator("input[name=ids]")).to_be_checked()
 
-    # Approve the current request.
+    # Each request's checkbox is named by its request; the time left reads "in N min".
+    for row, text in ((first, "first"), (second, "second"), (third, "third")):
+        name = f"select test_echo {text} by {agent.name}"
+        expect(row.get_by_role("checkbox", name=name, exact=True)).to_have_count(1)
+        expect(row.locator(".countdown")).to_have_text(re.compile(r"^in \d+ (min|h)"))
+
+    # Approve the current request: the focus moves on to the next one, not to the page.
     page.keyboard.press("a")
     expect(first.locator(".verdict")).to_have_text(f"approved by {page.username}")
     expect(page.locator("#inbox-announcer")).to_contain_text(f"approved by {page.username}")
-
-    # Deny asks for a reason first; Enter in the field denies.
-    page.keyboard.press("j")
     expect(second).to_be_focused()
+
+    # Deny asks for a reason first; Enter in the field denies, and the next one has the focus.
     page.keyboard.press("d")
     expect(second.locator("input[name^=reason-]")).to_be_focused()
     page.keyboard.type("not by keyboard")
     page.keyboard.press("Enter")
     expect(second.locator(".verdict")).to_have_text(f"denied by {page.username}")
+    expect(third).to_be_focused()
+    page.keyboard.press("k")  # no open request before it: the focus stays, in its place
+    expect(third).to_be_focused()
     # Esc from a field returns to its request.
     third.locator("input[name^=reason-]").focus()
     page.keyboard.press("Escape")

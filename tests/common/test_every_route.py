@@ -145,7 +145,13 @@ ROUTES: dict[str, Route] = {
     "api-docs": Route(get=public()),
     # approvals_app pages
     "approvals-inbox": Route(get=page(DECIDERS)),
+    # A tier's next entries: without the tier named, refused past the guard.
+    "approvals-more": Route(get=page(DECIDERS, ok=400)),
+    "approvals-group": Route(kwargs={"key": "0123456789abcdef"}, get=page(DECIDERS)),
+    "approvals-select": Route(get=page(DECIDERS)),
     "my-decisions": Route(get=page(DECIDERS)),
+    # The whole call of a request: every person who may decide it, nobody else.
+    "approvals-call": Route(kwargs={"request_id": MISSING_UUID}, get=page(DECIDERS, ok=404)),
     "approvals-decide": Route(post=page(
         DECIDERS, data={"decision": "deny", "only": MISSING_UUID},
     )),
@@ -269,6 +275,7 @@ ROUTES: dict[str, Route] = {
         post=people_api(DECIDERS, ok=404, data={"decision": "deny", "reason": "suite"}),
     ),
     "api-approvals": Route(get=people_api(DECIDERS)),
+    "api-approval": Route(kwargs={"request_id": MISSING_UUID}, get=people_api(DECIDERS, ok=404)),
     "api-approval-decide": Route(
         kwargs={"request_id": MISSING_UUID},
         post=people_api(DECIDERS, ok=404, data={"decision": "deny", "reason": "suite"}),

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 
-from approvals_app.cards.masking import MASK
 from approvals_app.cards.model import CardInput, CardLimits, CurrentFile
 from approvals_app.cards.render import command_line, render_card
 
@@ -102,19 +101,21 @@ def test_a_shell_argv_shows_one_quoted_command_line_and_the_cwd() -> None:
             "shell_command", "terminal", {"argv": ["grep", "-r", "two words", "src"], "cwd": "app"}
         )
     )
-    assert card.blocks[0].kind == "command"
-    assert card.blocks[0].text == "grep -r 'two words' src"
+    assert card.blocks[0].kind == "argv"
+    assert card.blocks[0].items == ("grep", "-r", "'two words'", "src")
+    assert card.effect.text == "run grep -r 'two words' src in app"
     assert ("cwd", "app") in {(fact.label, fact.value) for fact in card.facts}
 
 
 def test_a_shell_command_string_is_shown_as_given_and_cwd_defaults_to_the_workspace() -> None:
     card = render_card(CardInput("shell_command", "terminal", {"command": "ls | wc -l"}))
     assert card.blocks[0].text == "ls | wc -l"
+    assert card.effect.text == "run the command line ls | wc -l in ."
     assert card.facts[0].value == "."
     assert command_line({"argv": ["a;b"]}) == "'a;b'"
 
 
-def test_http_request_masks_secret_headers_and_shows_benign_ones() -> None:
+def test_http_request_shows_every_header_exactly_as_sent_and_a_reference_as_a_reference() -> None:
     token = "ghp_aB3dE5fG7hI9jK1lM3nO5pQ7rS9tU1vW3xY5"
     card = render_card(
         CardInput(
@@ -126,7 +127,7 @@ def test_http_request_masks_secret_headers_and_shows_benign_ones() -> None:
                 "headers": {
                     "Authorization": "Basic dXNlcjpwYXNz",
                     "X-Trace": token,
-                    "X-Session": "Zq81mPx07LkV3nB2cY5tR9wE",
+                    "X-Upstream": "Bearer ${secret:UPSTREAM}",
                     "Accept": "application/json",
                 },
                 "body": '{"q": 1}',
@@ -136,14 +137,17 @@ def test_http_request_masks_secret_headers_and_shows_benign_ones() -> None:
     facts = {(fact.label, fact.value) for fact in card.facts}
     assert ("method", "POST") in facts and ("URL", "https://example.org/api") in facts
     headers = {header.name: header for header in card.blocks[0].headers}
-    assert headers["Authorization"].masked and headers["Authorization"].value == MASK
-    assert headers["X-Trace"].masked and headers["X-Session"].masked
-    # Positive control: a benign header is shown as sent.
-    assert not headers["Accept"].masked and headers["Accept"].value == "application/json"
+    # Attack: literal values an agent chose to send were masked; they are data it sends.
+    assert headers["Authorization"].value == "Basic dXNlcjpwYXNz"
+    assert headers["X-Trace"].value == token and not headers["X-Trace"].reference
+    # A secret reference is shown as the reference it is (the console adds the value).
+    assert headers["X-Upstream"].value == "Bearer ${secret:UPSTREAM}"
+    assert headers["X-Upstream"].reference
+    # Positive control: a benign header is shown as sent, as before.
+    assert headers["Accept"].value == "application/json" and not headers["Accept"].reference
     assert card.blocks[1].label == "body" and card.blocks[1].text == '{"q": 1}'
-    for secret in (token, "dXNlcjpwYXNz", "Zq81mPx07LkV3nB2cY5tR9wE"):
-        assert secret not in card.raw_json
-    assert "application/json" in card.raw_json
+    for sent in (token, "dXNlcjpwYXNz", "${secret:UPSTREAM}", "application/json"):
+        assert sent in card.raw_json and sent in card.effect.text
 
 
 def test_a_long_http_body_is_previewed_with_its_size() -> None:
@@ -153,7 +157,9 @@ def test_a_long_http_body_is_previewed_with_its_size() -> None:
         CardInput("http_request", "web", {"url": "https://e.org", "body": body}), limits
     )
     block = card.blocks[0]
-    assert len(block.text) == 500 and "9.8 KB" in block.size and "first 500" in block.note
+    # Its start and its end, never the start alone, with the whole size.
+    assert len(block.text) + len(block.tail) == 500 and "9.8 KB" in block.size
+    assert "9,500 characters not shown" in block.gap
 
 
 def test_git_tools_show_the_repository_and_the_operation() -> None:
