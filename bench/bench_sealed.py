@@ -12,9 +12,7 @@ Bounded: fixed counts.
 
 from __future__ import annotations
 
-import datetime
 import http.server
-import ipaddress
 import socket
 import ssl
 import sys
@@ -25,13 +23,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
 from bench.measure import emit_row, ms_row, timed_ms
 from common.vocabulary.sealing import parse_injection, parse_sealed_hosts
+from tests.acceptance.certificates import self_signed
 from tools_app.egress import EgressDecider, EgressProxy, NetworkGrant
 from tools_app.egress.authority import EgressAuthority, upstream_context
 from tools_app.egress.seal import Seal
@@ -39,36 +34,6 @@ from tools_app.egress.seal import Seal
 CONNECTIONS = 150
 REQUESTS = 400
 VALUE = "sk-bench-" + "9" * 40
-
-
-def _certificate(where: Path) -> tuple[Path, Path]:
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(days=1))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(
-            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-            critical=False,
-        )
-        .sign(key, hashes.SHA256())
-    )
-    cert_path, key_path = where / "cert.pem", where / "key.pem"
-    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
-    return cert_path, key_path
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
@@ -139,7 +104,7 @@ def _proxy(root: Path, name: str, port: int, seals: tuple[Seal, ...], **tls: obj
 
 def main() -> None:
     root = Path(tempfile.mkdtemp(prefix="bench-sealed-"))
-    cert, key = _certificate(root)
+    cert, key = self_signed(root)
     server_tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     server_tls.load_cert_chain(cert, key)
     https = _server(server_tls)

@@ -30,6 +30,7 @@ from audit_app.models import AuditEvent
 from common.testing import wait_until
 from tests.support.cluster import Cluster, cluster
 from tests.support.faults import (
+    ASKS_A_PERSON_RULE,
     Approvals,
     Fault,
     Load,
@@ -59,8 +60,7 @@ SETTLE_SECONDS = 120
 CONFIG: dict[str, Any] = {
     "approval": {
         "rules": [
-            {"name": "asks-a-person", "match": {"tool": "test_counter_idempotent"},
-             "disposition": "require_approval", "risk_tier": "medium"},
+            ASKS_A_PERSON_RULE,
         ],
         "expiry": {"medium": {"ttl_seconds": APPROVAL_TTL, "on_expiry": "expire"}},
     }

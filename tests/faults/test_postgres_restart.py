@@ -32,6 +32,7 @@ from django.db import connection
 from common.testing import wait_until
 from tests.support.cluster import Cluster, cluster
 from tests.support.faults import (
+    ASKS_A_PERSON_RULE,
     Approvals,
     Fault,
     Load,
@@ -58,8 +59,7 @@ SETTLE_SECONDS = 120
 CONFIG: dict[str, Any] = {
     "approval": {
         "rules": [
-            {"name": "asks-a-person", "match": {"tool": "test_counter_idempotent"},
-             "disposition": "require_approval", "risk_tier": "medium"},
+            ASKS_A_PERSON_RULE,
         ]
     }
 }  # fmt: skip

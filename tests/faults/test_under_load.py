@@ -28,6 +28,7 @@ import pytest
 from common.testing import wait_until
 from tests.support.cluster import Cluster, cluster
 from tests.support.faults import (
+    ASKS_A_PERSON_RULE,
     Approvals,
     Fault,
     Load,
@@ -51,8 +52,7 @@ HEARTBEAT_MAX_AGE = 4.0
 CONFIG: dict[str, Any] = {
     "approval": {
         "rules": [
-            {"name": "asks-a-person", "match": {"tool": "test_counter_idempotent"},
-             "disposition": "require_approval", "risk_tier": "medium"},
+            ASKS_A_PERSON_RULE,
         ]
     }
 }  # fmt: skip

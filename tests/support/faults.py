@@ -37,6 +37,16 @@ from common.testing import BASE_DIR, free_port, require, wait_until
 FINAL = {"succeeded", "failed", "timed_out", "cancelled", "denied", "expired"}
 
 
+# The approval rule every fault module's console runs with: one tool asks a person, so
+# approvals can be decided during each outage.
+ASKS_A_PERSON_RULE: dict[str, object] = {
+    "name": "asks-a-person",
+    "match": {"tool": "test_counter_idempotent"},
+    "disposition": "require_approval",
+    "risk_tier": "medium",
+}
+
+
 class OwnRedis:
     """A redis-server of the test's own, on a loopback TCP port, append-only."""
 
