@@ -14,4 +14,7 @@ if ! python3 -m venv var/tools >/dev/null 2>&1; then
   echo false; exit 0
 fi
 var/tools/bin/pip install --quiet --disable-pip-version-check uv >&2
+# venv and pip copy their files' modes past the umask: make them private too, so the
+# console's first start has nothing under var/ to repair.
+chmod -R go-rwx var/tools
 echo var/tools/bin/uv
