@@ -24,8 +24,11 @@ from secrets_app.broker import (
     ungranted_names,
 )
 from secrets_app.references import (
+    ANY_KEY,
     SEALED_TOOLS,
+    SECRET_SLOTS,
     checked_references,
+    display_path,
     find_references,
     substitute,
 )
@@ -80,7 +83,7 @@ def call_secrets_resolve(
         if unsealed:
             # A grant made before values were sealed: never handed to the program.
             raise SecretNotGrantedError(
-                f"arguments.secret_env refers to {', '.join(unsealed)}, granted for {tool} "
+                f"{_slot(tool)} refers to {', '.join(unsealed)}, granted for {tool} "
                 "without hosts; an admin grants it again with --host so that the console "
                 "adds it to requests to those hosts (the program never holds the value)"
             )
@@ -88,6 +91,12 @@ def call_secrets_resolve(
     _check_destination(granted, arguments)
     plain = {name: g.value for name, g in granted.items()}
     return CallSecrets(arguments=substitute(arguments, plain, tool), values=values)
+
+
+def _slot(tool: str) -> str:
+    """Where a tool's references stand, as an agent reads it (``arguments.credential``)."""
+    path = SECRET_SLOTS[tool][0]
+    return display_path(tuple(part for part in path if part != ANY_KEY))
 
 
 def _check_destination(granted: Mapping[str, GrantedSecret], arguments: Mapping[str, Any]) -> None:

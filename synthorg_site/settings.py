@@ -114,6 +114,8 @@ else:
         "min_size": env.int("DATABASE_POOL_MIN", default=1),
         "max_size": env.int("DATABASE_POOL_MAX", default=20),
         "timeout": env.float("DATABASE_POOL_TIMEOUT", default=3.0),
+        # ...unless every connection is at work and none failed: then a burst waits on.
+        "busy_timeout": env.float("DATABASE_POOL_BUSY_TIMEOUT", default=30.0),
         # A lost connection is made again with pauses that double (1, 2, 4 s...), each
         # try holding a place in the pool: after a minute's outage the next try could
         # come half a minute after PostgreSQL was back. Given up after this long, the

@@ -21,7 +21,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.test import Client
 
+from approvals_app.models import ApprovalRequest
+from approvals_app.services import approval_decide
 from audit_app.models import AuditEvent
 from common.errors import InvalidArgumentError
 from common.testing import RunningProcess
@@ -33,6 +36,7 @@ from tests.tools_app.api.conftest import AgentClient
 from tests.tools_app.net.servers import LoopbackHttpServer, RecordedRequest, Reply
 from tools_app.models import Invocation
 from trust_app.models import AgentPermissions
+from trust_app.services.agents import person_create
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
@@ -325,3 +329,92 @@ def test_every_stored_secret_is_redacted_from_any_result_at_any_time(
     assert later not in json.dumps(again), again
     stored = Invocation.objects.get(id=again["id"])
     assert later not in stored.raw_content
+
+
+def test_the_card_says_where_a_sealed_value_goes_and_how(
+    make_agent: Callable[..., AgentClient], servers: dict[str, LoopbackHttpServer]
+) -> None:
+    """A person deciding a call with a sealed secret reads, on the card, the secret's
+    name, the hosts the console will add it to and the form it takes there, and that
+    the program never holds it; the card follows the grant as it is now."""
+    secure = servers["secure"]
+    client = make_agent("elevated", autonomy="supervised")
+    AgentPermissions.objects.create(
+        agent=client.agent,
+        sub_constraints={
+            "code_execution": "namespace",
+            "network": "allowlist_only",
+            "allowed_hosts": [f"127.0.0.1:{secure.port}"],
+        },
+    )
+    name = f"CARD_{uuid.uuid4().hex[:8].upper()}"
+    value = f"ck-{uuid.uuid4().hex}"
+    secure.route("/api", _authorizing(value))
+    secret_set(name=name, value=value, actor=ADMIN)
+    secret_grant(
+        name=name,
+        agent=client.agent,
+        tool="code_runner",
+        hosts=[f"127.0.0.1:{secure.port}"],
+        inject="header:X-Deploy-Key",
+        actor=ADMIN,
+    )
+    response = client.call(
+        "code_runner",
+        {
+            "language": "python",
+            "code": PROGRAM.format(urls=[secure.url("/api")]),
+            "secret_env": {"DEPLOY_TOKEN": f"${{secret:{name}}}"},
+        },
+        idempotency_key=uuid.uuid4().hex,
+    )
+    assert response.status_code == 201, response.text
+    assert response.json()["status"] == "pending_approval", response.text
+    call_id = response.json()["id"]
+    operator = person_create(username=f"op-{uuid.uuid4().hex[:6]}", role="operator", password=None)
+    browser = Client()
+    browser.force_login(operator)
+
+    page = browser.get("/approvals/").content.decode()
+    said = (
+        f"<code>${{secret:{name}}}</code> in <code>arguments.secret_env.DEPLOY_TOKEN</code>, "
+        f"sent by the console to <code>127.0.0.1:{secure.port}</code> only "
+        "(as header:X-Deploy-Key)"
+    )
+    assert said in page, page[page.find("secrets-used") - 200 :][:1500]
+    assert "the agent's program never holds it" in page
+    assert not _leaks(value, page)
+
+    # The card follows the grant as it is now: granted again for another host, it says so.
+    secret_grant(
+        name=name,
+        agent=client.agent,
+        tool="code_runner",
+        hosts=["deploy.example.test"],
+        inject="bearer",
+        actor=ADMIN,
+    )
+    page = browser.get("/approvals/").content.decode()
+    assert "sent by the console to <code>deploy.example.test</code> only (as bearer)" in page
+    assert f"127.0.0.1:{secure.port}</code> only" not in page
+
+    # Control: granted back and approved, the program's request carries the header.
+    secret_grant(
+        name=name,
+        agent=client.agent,
+        tool="code_runner",
+        hosts=[f"127.0.0.1:{secure.port}"],
+        inject="header:X-Deploy-Key",
+        actor=ADMIN,
+    )
+    request = ApprovalRequest.objects.get(invocation_id=call_id)
+    if request.status == "pending":
+        approval_decide(request=request, person=operator, decision="approve", reason="")
+    answer = client.get(call_id, wait=60).json()
+    for _ in range(5):
+        if answer["status"] not in ("queued", "running", "pending_approval"):
+            break
+        answer = client.get(call_id, wait=60).json()
+    assert answer["status"] == "succeeded", answer
+    sent = [r for r in secure.requests if r.path == "/api"]
+    assert sent and sent[-1].header_values("X-Deploy-Key") == [value]

@@ -8,16 +8,71 @@ node that had 20 idle connections answered 503 for some 15 s after the database 
 back. Here the first failed check tests every idle connection of the pool at once
 (no pause: each dead one is dropped and replaced in the background), so the request's
 next try gets a live connection.
+
+A busy pool is not an absent database. Every web request runs its database work in a
+thread of its own: a burst of a hundred agents' calls asks a node's pool of twenty for a
+hundred connections at once, and those queued past the pool timeout (3 s, chosen so an
+outage answers 503 quickly) were answered 503 ``database`` while PostgreSQL was up and
+every connection was at work. Here a request that times out while all the pool's
+connections are lent out (or being made) and none failed to connect meanwhile waits on, up to
+``busy_timeout`` (30 s); one that times out while the pool cannot connect is an outage.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from time import monotonic
 from typing import Any, ClassVar
 
 from django.core.exceptions import ImproperlyConfigured
 from django.db.backends.base.base import NO_DB_ALIAS
 from django.db.backends.postgresql import base
+
+# How long a request waits for a connection while every one is at work, in seconds.
+DEFAULT_BUSY_TIMEOUT = 30.0
+
+
+def _busy_aware_pool_class() -> type[Any]:
+    from psycopg_pool import ConnectionPool, PoolTimeout
+
+    class BusyAwarePool(ConnectionPool[Any]):
+        """Waits past its timeout while the database is busy rather than away."""
+
+        def __init__(self, *args: Any, busy_timeout: float, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.busy_timeout = busy_timeout
+
+        def _connection_errors(self) -> int:
+            return int(self.get_stats().get("connections_errors", 0))
+
+        def _all_at_work(self) -> bool:
+            stats = self.get_stats()
+            return stats.get("pool_size", 0) > 0 and not stats.get("pool_available", 0)
+
+        def getconn(self, timeout: float | None = None) -> Any:
+            first = self.timeout if timeout is None else timeout
+            give_up = monotonic() + max(self.busy_timeout, first)
+            errors = self._connection_errors()
+            try:
+                return super().getconn(first)
+            except PoolTimeout:
+                # Away (a connection failed meanwhile, or the pool could not grow).
+                if self._connection_errors() != errors or not self._all_at_work():
+                    raise
+            while True:
+                left = give_up - monotonic()
+                if left <= 0:
+                    raise PoolTimeout(
+                        f"every one of the pool's {self.max_size} connections stayed "
+                        f"at work for {max(self.busy_timeout, first):.0f} s"
+                    )
+                try:
+                    return super().getconn(min(left, first))
+                except PoolTimeout:
+                    if self._connection_errors() != errors:
+                        raise
+
+    return BusyAwarePool
 
 
 class DatabaseWrapper(base.DatabaseWrapper):
@@ -37,7 +92,8 @@ class DatabaseWrapper(base.DatabaseWrapper):
                 raise ImproperlyConfigured("Pooling doesn't support persistent connections.")
             from psycopg_pool import ConnectionPool
 
-            options = {} if pool_options is True else pool_options
+            options = {} if pool_options is True else dict(pool_options)
+            busy_timeout = float(options.pop("busy_timeout", DEFAULT_BUSY_TIMEOUT))
             connect_kwargs = self.get_connection_params()
             connect_kwargs["autocommit"] = True  # Django sets its own mode after
             pool: ConnectionPool[Any] | None = None
@@ -51,7 +107,8 @@ class DatabaseWrapper(base.DatabaseWrapper):
                         pool.check()
                     raise
 
-            pool = ConnectionPool(
+            pool = _busy_aware_pool_class()(
+                busy_timeout=busy_timeout,
                 kwargs=connect_kwargs,
                 open=False,
                 configure=self._configure_connection,

@@ -38,7 +38,8 @@ def test_a_hundred_agents_calling_at_once(
     with ThreadPoolExecutor(max_workers=AGENTS) as pool:
         answers = list(pool.map(call, range(AGENTS)))
 
-    assert [status for status, _ in answers] == [201] * AGENTS
+    refused = [(index, body) for index, (status, body) in enumerate(answers) if status != 201]
+    assert not refused, refused[:3]
     assert [body["status"] for _, body in answers] == ["succeeded"] * AGENTS
     for index, (_, body) in enumerate(answers):
         result = body["result"]

@@ -6,6 +6,7 @@ import dataclasses
 import functools
 import http.server
 import os
+import ssl
 import subprocess
 import threading
 from collections.abc import Mapping
@@ -172,11 +173,22 @@ def sandbox_user_ready() -> None:
 
 
 class SmartGitServer:
-    """``git http-backend`` behind a loopback HTTP server: clone and push over smart HTTP."""
+    """``git http-backend`` behind a loopback HTTP server: clone and push over smart HTTP.
 
-    def __init__(self, root: Path) -> None:
+    With ``tls``, it serves HTTPS; with ``authorization``, it answers 401 (asking for
+    Basic credentials, as git hosts do) to any request without exactly that header
+    value. ``authorizations`` records the header of every request (None: absent)."""
+
+    def __init__(
+        self,
+        root: Path,
+        *,
+        tls: ssl.SSLContext | None = None,
+        authorization: str | None = None,
+    ) -> None:
         self.root = root
         self.requests: list[str] = []
+        self.authorizations: list[str | None] = []
         outer = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -185,9 +197,20 @@ class SmartGitServer:
 
             def _backend(self) -> None:
                 outer.requests.append(f"{self.command} {self.path}")
+                outer.authorizations.append(self.headers.get("Authorization"))
                 path, _, query = self.path.partition("?")
                 length = int(self.headers.get("Content-Length") or 0)
                 body = self.rfile.read(length) if length else b""
+                if authorization is not None and self.headers.get("Authorization") != (
+                    authorization
+                ):
+                    denied = b"authentication required"
+                    self.send_response(401)
+                    self.send_header("WWW-Authenticate", 'Basic realm="git"')
+                    self.send_header("Content-Length", str(len(denied)))
+                    self.end_headers()
+                    self.wfile.write(denied)
+                    return
                 env = {
                     **GIT_ENV,
                     "GIT_PROJECT_ROOT": str(outer.root),
@@ -225,10 +248,17 @@ class SmartGitServer:
 
         self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
+        if tls is not None:
+            self._server.socket = tls.wrap_socket(self._server.socket, server_side=True)
+        self.scheme = "https" if tls is not None else "http"
         self.port = int(self._server.server_address[1])
         self._thread = threading.Thread(
             target=self._server.serve_forever, args=(0.05,), daemon=True
         )
+
+    def url(self, name: str) -> str:
+        """The clone URL of repository ``name``."""
+        return f"{self.scheme}://127.0.0.1:{self.port}/{name}"
 
     def __enter__(self) -> SmartGitServer:
         self._thread.start()

@@ -38,7 +38,7 @@ from tools_app.builtin.git.hardening import (
 )
 from tools_app.builtin.git.inside.launcher import REFUSED_EXIT, REFUSED_MARKER
 from tools_app.egress.decision import NetworkGrant
-from tools_app.egress.mount import ssh_proxy_command
+from tools_app.egress.mount import MOUNT_POINT, TRUST_BUNDLE, sealed_call, ssh_proxy_command
 from tools_app.net import CheckedEndpoint
 from tools_app.sandbox.errors import SandboxError
 from tools_app.sandbox.protocol import (
@@ -234,14 +234,20 @@ class GitRunner:
         dropped_keys: Sequence[str] = (),
         print_config: bool = False,
         path_args: Sequence[int] = (),
+        sealed: bool = False,
     ) -> dict[str, Any]:
-        """What the launcher is told: mode, checked keys, environment and options."""
+        """What the launcher is told: mode, checked keys, environment and options.
+
+        ``sealed``: the call's proxy adds a secret to the remote's requests, ending TLS
+        with the console's authority, which git then trusts beside the system's roots."""
         env = dict(HARDENING_ENV)
         env["GIT_ALLOW_PROTOCOL"] = protocols(
             network=network, allow_plain_http=bool(self.settings.get("allow_plain_http"))
         )
         if network:
             env["GIT_SSH_COMMAND"] = self._ssh_command()
+        if network and sealed:
+            env["GIT_SSL_CAINFO"] = f"{MOUNT_POINT}/{TRUST_BUNDLE}"
         return {
             "mode": "repo" if repository is not None else "none",
             "shown": repository.relative if repository is not None else ".",
@@ -276,8 +282,14 @@ class GitRunner:
     ) -> SandboxResult:
         """Run git through the launcher; its refusal becomes ToolRefusedError."""
         timeout = float(self.settings.get("timeout_seconds", 120 if network else 30))
-        launcher = self.spec(repository, network=network, writable=writable, **spec_options)
         with self._network(network) as egress:
+            launcher = self.spec(
+                repository,
+                network=network,
+                writable=writable,
+                sealed=sealed_call(egress.get("egress_dir")),
+                **spec_options,
+            )
             spec = SandboxSpec(
                 argv=launcher_argv(launcher, args),
                 workspace=WorkspaceMount(
