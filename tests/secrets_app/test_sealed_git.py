@@ -130,8 +130,9 @@ def test_a_sealed_credential_clones_and_pushes_and_git_never_holds_it(
 
     # Control: the server demands the credential (asked directly, as any client would).
     refs = granted.url("project.git/info/refs?service=git-upload-pack")
-    assert httpx.get(refs, verify=str(loopback_tls[0])).status_code == 401
-    assert httpx.get(refs, verify=str(loopback_tls[0]), headers={
+    trusted = ssl.create_default_context(cafile=str(loopback_tls[0]))
+    assert httpx.get(refs, verify=trusted).status_code == 401
+    assert httpx.get(refs, verify=trusted, headers={
         "Authorization": _basic(value)}).status_code == 200  # fmt: skip
     # Without the credential, git's own TLS meets the host: nothing sealed, nothing sent.
     bare_try = _call(client, "git_clone", {"url": granted.url("project.git"), "directory": "a"})
