@@ -191,6 +191,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # Outside every middleware that may answer a page itself (404, 405, lockout, CSRF).
+    "synthorg_site.http_edge.csp.ConsoleCSPMiddleware",
     "common.platform.logs.RequestIdMiddleware",
     "synthorg_site.http_edge.middleware.ApiErrorEnvelopeMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -207,6 +209,24 @@ MIDDLEWARE = [
     # Last: turns a locked sign-in into the lockout page (trust_app/signin/pages.py).
     "axes.middleware.AxesMiddleware",
 ]
+
+# Content-Security-Policy (django-csp; synthorg_site/http_edge/csp.py adds the approvals
+# socket's ws:/wss: origins to connect-src): the console's own files only, no inline
+# script, style or event handler anywhere, the admin and the API docs included.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "img-src": ["'self'", "data:"],
+        "font-src": ["'self'"],
+        "connect-src": ["'self'"],
+        "object-src": ["'none'"],
+        "base-uri": ["'none'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    }
+}
 
 ROOT_URLCONF = "synthorg_site.urls"
 ASGI_APPLICATION = "synthorg_site.asgi.application"

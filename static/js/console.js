@@ -113,6 +113,14 @@
     showError(e.detail.requestConfig ? e.detail.requestConfig.elt : e.detail.elt, wordsOf(null), false);
   });
 
+  // A form that asks before it is sent says what in data-confirm (no inline handler: the
+  // page's policy would not run it).
+  document.addEventListener("submit", function (e) {
+    var form = e.target;
+    var question = form && form.getAttribute && form.getAttribute("data-confirm");
+    if (question && !window.confirm(question)) { e.preventDefault(); }
+  }, true);
+
   // A box that scrolls must take the keyboard's focus, or its end cannot be read without a mouse.
   function reachScrollBoxes(root) {
     (root || document).querySelectorAll("pre, .output, .scroll, table").forEach(function (el) {

@@ -36,6 +36,12 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
 from audit_app.record import Actor
 from secrets_app.services import secret_grant, secret_set
+from tests.common.csp_checks import (
+    HEADER,
+    assert_strict_policy,
+    directives,
+    strict_policy_problems,
+)
 from tests.common.permission_suite import (
     ADMINS,
     AUDIT_ROLES,
@@ -368,8 +374,73 @@ def test_who_gets_it(name: str, method: str, persona: str, world: dict[str, str]
     )
     if rule.kind == "page" and persona == "anonymous":
         assert response["Location"].startswith(f"{LOGIN}?next="), response["Location"]
+    if response.get("Content-Type", "").startswith("text/html"):
+        # Every page as each caller gets it (the page, its 403 or 404, the sign-in page):
+        # no inline script can run in it (synthorg_site/http_edge/csp.py).
+        assert_strict_policy(response, f"{method.upper()} {url} ({name}) as {persona}")
     if rule.kind != "page" and status in ENVELOPE_CODES:
         # API answers other than success carry the error envelope (API.md, "Errors").
         assert response["Content-Type"].startswith("application/json"), response["Content-Type"]
         code = response.json()["error"]["code"]
         assert code == ENVELOPE_CODES[status], f"{url}: {status} with code {code!r}"
+
+
+def test_the_policy_check_finds_a_loose_policy() -> None:
+    """Control for the check above: it refuses what would let an injected script run."""
+    strict = (
+        "default-src 'self'; script-src 'self'; style-src 'self'; object-src 'none'; "
+        "base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+    )
+    assert strict_policy_problems(strict) == []
+    assert strict_policy_problems(None) == [f"no {HEADER} header"]
+    for loose, named in (
+        (strict.replace("script-src 'self'", "script-src 'self' 'unsafe-inline'"), "script-src"),
+        (strict.replace("script-src 'self'", "script-src 'self' 'unsafe-eval'"), "script-src"),
+        (strict + "; script-src-attr 'unsafe-inline'", "script-src-attr"),
+        (strict.replace("style-src 'self'", "style-src 'unsafe-inline'"), "style-src"),
+        (strict.replace("object-src 'none'", "object-src *"), "object-src"),
+        (strict.replace("; frame-ancestors 'none'", ""), "frame-ancestors"),
+    ):
+        problems = strict_policy_problems(loose)
+        assert any(named in problem for problem in problems), (loose, problems)
+
+
+ADMIN_PAGES = ("/admin/", "/admin/auth/user/", "/admin/auth/user/add/", "/admin/auth/group/add/")
+
+
+@pytest.mark.django_db
+def test_the_admin_site_has_the_same_strict_policy(world: dict[str, str]) -> None:
+    """Django's admin (not in ROUTES) runs no inline script: the console's policy fits it."""
+    from django.contrib.auth import get_user_model
+
+    superuser = get_user_model().objects.create_superuser("suite-root", password=None)
+    client = Client()
+    assert_strict_policy(client.get("/admin/login/"), "/admin/login/ signed out")
+    client.force_login(superuser)
+    pages = [*ADMIN_PAGES, f"/admin/auth/user/{superuser.pk}/change/"]
+    for path in pages:
+        response = client.get(path)
+        assert response.status_code == 200, (path, response.status_code)
+        assert b"<script>" not in response.content, f"{path} has an inline script"
+        assert_strict_policy(response, path)
+
+
+@pytest.mark.django_db
+def test_connect_src_allows_the_consoles_own_socket_origins(
+    settings: Any, world: dict[str, str]
+) -> None:
+    """The approvals socket's ws:/wss: origin, asked at any allowed host, and the configured
+    origins (behind a proxy); no other host's."""
+    settings.SYNTHORG_ORIGINS = ["https://console.example.org"]
+    settings.ALLOWED_HOSTS = ["testserver", "console.example.org"]
+    response = client_as("operator", world).get("/tools/", HTTP_HOST="testserver:8443")
+    assert response.status_code == 200
+    connect = directives(response[HEADER])["connect-src"]
+    assert connect[0] == "'self'"
+    assert "ws://testserver:8443" in connect and "wss://testserver:8443" in connect
+    assert "wss://console.example.org:443" in connect
+    assert not [s for s in connect if "evil" in s or s in ("*", "ws:", "wss:")], connect
+    # A Host the console does not serve is refused (400) and lends the policy nothing.
+    refused = client_as("operator", world).get("/tools/", HTTP_HOST="evil.example.net")
+    assert refused.status_code == 400
+    assert "evil" not in refused.get(HEADER, ""), refused.get(HEADER)

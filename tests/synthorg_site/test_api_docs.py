@@ -16,6 +16,12 @@ def test_the_schema_lists_the_agent_api() -> None:
 
 
 def test_the_docs_page_points_at_the_schema() -> None:
+    """Through its start-up script, a file of its own: the page has no inline script."""
     response = Client().get("/api/docs/")
     assert response.status_code == 200
-    assert b"/api/schema/" in response.content
+    assert b"<script>" not in response.content and b"<style>" not in response.content
+    assert b'src="/api/docs/?script="' in response.content
+    script = Client().get("/api/docs/?script=")
+    assert script.status_code == 200
+    assert script["Content-Type"].startswith("application/javascript")
+    assert b"/api/schema/" in script.content
