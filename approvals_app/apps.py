@@ -11,3 +11,8 @@ class ApprovalsAppConfig(AppConfig):
         from tools_app.approval_desk import approval_desk_register
 
         approval_desk_register(PeopleDesk())
+        # Pending requests are decided again whenever what they depend on changes.
+        from approvals_app.services.redecide import on_policy_change
+        from trust_app.policy_changes import policy_change_listen
+
+        policy_change_listen(on_policy_change)

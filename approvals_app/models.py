@@ -15,6 +15,13 @@ class ApprovalStatus(models.TextChoices):
     CANCELLED = "cancelled"
 
 
+class Verdict(models.TextChoices):
+    """What re-deciding a pending request found (empty: the policy still asks)."""
+
+    NO_ASK = "no_ask"
+    WITHDRAWN = "withdrawn"
+
+
 class RiskTier(models.TextChoices):
     LOW = "low"
     MEDIUM = "medium"
@@ -48,6 +55,12 @@ class ApprovalRequest(UUIDModel, TimestampedModel):
     escalated_at = models.DateTimeField(null=True, blank=True)
     # Who settled it, in words ("alice", "alice, bob", "expired"), for the inbox and a 409.
     decided_by = models.CharField(max_length=300, blank=True)
+    # The policy's answer now, re-decided when something the call depends on changed:
+    # "" (it still asks), "no_ask" (it would run without a person: it still waits for
+    # one) or "withdrawn" (it would be refused: the request was closed).
+    verdict = models.CharField(max_length=10, choices=Verdict.choices, blank=True, default="")
+    verdict_reason = models.TextField(blank=True, default="")
+    verdict_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["expires_at"]

@@ -41,6 +41,17 @@ def approval_json(request: ApprovalRequest) -> dict[str, Any]:
         "escalated": request.escalated_at is not None,
         "escalated_at": _iso(request.escalated_at),
         "owner_may_approve": request.owner_may_approve,
+        # The policy's answer now, when a change made it differ from when it was asked:
+        # "no_ask" (it would run without a person) or "withdrawn" (it refuses the call).
+        "verdict_now": (
+            {
+                "verdict": request.verdict,
+                "reason": request.verdict_reason,
+                "at": _iso(request.verdict_at),
+            }
+            if request.verdict
+            else None
+        ),
         "invocation": {
             "id": str(invocation.id),
             "tool": invocation.tool,
@@ -51,6 +62,9 @@ def approval_json(request: ApprovalRequest) -> dict[str, Any]:
             # Names of the secrets the call would use; their values never leave the worker.
             "secrets": secret_names(invocation.arguments or {}),
             "status": invocation.status,
+            # The agent's own words: a claim, not checked by the console.
+            "task_id": invocation.task_id or None,
+            "purpose": invocation.purpose or None,
         },
         "agent": {
             "id": str(agent.id),

@@ -77,6 +77,7 @@ _INVOCATION_FIELDS: dict[str, Any] = {
     "result": _nullable(RESULT),
     "error": _nullable(CALL_ERROR),
     "task_id": NULLABLE_STR,
+    "purpose": NULLABLE_STR,
     "idempotency_key": NULLABLE_STR,
     "created_at": DATETIME,
     "updated_at": DATETIME,
@@ -207,9 +208,23 @@ AUDIT_EVENT = _obj(
         "hash": STR,
     },
 )
+# With an argument filter (path, host, program, table): the values it matched, over all pages.
+AUDIT_MATCHED = _obj(
+    ["kind", "value", "events", "calls"],
+    {
+        "kind": {"type": "string", "enum": ["path", "host", "program", "table"]},
+        "value": STR,
+        "events": {"type": "integer"},
+        "calls": {"type": "integer"},
+    },
+)
 AUDIT_PAGE = _obj(
     ["results", "next"],
-    {"results": {"type": "array", "items": AUDIT_EVENT}, "next": _nullable({"type": "string"})},
+    {
+        "results": {"type": "array", "items": AUDIT_EVENT},
+        "next": _nullable({"type": "string"}),
+        "matched": {"type": "array", "items": AUDIT_MATCHED},
+    },
 )
 EXPLAIN = _obj(["tool", "agent", "decision"], {"tool": STR, "agent": STR, "decision": OBJECT})
 PROMOTION = _obj(

@@ -108,6 +108,20 @@ else
 fi
 
 command -v bwrap >/dev/null || missing "bubblewrap is not installed (apt-get install bubblewrap)"
+
+# --- An OpenID provider for the single sign-on tests (panva's oidc-provider, from npm, once).
+oidc_version=8.8.1
+oidc_dir="${XDG_CACHE_HOME:-$HOME/.cache}/synthorg/oidc-provider-$oidc_version"
+if [ ! -f "$oidc_dir/node_modules/oidc-provider/package.json" ] && command -v npm >/dev/null; then
+  mkdir -p "$oidc_dir" && echo '{"private": true}' > "$oidc_dir/package.json"
+  (cd "$oidc_dir" && npm install --no-audit --no-fund --loglevel=error "oidc-provider@$oidc_version" >/dev/null) \
+    || missing "npm could not install oidc-provider@$oidc_version"
+fi
+if [ -f "$oidc_dir/node_modules/oidc-provider/package.json" ]; then
+  export SYNTHORG_TEST_OIDC_PROVIDER_DIR="$oidc_dir"
+else
+  missing "oidc-provider is not installed (npm, Node.js 18 or later)"
+fi
 command -v chromium >/dev/null || missing "Chromium is not installed (apt-get install chromium)"
 
 

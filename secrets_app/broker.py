@@ -220,3 +220,51 @@ def granted_secrets_for_server(
     unique = list(dict.fromkeys(credentials.values()))
     values = _values(agent=agent, names=unique, tool="", server=server, invocation_id=invocation_id)
     return {target: values[name] for target, name in credentials.items()}
+
+
+def secret_for_connection(
+    *,
+    agent: Agent,
+    connection: str,
+    name: str,
+    tool: str,
+    invocation_id: uuid.UUID | None = None,
+) -> str:
+    """The value of `name`, the stored secret a configured connection authenticates with.
+
+    The connection's config is the grant (admins write it; agents are granted the
+    connection, never the secret). SecretUnavailableError when the secret is missing,
+    revoked or unreadable, in words that do not say which. The use is audited."""
+    unavailable = (
+        f"the credential of connection {connection} cannot be used now; an admin must check "
+        "the connection's auth.secret on the secrets page"
+    )
+    try:
+        ring = key_ring()
+    except SecretsKeyError as exc:
+        raise SecretUnavailableError(unavailable) from exc
+    with transaction.atomic():
+        secret = Secret.objects.filter(name=name, revoked_at__isnull=True).first()
+        version = (
+            SecretVersion.objects.filter(secret=secret, number=secret.current_version).first()
+            if secret is not None
+            else None
+        )
+        if secret is None or version is None or not version.ciphertext:
+            raise SecretUnavailableError(unavailable)
+        try:
+            value = ring.decrypt(version.ciphertext)
+        except SecretValueUnreadableError as exc:
+            raise SecretUnavailableError(unavailable) from exc
+        Secret.objects.filter(id=secret.id).update(last_used_at=timezone.now())
+        audit_record(
+            kind="secret.used",
+            actor=Actor.system("worker"),
+            agent=agent,
+            invocation_id=invocation_id,
+            tool=tool,
+            outcome="used",
+            reason=f"secret {name} used by {agent.name} with {tool} for connection {connection}",
+            data={"secret": name, "version": version.number, "connection": connection},
+        )
+    return value

@@ -25,6 +25,7 @@ from secrets_app.references import (
     slots_text,
 )
 from trust_app.models import Agent
+from trust_app.policy_changes import policy_changed_on_commit
 
 
 class SecretsUnavailableError(ConflictError):
@@ -123,6 +124,10 @@ def secret_revoke(*, name: str, actor: Actor) -> Secret:
             reason=f"secret {name} revoked; {len(grants)} grant(s) removed",
             data={"secret": name, "versions": secret.current_version},
         )
+        if grants:
+            policy_changed_on_commit(
+                agents=None, cause=f"{actor.name} revoked a secret", actor=actor
+            )
     return secret
 
 
@@ -214,6 +219,11 @@ def secret_grant(
                     "inject": injection,
                 },
             )
+            policy_changed_on_commit(
+                agents=None if agent is None else [agent],
+                cause=f"{actor.name} changed the agent's secret grants",
+                actor=actor,
+            )
     return grant
 
 
@@ -238,6 +248,11 @@ def secret_ungrant(
             reason=f"{holder} may no longer use secret {name} with "
             f"{'server ' + server if server else tool}",
             data={"secret": name, "server": server},
+        )
+        policy_changed_on_commit(
+            agents=None if agent is None else [agent],
+            cause=f"{actor.name} changed the agent's secret grants",
+            actor=actor,
         )
 
 

@@ -264,7 +264,9 @@ LOGOUT_REDIRECT_URL = "/accounts/login/"
 # (trust_app/signin). Every failure is audited within the per-client refusal budget.
 AUTHENTICATION_BACKENDS = [
     "trust_app.signin.handler.SigninThrottleBackend",
-    "django.contrib.auth.backends.ModelBackend",
+    # Passwords only for the accounts people.local_accounts allows (trust_app.sso).
+    "trust_app.sso.backends.LocalAccountBackend",
+    "trust_app.sso.backends.SingleSignOnBackend",
 ]
 SYNTHORG_SIGNIN_ACCOUNT_FAILURES = _environment.SYNTHORG_SIGNIN_ACCOUNT_FAILURES
 SYNTHORG_SIGNIN_ADDRESS_FAILURES = _environment.SYNTHORG_SIGNIN_ADDRESS_FAILURES

@@ -4,6 +4,7 @@ from django.urls import include, path
 
 from synthorg_site import api_docs, health, pages
 from synthorg_site.metrics.views import metrics
+from trust_app.sso import views as sso_views
 
 # Pages refused or failed: the console's layout with a way back (API paths keep the envelope,
 # synthorg_site.http_edge).
@@ -21,7 +22,9 @@ urlpatterns = [
         auth_views.LoginView.as_view(redirect_authenticated_user=True),
         name="login",
     ),
-    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("accounts/logout/", sso_views.sign_out, name="logout"),
+    path("accounts/sso/", sso_views.sso_start, name="sso-start"),
+    path("accounts/sso/callback/", sso_views.sso_callback, name="sso-callback"),
     path("admin/", admin.site.urls),
     path("", include("approvals_app.urls")),
     path("", include("trust_app.urls")),

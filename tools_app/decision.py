@@ -60,7 +60,10 @@ def call_decide(
     decision = decide(agent_policy(agent), tool_view(contract), arguments)
     if not decision.denied:
         decision = (
-            preflight_refusal(contract=contract, arguments=arguments, decision=decision) or decision
+            preflight_refusal(
+                contract=contract, arguments=arguments, decision=decision, agent=agent
+            )
+            or decision
         )
     if not decision.denied:
         limited = approval_desk().rate_limited(agent=agent, contract=contract, arguments=arguments)

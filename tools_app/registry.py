@@ -52,6 +52,7 @@ BUILTIN_TOOL_MODULES: tuple[str, ...] = (
     "tools_app.builtin.memory.tools",
     "tools_app.builtin.database.tools",
     "tools_app.builtin.discovery.tools",
+    "tools_app.builtin.external_data.tool",
 )
 
 # The model of the settings each built-in tool reads from `tools.<name>` in the config,
@@ -149,6 +150,9 @@ def build_catalog(config: SynthOrgConfig, source: str | None = None) -> ToolCata
         for tool in _module_tools(module_name):
             if not config.tool_settings(tool.contract.name).enabled:
                 continue  # switched off in the config: not registered at all
+            offered = getattr(tool, "offered", None)
+            if offered is not None and not offered(config):
+                continue  # opt-in: its config section is absent
             contract = registry.register(tool.contract)
             implementations[name_key(contract.name)] = tool
     _check_tool_settings(config, registry, source or str(settings.SYNTHORG_CONFIG))

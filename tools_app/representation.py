@@ -81,6 +81,7 @@ def invocation_json(invocation: Invocation) -> dict[str, Any]:
             else None
         ),
         "task_id": invocation.task_id or None,
+        "purpose": invocation.purpose or None,
         "idempotency_key": invocation.idempotency_key,
         "created_at": _iso(invocation.created_at),
         "updated_at": _iso(invocation.updated_at),

@@ -326,3 +326,23 @@ class PromotionRequest(UUIDModel):
 
     def __str__(self) -> str:
         return f"promote {self.agent_id} {self.track} to {self.to_level}"
+
+
+class ExternalIdentity(UUIDModel):
+    """A person as the organisation's OpenID Connect provider names them: the pair
+    (issuer, subject) never changes, whatever the provider's username or groups say."""
+
+    person = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="external_identities"
+    )
+    issuer = models.CharField(max_length=500)
+    subject = models.CharField(max_length=255)
+    # The roles the provider's groups gave at the last sign-in.
+    roles = models.JSONField(default=list)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_sign_in_at = models.DateTimeField(null=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["issuer", "subject"], name="unique_external_identity")
+        ]

@@ -172,6 +172,21 @@ def _mcp(card: CardInput, args: Mapping[str, Any]) -> Line:
     return f"call {tool or '?'} on upstream server {server} with {compact(dict(args))}", []
 
 
+def _external_data(card: CardInput, args: Mapping[str, Any]) -> Line:
+    """The operation on the connection; its kind is the decision's (the card's reason)."""
+    method = str(args.get("method", DEFAULT_METHOD)).upper()
+    path, connection = compact(args.get("path", "?")), compact(args.get("connection", "?"))
+    line = f"{method} {path} on connection {connection}"
+    query = args.get("query")
+    if isinstance(query, Mapping) and query:
+        line += f", query {compact(query)}"
+    body = args.get("body")
+    if body is not None:
+        text = body if isinstance(body, str) else compact(body)
+        line += f", sending {byte_label(len(text.encode('utf-8', 'surrogatepass')))}: {text}"
+    return line, []
+
+
 def _generic(card: CardInput, args: Mapping[str, Any]) -> Line:
     """Any other tool: its arguments, paths and URLs resolved by their declared roles."""
     parts: list[str] = []
@@ -196,6 +211,7 @@ EFFECTS: Final[Mapping[str, Callable[[CardInput, Mapping[str, Any]], Line]]] = {
     "http_request": _http,
     "sql_query": _sql,
     "db_mutate": _sql,
+    "external_data_request": _external_data,
     **dict.fromkeys(PATH_VERBS, _path_tool),
 }
 

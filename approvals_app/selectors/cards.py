@@ -13,7 +13,7 @@ import asyncio
 import dataclasses
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Final
 
@@ -22,7 +22,7 @@ from django.db import connection
 
 from approvals_app.cards.characters import escaped
 from approvals_app.cards.effect import effect_of
-from approvals_app.cards.model import Card, CardInput, CardLimits, CurrentFile
+from approvals_app.cards.model import Card, CardInput, CardLimits, CurrentFile, FlaggedValue
 from approvals_app.cards.render import flagged_values, render_card
 from approvals_app.cards.text import ordered
 from approvals_app.cards.workspace import read_current_file
@@ -108,6 +108,29 @@ class CardView:
     level: EffectiveLevel
     record: AgentRecord
     risk: RiskView
+    # The agent's own words about the call (its purpose, its task): claims, not facts.
+    claim: AgentClaim = field(default_factory=lambda: AgentClaim())
+
+
+@dataclass(frozen=True, slots=True)
+class AgentClaim:
+    """What the agent says about its call, and the characters in it to look at twice."""
+
+    purpose: str = ""
+    task_id: str = ""
+    flagged: tuple[FlaggedValue, ...] = ()
+
+    @property
+    def said(self) -> bool:
+        return bool(self.purpose or self.task_id)
+
+
+def agent_claim(invocation: Any) -> AgentClaim:
+    """The purpose and task the agent gave with ``invocation``."""
+    purpose = str(getattr(invocation, "purpose", "") or "")
+    task_id = str(getattr(invocation, "task_id", "") or "")
+    given = {name: value for name, value in (("purpose", purpose), ("task_id", task_id)) if value}
+    return AgentClaim(purpose=purpose, task_id=task_id, flagged=flagged_values(given))
 
 
 def risk_view(request: Any) -> RiskView:
@@ -257,6 +280,7 @@ def _build(request: Any, whole: bool = False) -> CardView:
         level=agent_effective_level(invocation.agent),
         record=agent_record(invocation.agent_id, excluding=invocation.id),
         risk=risk_view(request),
+        claim=agent_claim(invocation),
     )
 
 

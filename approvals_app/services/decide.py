@@ -16,9 +16,10 @@ from django.db import transaction
 from django.utils import timezone
 
 from approvals_app.events import approval_change_on_commit
-from approvals_app.models import ApprovalDecision, ApprovalRequest, ApprovalStatus
+from approvals_app.models import ApprovalDecision, ApprovalRequest, ApprovalStatus, Verdict
 from approvals_app.services.expiry import settle_expiry
 from approvals_app.services.grants import GrantSpec, approval_grant_create
+from approvals_app.services.redecide import approval_verdict_now, request_withdraw
 from approvals_app.services.settle import (
     audit_settlement,
     close_request,
@@ -58,6 +59,13 @@ def _check_person(person: Any) -> None:
 
 
 def _already(request: ApprovalRequest) -> _Refusal:
+    if request.verdict == Verdict.WITHDRAWN:
+        return _Refusal(
+            ConflictError,
+            f"this request was withdrawn: the current policy refuses the call "
+            f"({request.verdict_reason}); nobody can approve it",
+            {"status": "withdrawn", "decided_by": request.decided_by},
+        )
     who = request.decided_by or "someone"
     verb = {"approved": "approved", "denied": "denied", "expired": "expired"}.get(
         request.status, request.status
@@ -110,6 +118,14 @@ def _decide_locked(
         )
     if invocation.arguments_hash != request.arguments_hash:
         return _Refusal(ConflictError, "the call's arguments changed; it cannot be approved", {})
+    if decision == "approve":
+        # Decided again first: a change whose re-decision has not run yet is not approved past.
+        found = approval_verdict_now(invocation, invocation.agent)
+        if found.verdict == Verdict.WITHDRAWN and request_withdraw(
+            request, found=found, cause="the policy changed since it was asked",
+            actor=Actor.system("approvals"),
+        ):  # fmt: skip
+            return _already(request)
     if request.decisions.filter(person=person).exists():
         return _Refusal(
             ConflictError,

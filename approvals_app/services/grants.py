@@ -14,6 +14,7 @@ from audit_app.record import Actor, audit_record
 from common.errors import ConflictError, ForbiddenError, InvalidArgumentError
 from common.roles import ROLES_THAT_DECIDE, has_any_role
 from common.settings_config import synthorg_config
+from trust_app.policy_changes import policy_changed_on_commit
 
 PATTERN_FIELDS_MAX = 20
 PATTERN_GLOB_MAX = 500
@@ -82,6 +83,11 @@ def approval_grant_create(
             "expires_at": grant.expires_at.isoformat(),
         },
     )
+    # Requests of this agent that the grant covers would no longer ask: their cards say so.
+    policy_changed_on_commit(
+        agents=[agent], cause=f"{person.get_username()} remembered an approval of {tool}",
+        actor=Actor.person(person),
+    )  # fmt: skip
     return grant
 
 
@@ -107,4 +113,8 @@ def approval_grant_revoke(*, grant: ApprovalGrant | Any, person: Any) -> Approva
         outcome="revoked",
         data={"grant": str(found.id), "uses": found.uses},
     )
+    policy_changed_on_commit(
+        agents=[found.agent], cause=f"{person.get_username()} revoked a remembered approval",
+        actor=Actor.person(person),
+    )  # fmt: skip
     return found

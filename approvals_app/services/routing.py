@@ -162,6 +162,38 @@ def approval_route(
     return Routed(routed, facts)
 
 
+def approval_route_now(
+    *,
+    agent: Agent,
+    contract: ToolContract,
+    decision: Decision,
+    arguments: Mapping[str, Any],
+    digest: str,
+    excluding: Any = None,
+) -> Route:
+    """How the approval policy would route this call now, writing nothing: no grant's
+    use counted, no budget locked (a pending call re-decided; ``excluding``: its id)."""
+    now = timezone.now()
+    config = synthorg_config()
+
+    def budget_used(query: BudgetQuery) -> int:
+        spent = Invocation.objects.filter(
+            agent=agent, created_at__gte=query.since, decision__budget=query.key
+        )
+        return spent.exclude(id=excluding).count() if excluding is not None else spent.count()
+
+    return route(
+        facts=call_facts(agent, contract, arguments),
+        base=decision,
+        approval=config.approval,
+        autonomy=config.autonomy,
+        now=now,
+        digest=digest,
+        budget_used=budget_used,
+        grants=lambda: _grant_views(agent, contract.name, now),
+    )
+
+
 def _call_risk(invocation: Invocation, routed: Routed) -> Risk:
     """What the call does, judged now: against the agent's habits and the file it names."""
     facts = routed.facts

@@ -14,10 +14,14 @@ from audit_app.models import AuditEvent
 from audit_app.selectors.events import (
     EXACT_FILTERS,
     FILTER_MAX_LENGTH,
+    HOST_PATTERN,
     PAGE_SIZE_MAX,
+    SUBJECT_EXPECTED,
+    TEXT_PATTERN,
     audit_filters_parse,
     audit_page,
     audit_page_query,
+    audit_subject_counts,
     cursor_parse,
     page_size_parse,
 )
@@ -51,11 +55,20 @@ def audit_event_representation(event: AuditEvent) -> dict[str, Any]:
     }
 
 
-_FILTER_TEXT = {"type": "string", "maxLength": FILTER_MAX_LENGTH}
+_FILTER_TEXT = {"type": "string", "maxLength": FILTER_MAX_LENGTH, "pattern": TEXT_PATTERN}
+_HOST_TEXT = {"type": "string", "maxLength": FILTER_MAX_LENGTH, "pattern": HOST_PATTERN}
 _PARAMETERS = [
     *(OpenApiParameter(name, _FILTER_TEXT) for name in EXACT_FILTERS),
     OpenApiParameter("q", _FILTER_TEXT, description="words in the reason"),
     OpenApiParameter("invocation", OpenApiTypes.UUID),
+    *(
+        OpenApiParameter(
+            name,
+            _HOST_TEXT if name == "host" else _FILTER_TEXT,
+            description=f"events of calls whose arguments name {expected}",
+        )
+        for name, expected in SUBJECT_EXPECTED.items()
+    ),
     OpenApiParameter("since", OpenApiTypes.DATETIME, description="not later than `until`"),
     OpenApiParameter("until", OpenApiTypes.DATETIME, description="not earlier than `since`"),
     OpenApiParameter(
@@ -88,6 +101,14 @@ class AuditEventListView(PersonView, APIView):
         if page.next_cursor is not None:
             query = audit_page_query(filters, page.next_cursor, size)
             next_url = request.build_absolute_uri(f"{request.path}?{query}")
-        return Response(
-            {"results": [audit_event_representation(e) for e in page.events], "next": next_url}
-        )
+        body: dict[str, Any] = {
+            "results": [audit_event_representation(e) for e in page.events],
+            "next": next_url,
+        }
+        if filters.subjects:
+            # What the argument filters matched, over every page: value, events, calls.
+            body["matched"] = [
+                {"kind": c.kind, "value": c.value, "events": c.events, "calls": c.calls}
+                for c in audit_subject_counts(filters)
+            ]
+        return Response(body)

@@ -77,7 +77,8 @@ def audit_filters_check_known(filters: AuditFilters) -> None:
     )
     raise InvalidArgumentError(
         f"{name}: no event has {getattr(filters, name)!r} (names are exact); "
-        f"the log holds: {listed}{more}"
+        f"the log holds: {listed}{more}",
+        details={"field": name, "expected": "a value the log holds"},
     )
 
 

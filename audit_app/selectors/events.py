@@ -10,23 +10,26 @@ index on ``reason`` can answer, so a rare word meant reading the whole table).
 from __future__ import annotations
 
 import json
+import posixpath
+import re
 import uuid
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, fields
-from datetime import date, datetime, time
+from datetime import UTC, date, datetime, time
 from typing import Any
 
 from django.db import connection, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
-from django.db.models import F, Max, QuerySet, TextField
-from django.db.models.functions import Cast
+from django.db.models import Count, F, Max, Q, QuerySet, TextField
+from django.db.models.functions import Cast, Left
 from django.db.models.lookups import IContains
 from django.db.models.sql.compiler import SQLCompiler
 from django.utils import timezone
 from django.utils.dateparse import parse_date, parse_datetime
 from django.utils.http import urlencode
 
-from audit_app.models import AuditEvent
+from audit_app.models import AuditEvent, AuditSubject
+from audit_app.subjects import SubjectKind, normalise_host, normalise_path
 from common.errors import InvalidArgumentError
 from tools_app.models import Invocation
 from tools_app.sanitize import redact_secrets
@@ -37,7 +40,8 @@ EXPORT_CHUNK_ROWS = 2000
 FILTER_MAX_LENGTH = 200
 # Cursors are event ids: a bigint column.
 CURSOR_MAX = 2**63 - 1
-SEARCH_RECENT_IDS = 10_000  # a reason search reads at most this many ids in id order
+SEARCH_RECENT_IDS = 10_000
+SUBJECT_VALUES_LISTED = 20  # a reason search reads at most this many ids in id order
 
 # Query parameter -> the model field it matches exactly (each has an (field, id) index).
 EXACT_FILTERS: Mapping[str, str] = {
@@ -93,6 +97,16 @@ class AuditFilters:
     invocation: uuid.UUID | None = None
     since: datetime | None = None
     until: datetime | None = None
+    # What the call acted on (audit_app.subjects): normalised as the index stores them.
+    path: str = ""
+    host: str = ""
+    program: str = ""
+    table: str = ""
+
+    @property
+    def subjects(self) -> dict[str, str]:
+        """The argument filters in use, by subject kind."""
+        return {kind: getattr(self, kind) for kind in SUBJECT_FILTERS if getattr(self, kind)}
 
     def as_query(self) -> dict[str, str]:
         """The filters as query parameters (for next-page and export links)."""
@@ -109,36 +123,111 @@ class AuditFilters:
         return bool(self.as_query())
 
 
+# How much of a refused value an error quotes back: enough to recognise it.
+QUOTED_MAX = 60
+# Every query parameter the audit API, page and exports read; any other is refused, so
+# a misspelt filter never passes for "no filter" on an auditor's answer.
+SUBJECT_FILTERS: tuple[str, ...] = tuple(kind.value for kind in SubjectKind)
+KNOWN_PARAMETERS = frozenset(
+    {*EXACT_FILTERS, *SUBJECT_FILTERS, "q", "invocation", "since", "until"}
+    | {"cursor", "newer", "limit"}
+)
+SUBJECT_EXPECTED: Mapping[str, str] = {
+    "path": "a path, e.g. notes/ (it and everything under it)",
+    "host": "a host name or address, e.g. api.example.org",
+    "program": "a program name, e.g. git",
+    "table": "a table name, e.g. orders or public.orders",
+}
+# The longest ISO 8601 moment Django reads is 32 characters (microseconds and an offset).
+MOMENT_MAX_LENGTH = 40
+_MOMENT_FORM = "an ISO 8601 date or date-time, e.g. 2026-01-31 or 2026-01-31T12:00:00Z"
+# Characters no host name holds (besides controls): a space, a path, undecodable input.
+_NOT_IN_HOSTS = frozenset(" /\ufffd")
+# The same rules as JSON Schema patterns, for the API's description.
+TEXT_PATTERN = "^[^\\x00-\\x1f\\x7f]*$"
+HOST_PATTERN = "^[^\\x00-\\x20\\x7f-\\x9f/\\ufffd]*$"
+_CURSOR = re.compile(r"[1-9][0-9]{0,18}")
+_COUNT = re.compile(r"[0-9]{1,6}")
+
+
+def _quoted(raw: str) -> str:
+    """`raw` as an error message quotes it: repr, the middle cut when long."""
+    if len(raw) > QUOTED_MAX:
+        half = QUOTED_MAX // 2
+        raw = f"{raw[:half]}…{raw[-half:]} ({len(raw)} characters)"
+    return repr(raw)
+
+
+def _refused(name: str, message: str, expected: str) -> InvalidArgumentError:
+    return InvalidArgumentError(
+        f"{name}: {message}; expected {expected}",
+        details={"field": name, "expected": expected},
+    )
+
+
+def _text_value(name: str, params: Mapping[str, Any], expected: str) -> str:
+    """The parameter's text, stripped; refused when too long or holding control characters
+    (a NUL cannot reach PostgreSQL as text, the others are never in a name)."""
+    raw = str(params.get(name) or "").strip()
+    if len(raw) > FILTER_MAX_LENGTH:
+        raise _refused(name, f"{len(raw)} characters is too long", expected)
+    bad = next((ch for ch in raw if ch < " " or ch == "\x7f"), None)
+    if bad is not None:
+        raise _refused(name, f"holds the control character U+{ord(bad):04X}", expected)
+    return raw
+
+
 def _moment(name: str, raw: str, *, end_of_day: bool) -> datetime:
-    moment = parse_datetime(raw)
-    if moment is None:
-        day: date | None = parse_date(raw)
-        if day is None:
-            raise InvalidArgumentError(
-                f"{name}: {raw!r} is not an ISO 8601 date or date-time "
-                "(e.g. 2026-01-31 or 2026-01-31T12:00:00Z)"
-            )
-        moment = datetime.combine(day, time.max if end_of_day else time.min)
-    if timezone.is_naive(moment):
-        moment = timezone.make_aware(moment, timezone.get_default_timezone())
-    return moment
+    """`raw` as an aware datetime in UTC; an impossible date (2026-02-30) is refused like
+    a malformed one."""
+    if len(raw) > MOMENT_MAX_LENGTH:
+        raise _refused(name, f"{_quoted(raw)} is too long to be a date", _MOMENT_FORM)
+    try:
+        moment = parse_datetime(raw)
+        if moment is None:
+            day: date | None = parse_date(raw)
+            if day is None:
+                raise _refused(name, f"{_quoted(raw)} is not a date", _MOMENT_FORM)
+            moment = datetime.combine(day, time.max if end_of_day else time.min)
+        if timezone.is_naive(moment):
+            moment = timezone.make_aware(moment, timezone.get_default_timezone())
+    except ValueError as exc:
+        raise _refused(name, f"{_quoted(raw)} is not a real moment ({exc})", _MOMENT_FORM) from None
+    try:
+        return moment.astimezone(UTC)
+    except OverflowError:
+        # Before year 1 or after 9999 once in UTC: the first or last moment there is.
+        edge = datetime.min if moment.year == 1 else datetime.max
+        return edge.replace(tzinfo=UTC)
 
 
 def audit_filters_parse(params: Mapping[str, Any]) -> AuditFilters:
-    """Filters from query parameters; a malformed value is refused with the field named."""
+    """Filters from query parameters; a malformed value is refused with the field named
+    and the form it takes (``details``: ``field``, ``expected``)."""
+    unknown = sorted(str(name) for name in params if name not in KNOWN_PARAMETERS)
+    if unknown:
+        name = unknown[0]
+        raise InvalidArgumentError(
+            f"{_quoted(name)} is not a parameter of the audit log; "
+            f"expected one of {', '.join(sorted(KNOWN_PARAMETERS))}",
+            details={"field": name, "expected": sorted(KNOWN_PARAMETERS)},
+        )
     values: dict[str, Any] = {}
-    for name in (*EXACT_FILTERS, "q"):
-        raw = str(params.get(name) or "").strip()
-        if len(raw) > FILTER_MAX_LENGTH:
-            raise InvalidArgumentError(f"{name}: at most {FILTER_MAX_LENGTH} characters")
-        values[name] = raw
+    for name in EXACT_FILTERS:
+        values[name] = _text_value(
+            name, params, f"an exact name of at most {FILTER_MAX_LENGTH} characters"
+        )
+    values["q"] = _text_value("q", params, f"words of at most {FILTER_MAX_LENGTH} characters")
+    values.update(_subject_values(params))
     raw_invocation = str(params.get("invocation") or "").strip()
     if raw_invocation:
         try:
             values["invocation"] = uuid.UUID(raw_invocation)
         except ValueError:
-            raise InvalidArgumentError(
-                f"invocation: {raw_invocation!r} is not an invocation id"
+            raise _refused(
+                "invocation",
+                f"{_quoted(raw_invocation)} is not an invocation id",
+                "a UUID, e.g. 0b6f3c1e-2d4a-4f7e-9c1b-5a6d7e8f9a0b",
             ) from None
     for name in ("since", "until"):
         raw = str(params.get(name) or "").strip()
@@ -146,34 +235,57 @@ def audit_filters_parse(params: Mapping[str, Any]) -> AuditFilters:
             values[name] = _moment(name, raw, end_of_day=name == "until")
     filters = AuditFilters(**values)
     if filters.since and filters.until and filters.since > filters.until:
-        raise InvalidArgumentError("since: must not be later than until")
+        raise _refused("since", "is later than until", "a moment not later than until")
     return filters
+
+
+def _subject_values(params: Mapping[str, Any]) -> dict[str, str]:
+    """The argument filters, normalised as audit_app.subjects stores what they match."""
+    values: dict[str, str] = {}
+    for name in SUBJECT_FILTERS:
+        expected = SUBJECT_EXPECTED[name]
+        raw = _text_value(name, params, expected)
+        if not raw:
+            continue
+        if name == "path":
+            values[name] = normalise_path(raw)
+        elif name == "host":
+            bad = next((ch for ch in raw if ch in _NOT_IN_HOSTS or "\x7f" <= ch <= "\x9f"), None)
+            if bad is not None:
+                shown = "a space" if bad == " " else f"U+{ord(bad):04X}"
+                raise _refused(name, f"{_quoted(raw)} holds {shown}", expected)
+            # A name the network policy cannot read is kept as written: it matches nothing.
+            values[name] = normalise_host(raw) or raw.lower()
+        elif name == "program":
+            values[name] = posixpath.basename(raw.rstrip("/")) or raw
+        else:
+            values[name] = raw
+    return values
 
 
 def page_size_parse(raw: Any) -> int:
     """The `limit` parameter: 1 to PAGE_SIZE_MAX, PAGE_SIZE_DEFAULT when absent."""
+    expected = f"a whole number from 1 to {PAGE_SIZE_MAX}"
     if raw in (None, ""):
         return PAGE_SIZE_DEFAULT
-    try:
-        size = int(raw)
-    except (TypeError, ValueError):
-        raise InvalidArgumentError(f"limit: {raw!r} is not a whole number") from None
+    text = str(raw).strip()
+    if not _COUNT.fullmatch(text):
+        raise _refused("limit", f"{_quoted(text)} is not a whole number", expected)
+    size = int(text)
     if not 1 <= size <= PAGE_SIZE_MAX:
-        raise InvalidArgumentError(f"limit: must be between 1 and {PAGE_SIZE_MAX}")
+        raise _refused("limit", f"{size} is out of range", expected)
     return size
 
 
-def cursor_parse(raw: Any) -> int | None:
-    """The `cursor` parameter: the id the next page starts below."""
+def cursor_parse(raw: Any, name: str = "cursor") -> int | None:
+    """The `cursor` parameter (or `newer`): the id the next page starts below (above)."""
     if raw in (None, ""):
         return None
-    try:
-        cursor = int(raw)
-    except (TypeError, ValueError):
-        raise InvalidArgumentError(f"cursor: {raw!r} is not a cursor from a `next` link") from None
-    if not 1 <= cursor <= CURSOR_MAX:
-        raise InvalidArgumentError("cursor: not a cursor from a `next` link")
-    return cursor
+    expected = f"the {name} of a page link (a positive event id)"
+    text = str(raw).strip()
+    if not _CURSOR.fullmatch(text) or int(text) > CURSOR_MAX:
+        raise _refused(name, f"{_quoted(text)} is not an event id", expected)
+    return int(text)
 
 
 class ContainsIgnoringCase(IContains):
@@ -218,10 +330,57 @@ def audit_events(filters: AuditFilters, *, search_by_index: bool = True) -> Quer
         events = events.filter(created_at__gte=filters.since)
     if filters.until is not None:
         events = events.filter(created_at__lte=filters.until)
+    for kind, value in filters.subjects.items():
+        events = events.filter(id__in=_subject_matches(kind, value).values("event_id"))
     if filters.q:
         search = ContainsIgnoringCase if search_by_index else ContainsIgnoringCaseUnindexed
         events = events.filter(search(F("reason"), filters.q))
     return events.order_by("-id")
+
+
+def _subject_matches(kind: str, value: str) -> QuerySet[AuditSubject]:
+    """Index rows of `kind` matching `value`: a path and everything under it, a table
+    as written or folded to lower case (as unquoted names are stored), else exactly."""
+    rows = AuditSubject.objects.filter(kind=kind)
+    if kind == "path":
+        if value == ".":
+            return rows
+        under = value.rstrip("/") + "/"
+        # LIKE is served by the (kind, value) index; SQLite's LIKE ignores case, so the
+        # head is compared too, exactly.
+        return rows.annotate(head=Left("value", len(under))).filter(
+            Q(value=value) | Q(value__startswith=under, head=under)
+        )
+    if kind == "table":
+        return rows.filter(value__in={value, value.lower()})
+    return rows.filter(value=value)
+
+
+@dataclass(frozen=True)
+class SubjectCount:
+    kind: str
+    value: str
+    events: int
+    calls: int
+
+
+def audit_subject_counts(filters: AuditFilters) -> list[SubjectCount]:
+    """For each argument filter in use, the values it matched among the matching events,
+    most events first (at most SUBJECT_VALUES_LISTED of each)."""
+    matching = audit_events(filters).order_by().values("id")
+    found: list[SubjectCount] = []
+    for kind, value in filters.subjects.items():
+        rows = (
+            _subject_matches(kind, value)
+            .filter(event_id__in=matching)
+            .values("value")
+            .annotate(
+                events=Count("event_id", distinct=True), calls=Count("invocation_id", distinct=True)
+            )
+            .order_by("-events", "value")[:SUBJECT_VALUES_LISTED]
+        )
+        found += [SubjectCount(kind, r["value"], r["events"], r["calls"]) for r in rows]
+    return found
 
 
 @dataclass(frozen=True)
@@ -314,6 +473,16 @@ def audit_export_rows(filters: AuditFilters) -> Iterator[tuple[Any, ...]]:
 
 def audit_event_get(event_id: int) -> AuditEvent | None:
     return AuditEvent.objects.filter(id=event_id).first()
+
+
+def invocation_told(invocation_id: uuid.UUID) -> Invocation | None:
+    """The call behind a timeline, with what its agent said about it (task, purpose)."""
+    return (
+        Invocation.objects.select_related("agent")
+        .only("id", "tool", "status", "task_id", "purpose", "agent__name")
+        .filter(id=invocation_id)
+        .first()
+    )
 
 
 def invocation_timeline(invocation_id: uuid.UUID) -> list[AuditEvent]:

@@ -18,6 +18,10 @@ FILTER_LABELS = {
     "status": "Status",
     "actor": "Actor",
     "kind": "Kind",
+    "path": "Path (and under it)",
+    "host": "Host",
+    "program": "Program",
+    "table": "SQL table",
 }
 
 

@@ -5,7 +5,13 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http import (
+    Http404,
+    HttpRequest,
+    HttpResponse,
+    JsonResponse,
+    StreamingHttpResponse,
+)
 from django.http.response import HttpResponseBase
 from django.shortcuts import render
 from django.utils import timezone
@@ -25,46 +31,52 @@ from audit_app.selectors.browse import (
 from audit_app.selectors.events import (
     EXACT_FILTERS,
     PAGE_SIZE_DEFAULT,
+    SUBJECT_EXPECTED,
+    SUBJECT_FILTERS,
     AuditFilters,
     audit_event_get,
     audit_filters_parse,
     audit_page,
     audit_page_query,
+    audit_subject_counts,
     cursor_parse,
     event_output,
     invocation_timeline,
+    invocation_told,
     page_size_parse,
 )
+from audit_app.selectors.story import call_story
+from common.envelope import error_document
 from common.errors import InvalidArgumentError
 from common.page_access import is_auditor, page_for
 from common.roles import Role
 
 AUDIT_ROLES = (Role.AUDITOR, Role.ADMIN)
-
-
-def _filters_or_error(request: HttpRequest) -> tuple[AuditFilters, str]:
-    """The request's filters; a malformed one becomes a message and no filter at all."""
-    try:
-        return audit_filters_parse(request.GET), ""
-    except InvalidArgumentError as exc:
-        return AuditFilters(), exc.message
+EXPORT_UNPAGED = ("cursor", "newer", "limit")
 
 
 @page_for(*AUDIT_ROLES)
 def audit_list(request: HttpRequest) -> HttpResponse:
-    """The audit log, newest first, filtered, a keyset page at a time (older or newer)."""
-    filters, problem = _filters_or_error(request)
+    """The audit log, newest first, filtered, a keyset page at a time (older or newer).
+
+    A filter that cannot be read is a form error on its field (400), and no events are
+    shown: never a list that looks filtered and is not.
+    """
+    filters, problem, problem_field = AuditFilters(), "", ""
+    cursor = newer = None
+    size = PAGE_SIZE_DEFAULT
     try:
+        filters = audit_filters_parse(request.GET)
         cursor = cursor_parse(request.GET.get("cursor"))
-        newer = cursor_parse(request.GET.get("newer"))
+        newer = cursor_parse(request.GET.get("newer"), "newer")
         size = page_size_parse(request.GET.get("limit"))
-        if not problem:
-            audit_filters_check_known(filters)
+        audit_filters_check_known(filters)
     except InvalidArgumentError as exc:
-        cursor, newer, size, problem = None, None, page_size_parse(None), exc.message
+        problem, problem_field = exc.message, str(exc.details.get("field", ""))
     events: list[Any] = []
     older_query = newer_query = None
     count = None
+    matched: list[Any] = []
     if not problem:  # a refused filter shows its error, never a misleading empty list
         if newer is not None:
             events, _ = audit_newer_page(filters, newer_than=newer, size=size)
@@ -79,16 +91,26 @@ def audit_list(request: HttpRequest) -> HttpResponse:
         ):
             newer_query = _newer_query(filters, events[0].id, size)
         count = audit_match_count(filters)
+        matched = audit_subject_counts(filters) if filters.subjects else []
     context = {
         "filters": filters,
         "problem": problem,
+        "problem_field": problem_field,
+        # What was typed, shown again in the form beside its error.
+        "typed": {
+            name: request.GET.get(name, "") for name in ("q", *EXACT_FILTERS, *SUBJECT_FILTERS)
+        }
+        if problem
+        else {},
         "events": events,
         "count": count,
+        "matched": matched,
         "first_page": cursor is None and newer is None,
         "next_query": older_query,
         "newer_query": newer_query,
         "query": audit_page_query(filters, None),
         "filter_names": list(EXACT_FILTERS),
+        "subject_filters": [(name, SUBJECT_EXPECTED[name]) for name in SUBJECT_FILTERS],
         "choices": audit_filter_choices(),
         "chain": audit_chain_status(),
     }
@@ -131,22 +153,36 @@ def audit_event(request: HttpRequest, event_id: int) -> HttpResponse:
 
 @page_for(*AUDIT_ROLES)
 def audit_invocation(request: HttpRequest, invocation_id: uuid.UUID) -> HttpResponse:
-    """Every event of one call, in order."""
-    timeline = invocation_timeline(invocation_id)
-    if not timeline:
+    """One call as a story (asked, decided, by whom, result, effects), then every event."""
+    story = call_story(invocation_id)
+    if story is None:
         raise Http404(f"no audit events for invocation {invocation_id}")
     return render(
         request,
         "audit/invocation.html",
-        {"invocation_id": invocation_id, "timeline": timeline},
+        {
+            "invocation_id": invocation_id,
+            "invocation": invocation_told(invocation_id),
+            "story": story,
+            "timeline": story.timeline,
+        },
     )
 
 
 def _export(request: HttpRequest, fmt: str) -> HttpResponseBase:
     try:
         filters = audit_filters_parse(request.GET)
+        paged = next((name for name in EXPORT_UNPAGED if name in request.GET), None)
+        if paged is not None:
+            # An export taking `limit=10` for its size would hold less than it seems to.
+            raise InvalidArgumentError(
+                f"{paged}: an export holds every matching event and takes no page "
+                "parameters; expected only filters",
+                details={"field": paged, "expected": "only filters"},
+            )
     except InvalidArgumentError as exc:
-        return HttpResponse(exc.message + "\n", status=400, content_type="text/plain")
+        # A script downloads exports: the refusal is the API's error envelope.
+        return JsonResponse(error_document(exc.code, exc.message, exc.details), status=400)
     lines = csv_lines(filters) if fmt == "csv" else jsonl_lines(filters)
     content_type = "text/csv; charset=utf-8" if fmt == "csv" else "application/x-ndjson"
     response = StreamingHttpResponse(streamed(request, lines), content_type=content_type)

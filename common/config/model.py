@@ -7,7 +7,9 @@ from types import MappingProxyType
 
 from pydantic import Field, field_validator
 
+from common.config.connections import Connection, check_connection_names
 from common.config.notifications import NotificationsSection
+from common.config.people import PeopleSection
 from common.config.sandbox import SandboxingConfig
 from common.config.sections import (
     ApprovalSection,
@@ -36,6 +38,8 @@ class SynthOrgConfig(StrictModel):
     tools: dict[str, ToolSettings] = Field(default_factory=dict)
     mcp_servers: tuple[McpServer, ...] = ()
     notifications: NotificationsSection = NotificationsSection()
+    people: PeopleSection = PeopleSection()
+    connections: tuple[Connection, ...] = ()
 
     @field_validator("tools")
     @classmethod
@@ -47,6 +51,15 @@ class SynthOrgConfig(StrictModel):
     @classmethod
     def _distinct_servers(cls, value: tuple[McpServer, ...]) -> tuple[McpServer, ...]:
         return check_server_names(value)
+
+    @field_validator("connections")
+    @classmethod
+    def _distinct_connections(cls, value: tuple[Connection, ...]) -> tuple[Connection, ...]:
+        return check_connection_names(value)
+
+    def connection(self, name: str) -> Connection | None:
+        """The connection called ``name``, if configured."""
+        return next((c for c in self.connections if c.name == name), None)
 
     def action_types(self) -> ActionTypeRegistry:
         """Built-in plus custom action types."""

@@ -14,6 +14,7 @@ other action-type list.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from enum import StrEnum
 from types import MappingProxyType
@@ -25,6 +26,9 @@ from common.strict import StrictModel
 from common.vocabulary.action_types import DEFAULT_ACTION_TYPES, ActionTypeRegistry
 from common.vocabulary.categories import ToolCategory
 from common.vocabulary.network import NetworkTargetError, parse_host_rule
+
+# A connection's name (common.config.connections), as a grant names it.
+_CONNECTION_NAME: Final = re.compile(r"[a-z][a-z0-9_-]{0,62}")
 
 
 class LevelName(StrEnum):
@@ -149,6 +153,19 @@ class SubConstraintOverrides(StrictModel):
     allowed_commands: tuple[str, ...] | None = None
     deployment: bool | None = None
     requires_approval: tuple[ActionPattern, ...] | None = None
+    # External-data connections granted (``name`` or ``name:operation``).
+    connections: tuple[str, ...] | None = None
+
+    @field_validator("connections")
+    @classmethod
+    def _connection_grants(cls, value: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        for entry in value or ():
+            name, _, operation = entry.partition(":")
+            if not _CONNECTION_NAME.fullmatch(name) or (":" in entry and not operation.strip()):
+                raise ValueError(
+                    f"connection grant {entry!r} must be a connection name or name:operation"
+                )
+        return value
 
     @field_validator("allowed_hosts")
     @classmethod
@@ -193,6 +210,7 @@ class AccessLevelPolicy(StrictModel):
     allowed_commands: tuple[str, ...] = DEFAULT_ALLOWED_COMMANDS
     deployment: bool = False
     requires_approval: tuple[str, ...] = ()
+    connections: tuple[str, ...] = ()
 
     def merged(self, override: SubConstraintOverrides | None) -> AccessLevelPolicy:
         """This level with the non-None fields of ``override`` applied."""

@@ -39,7 +39,17 @@ def test_admin_finds_the_held_tool_from_the_inbox_and_rejects_the_change(
     assert any('Add a note with the given text."' in line for line in removed)
     assert "concealment" in section.locator(".findings").inner_text()
 
-    # A decision without a reason: told beside the form, nothing decided.
+    # Accepting a flagged definition is not one click: the box naming its findings must
+    # be ticked first, and the browser holds the form back until it is (no script needed).
+    box = section.locator("input[name=accept_findings]")
+    assert "concealment" in section.locator("label.confirm-findings").inner_text()
+    section.locator("button[value=accept]").click()
+    assert box.evaluate("box => !box.validity.valid")
+    assert page.url == daphne_server + "/tools/upstream/"
+    assert not AuditEvent.objects.filter(kind="bridge.definition.accepted").exists()
+
+    # Ticked, a decision without a reason: told beside the form, nothing decided.
+    box.check()
     section.locator("button[value=accept]").click()
     alert = page.locator('[data-pin="notes__add_note"] [role=alert]')
     assert "reason: say why" in alert.inner_text()

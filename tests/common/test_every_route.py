@@ -53,7 +53,7 @@ from tests.common.permission_suite import (
 )
 from trust_app.models import Agent
 
-Kind = Literal["page", "people_api", "agent_api", "public"]
+Kind = Literal["page", "people_api", "agent_api", "public", "public_page"]
 Status = int | tuple[int, ...]
 NOBODY: frozenset[str] = frozenset()
 LOGIN = "/accounts/login/"
@@ -97,7 +97,7 @@ class Rule:
     def expected(self, persona: str) -> Status:
         if persona in self.quirks:
             return self.quirks[persona]
-        if self.kind == "public":
+        if self.kind in ("public", "public_page"):
             return self.ok
         if persona == "anonymous":
             return 302 if self.kind == "page" else 401
@@ -135,6 +135,11 @@ def public(ok: Status = 200, **extra: Any) -> Rule:
     return Rule("public", NOBODY, ok, **extra)
 
 
+def public_page(ok: Status = 200, **extra: Any) -> Rule:
+    """Open to everyone, answered with pages (its refusals too), never the envelope."""
+    return Rule("public_page", NOBODY, ok, **extra)
+
+
 # fmt: off
 ROUTES: dict[str, Route] = {
     # synthorg_site
@@ -147,6 +152,9 @@ ROUTES: dict[str, Route] = {
     "login": Route(get=public(quirks={r: 302 for r in (*EVERYONE, "norole")})),
     # LogoutView takes POST only, then sends everyone to the login page.
     "logout": Route(post=public(ok=302)),
+    # Single sign-on: nothing to start or finish while people.oidc is not configured.
+    "sso-start": Route(get=public_page(ok=404)),
+    "sso-callback": Route(get=public_page(ok=404)),
     "api-schema": Route(get=public()),
     "api-docs": Route(get=public()),
     # approvals_app pages
@@ -378,7 +386,7 @@ def test_who_gets_it(name: str, method: str, persona: str, world: dict[str, str]
         # Every page as each caller gets it (the page, its 403 or 404, the sign-in page):
         # no inline script can run in it (synthorg_site/http_edge/csp.py).
         assert_strict_policy(response, f"{method.upper()} {url} ({name}) as {persona}")
-    if rule.kind != "page" and status in ENVELOPE_CODES:
+    if rule.kind not in ("page", "public_page") and status in ENVELOPE_CODES:
         # API answers other than success carry the error envelope (API.md, "Errors").
         assert response["Content-Type"].startswith("application/json"), response["Content-Type"]
         code = response.json()["error"]["code"]

@@ -25,6 +25,7 @@ from approvals_app.models import ApprovalRequest
 from approvals_app.services import approval_decide
 from audit_app.models import AuditEvent
 from audit_app.record import Actor
+from common.errors import ConflictError
 from common.testing import RunningProcess
 from secrets_app.services import secret_grant, secret_set, secret_ungrant
 from tests.tools_app.api import conftest as api_fixtures
@@ -263,17 +264,18 @@ def test_the_card_names_the_secret_and_a_grant_withdrawn_before_approval_refuses
     assert _settled(client, client.get(first).json())["status"] == "succeeded"
     assert web.requests[-1].header_values("Authorization") == [f"Bearer {value}"]
 
-    # The attack: the grant is withdrawn while a second call waits; approving it
-    # does not bring the value back.
+    # The attack: the grant is withdrawn while a second call waits. The call is decided
+    # again at once and withdrawn: nobody can approve it, the value never goes out.
     second = ask()
     secret_ungrant(name=name, agent=client.agent, tool="http_request", actor=ADMIN)
-    approval_decide(
-        request=ApprovalRequest.objects.get(invocation_id=second), person=operator,
-        decision="approve", reason="",
-    )  # fmt: skip
-    answer = _settled(client, client.get(second).json())
-    assert answer["status"] == "failed", answer
-    assert answer["error"]["code"] == "secret_not_granted", answer
+    with pytest.raises(ConflictError, match="withdrawn"):
+        approval_decide(
+            request=ApprovalRequest.objects.get(invocation_id=second), person=operator,
+            decision="approve", reason="",
+        )  # fmt: skip
+    answer = client.get(second).json()
+    assert answer["status"] == "denied", answer
+    assert answer["error"]["code"] == "no_longer_permitted", answer
     assert name not in answer["error"]["message"]
     assert web.count("/echo") == 1
 

@@ -10,6 +10,8 @@ from typing import Any
 from django.conf import settings
 from rest_framework import serializers
 
+from tools_app.services.invocation_submit import PURPOSE_MAX
+
 
 def bounded_integer(name: str, low: int, high: int, **kwargs: Any) -> serializers.IntegerField:
     """An integer field whose every refusal names the allowed range."""
@@ -38,6 +40,33 @@ def wait_field() -> serializers.IntegerField:
     )
 
 
+class StrictTextField(serializers.CharField):
+    """A CharField that takes only a JSON string (DRF's would turn 12 into "12")."""
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("not_text")
+        return str(super().to_internal_value(data))
+
+
+def purpose_field() -> StrictTextField:
+    allowed = f"purpose must be a string of at most {PURPOSE_MAX} characters"
+    return StrictTextField(
+        max_length=PURPOSE_MAX,
+        required=False,
+        allow_blank=True,
+        default="",
+        trim_whitespace=False,
+        error_messages={
+            "not_text": f"not a string; {allowed}",
+            "invalid": f"not a string; {allowed}",
+            "max_length": f"too long; {allowed}",
+            "null": f"null; {allowed} (or leave it out)",
+        },
+        help_text="the agent's own words for why it makes the call; shown to people",
+    )
+
+
 class CallSerializer(serializers.Serializer):
     # Text is taken as sent (no trimming), so the schema's lengths are the real ones.
     tool = serializers.CharField(min_length=1, max_length=200, trim_whitespace=False)
@@ -48,6 +77,7 @@ class CallSerializer(serializers.Serializer):
     task_id = serializers.CharField(
         max_length=200, required=False, allow_blank=True, default="", trim_whitespace=False
     )
+    purpose = purpose_field()
 
 
 class InvocationCreateSerializer(CallSerializer):

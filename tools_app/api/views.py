@@ -154,6 +154,7 @@ class InvocationListCreateView(AgentView, AsyncAPIView):
             arguments=data["arguments"],
             idempotency_key=data.get("idempotency_key"),
             task_id=data.get("task_id", ""),
+            purpose=data.get("purpose", ""),
         )
         wait: int = data["wait"]
         new_id = uuid.uuid4()
@@ -228,6 +229,7 @@ class InvocationBatchView(AgentView, AsyncAPIView):
                 arguments=c.get("arguments", {}),
                 idempotency_key=c.get("idempotency_key"),
                 task_id=c.get("task_id", ""),
+                purpose=c.get("purpose", ""),
             )
             for c in data["calls"]
         ]

@@ -59,6 +59,12 @@ def upstream_pins_for_review() -> list[PinReview]:
     return reviews
 
 
+def upstream_pin_findings(pin_id: int) -> list[dict[str, Any]]:
+    """The scan's findings on one pin's definition; none for a pin that does not exist."""
+    pin = UpstreamToolPin.objects.filter(pk=pin_id).only("findings").first()
+    return list(pin.findings) if pin is not None else []
+
+
 def held_upstream_tools() -> list[str]:
     """Contract names of upstream tools held for an admin's review."""
     return list(

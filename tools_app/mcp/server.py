@@ -41,7 +41,7 @@ from tools_app.mcp.taking import call_outcome, call_take
 from tools_app.mcp.waiting import McpExchange, ProgressSink, wait_for_outcome
 from tools_app.registry import tool_catalog
 from tools_app.selectors.invocations import permitted_tools
-from tools_app.services.invocation_submit import CallRequest
+from tools_app.services.invocation_submit import PURPOSE_MAX, CallRequest
 from trust_app.models import Agent
 from trust_app.selectors.agents import agent_policy
 
@@ -52,6 +52,7 @@ EXCHANGE_SCOPE_KEY = "synthorg.mcp_exchange"
 # Optional `_meta` keys of tools/call: the REST body's other fields, with its limits.
 META_IDEMPOTENCY_KEY = "synthorg/idempotency_key"
 META_TASK_ID = "synthorg/task_id"
+META_PURPOSE = "synthorg/purpose"
 META_WAIT = "synthorg/wait"
 _MAX_KEY_LENGTH = 200
 
@@ -153,6 +154,17 @@ def _text_meta(meta: Mapping[str, Any], key: str) -> str | None:
     return value
 
 
+def _purpose_meta(meta: Mapping[str, Any]) -> str:
+    value = meta.get(META_PURPOSE)
+    if value is None:
+        return ""
+    if not isinstance(value, str) or len(value) > PURPOSE_MAX:
+        raise ValueError(
+            f"_meta.{META_PURPOSE} must be a string of at most {PURPOSE_MAX} characters"
+        )
+    return value
+
+
 def _wait_meta(meta: Mapping[str, Any]) -> int:
     limit = settings.SYNTHORG_MCP_APPROVAL_WAIT_SECONDS
     value = meta.get(META_WAIT)
@@ -249,6 +261,7 @@ async def _call_tool(
                 arguments=params.arguments or {},
                 idempotency_key=_text_meta(meta, META_IDEMPOTENCY_KEY),
                 task_id=_text_meta(meta, META_TASK_ID) or "",
+                purpose=_purpose_meta(meta),
             )
             approval_wait = _wait_meta(meta)
         except ValueError as exc:

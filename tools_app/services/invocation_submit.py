@@ -44,6 +44,8 @@ from trust_app.models import Agent
 from trust_app.policy import Decision, Outcome, name_key
 
 MAX_SCHEMA_ERRORS = 10
+# A call's stated purpose, in characters (API.md).
+PURPOSE_MAX = 500
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,9 @@ class CallRequest:
     arguments: Mapping[str, Any] = field(default_factory=dict)
     idempotency_key: str | None = None
     task_id: str = ""
+    # Why the agent says it makes the call: shown to people as its claim. Not part of
+    # the call's identity: a retry with the same key and other words is the same call.
+    purpose: str = ""
 
 
 @dataclass(frozen=True)
@@ -99,6 +104,14 @@ def _arguments_for_record(arguments: Mapping[str, Any]) -> dict[str, Any]:
     known = known_secrets()
     recorded: dict[str, Any] = redact_structure(dict(arguments), known)
     return dict(_keep_references(dict(arguments), recorded, known))
+
+
+def _purpose_for_record(purpose: str) -> str:
+    """The stated purpose as people see it: a stored secret's value is never shown, even
+    in the agent's own words (a redaction mark can be longer than what it hides)."""
+    if not purpose:
+        return ""
+    return redact_secrets(purpose, known_secrets())[:PURPOSE_MAX]
 
 
 _UNSHOWN = marker(SECRET_VALUE)
@@ -308,6 +321,7 @@ def _record(
         decision=routed.decision_data(),
         idempotency_key=call.idempotency_key or None,
         task_id=call.task_id,
+        purpose=_purpose_for_record(call.purpose),
         batch_id=batch_id,
         batch_max_concurrency=batch_max_concurrency,
         held=status == InvocationStatus.QUEUED and not starts,
@@ -343,6 +357,11 @@ def _record(
         status=status,
         reason=decision.reason,
         rule=decision.rule,
-        data={"trace": list(decision.trace), "arguments": invocation.arguments_redacted},
+        data={
+            "trace": list(decision.trace),
+            "arguments": invocation.arguments_redacted,
+            **({"task_id": call.task_id} if call.task_id else {}),
+            **({"purpose": invocation.purpose} if invocation.purpose else {}),
+        },
     )
     return Submitted(invocation=invocation, created=True)

@@ -8,6 +8,10 @@ Three checks the worker would otherwise make only after people approved:
 - the tool's own settings (``preflight`` on the implementation, when it has one:
   e.g. ``shell_command`` with a command string where command strings are
   switched off): refused for every call, since the worker would refuse it too;
+- a tool's ``gate`` (when it has one), which judges the call against the agent's
+  sub-constraints and the tool's own config: it may refuse it, or ask a person
+  for it (``external_data_request``: an ungranted connection or operation is
+  refused, a write or sensitive operation asks);
 - the sandbox backend of the tool's category, as the workers last probed it:
   a call that would wait for people is refused while its backend is reported
   down (a call allowed outright goes to the queue and fails there with the same
@@ -33,7 +37,9 @@ from tools_app.bridge.pinning import upstream_standing
 from tools_app.builtin.base import ToolRefusedError
 from tools_app.contracts import ToolContract
 from tools_app.registry import backend_for, tool_catalog
+from trust_app.models import Agent
 from trust_app.policy import Decision, Outcome
+from trust_app.selectors.agents import agent_policy
 
 log = structlog.get_logger(__name__)
 
@@ -46,13 +52,28 @@ def _refused(decision: Decision, rule: str, reason: str) -> Decision:
 
 
 def preflight_refusal(
-    *, contract: ToolContract, arguments: Mapping[str, Any], decision: Decision
+    *,
+    contract: ToolContract,
+    arguments: Mapping[str, Any],
+    decision: Decision,
+    agent: Agent | None = None,
 ) -> Decision | None:
-    """A denial when the tool's settings refuse these arguments whatever people decide."""
+    """A denial when the tool's settings refuse these arguments whatever people decide;
+    with ``agent``, the tool's gate may also deny the call or ask a person for it."""
     held = upstream_refusal(contract=contract, decision=decision)
     if held is not None:
         return held
     tool = tool_catalog().implementation(contract.name)
+    gate = getattr(tool, "gate", None)
+    if gate is not None and agent is not None:
+        policy = agent_policy(agent).for_category(contract.category.value)
+        gated: Decision | None = gate(
+            arguments=arguments,
+            sub_constraints=policy.constraints.model_dump(mode="json"),
+            decision=decision,
+        )
+        if gated is not None:
+            return gated
     check = getattr(tool, "preflight", None)
     if check is None:
         return None

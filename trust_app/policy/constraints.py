@@ -97,8 +97,12 @@ def static_violation(
     if _uses_network(tool):
         if c.network is NetworkMode.NONE:
             return Rule.NETWORK_MODE, f"network access is not permitted at level {level}"
-        if c.network is NetworkMode.ALLOWLIST_ONLY and not (
-            tool.url_arguments or tool.host_arguments
+        # An external-data connection's host is fixed by its config, and the agent's
+        # ``connections`` grant is the allowlist its calls are checked against.
+        if (
+            c.network is NetworkMode.ALLOWLIST_ONLY
+            and tool.category != ToolCategory.EXTERNAL_DATA
+            and not (tool.url_arguments or tool.host_arguments)
         ):
             return Rule.NETWORK_MODE, (
                 "network access is limited to an allowlist, but this tool declares no URL or "

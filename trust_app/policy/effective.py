@@ -106,5 +106,8 @@ def stricter(earned: AccessLevelPolicy, ceiling: AccessLevelPolicy) -> AccessLev
             "allowed_commands": _commands(earned, ceiling, terminal),
             "deployment": earned.deployment and ceiling.deployment,
             "requires_approval": approvals,
+            # Connections are granted to the agent, not earned: the ceiling's grant holds
+            # (a category earned below it loses the tool with its category anyway).
+            "connections": ceiling.connections,
         }
     )

@@ -26,6 +26,7 @@ from tools_app.selectors.invocations import permitted_tools
 from trust_app.concurrency import max_concurrent_calls_problem
 from trust_app.models import Agent, AgentPermissions, Autonomy
 from trust_app.policy import AgentPolicy, SubConstraintOverrides, build_agent_policy, name_key
+from trust_app.policy_changes import policy_changed_on_commit
 from trust_app.selectors.agents import agent_permissions, agent_policy
 from trust_app.selectors.trust import agent_earned_levels_at, agent_effective_level_at
 from trust_app.strategies.effective import EffectiveLevel
@@ -273,6 +274,12 @@ def agent_permissions_update(
             "reachable": effect.reachable,
             "unreachable": effect.unreachable,
         },
+    )
+    policy_changed_on_commit(
+        agents=[locked],
+        cause=f"{actor.name} changed the agent's "
+        + ", ".join(name.replace("_", " ") for name in effect.changed_fields),
+        actor=actor,
     )
     agent.refresh_from_db()
     return effect

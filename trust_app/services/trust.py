@@ -34,6 +34,7 @@ from trust_app.models import (
     TrustScoreSample,
     TrustState,
 )
+from trust_app.policy_changes import policy_changed_on_commit
 from trust_app.selectors.trust import (
     agent_evidence,
     agent_facts,
@@ -137,6 +138,13 @@ def record_change(
             "score": score,
             "reasons": list(change.reasons),
         },
+    )
+    verb = "promoted" if change.is_promotion else "lowered"
+    policy_changed_on_commit(
+        agents=[agent],
+        cause=f"trust {verb} the agent's {change.track} level from {change.from_level} "
+        f"to {change.to_level}",
+        actor=Actor.person(person) if person is not None else Actor.system("trust"),
     )
     return record
 
@@ -264,4 +272,8 @@ def trust_reset(
         reason=reason.strip(),
         data={"before": before, "after": dict(initial.levels)},
     )
+    policy_changed_on_commit(
+        agents=[agent], cause=f"{person.get_username()} reset the agent's trust",
+        actor=Actor.person(person),
+    )  # fmt: skip
     return row

@@ -114,6 +114,13 @@ def agent_token_revoke_view(
 ) -> HttpResponse:
     agent = _agent_or_404(agent_id)
     token = _token_or_404(agent, token_id)
+    if request.POST.get("confirm") != token.public_id:
+        # The box naming the token is the confirmation, with or without JavaScript.
+        messages.error(
+            request,
+            f"Token {token.public_id} was not revoked: tick the box that names it to confirm.",
+        )
+        return redirect("agent-detail", agent_id=agent.id)
     agent_token_revoke(token=token, actor=Actor.person(request.user))
     messages.success(request, f"Token {token.public_id} revoked.")
     return redirect("agent-detail", agent_id=agent.id)

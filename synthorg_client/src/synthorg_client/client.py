@@ -161,11 +161,13 @@ class Client:
         wait: float = 0,
         idempotency_key: str | None = None,
         task_id: str | None = None,
+        purpose: str | None = None,
     ) -> Invocation:
         """Ask to run `tool`; hold up to `wait` seconds for the outcome.
 
         A `wait` over a minute is spread over several requests. Repeating a call
-        with the same `idempotency_key` answers the same invocation.
+        with the same `idempotency_key` answers the same invocation. `purpose` (at most
+        500 characters) says why the call is made; people deciding it read it.
         """
         started = time.monotonic()
         step = self._wait_step(wait)
@@ -175,6 +177,8 @@ class Client:
         body["idempotency_key"] = idempotency_key or new_idempotency_key()
         if task_id is not None:
             body["task_id"] = task_id
+        if purpose is not None:
+            body["purpose"] = purpose
         invocation = Invocation.from_json(
             self._request("POST", "invocations/", json=body, hold=step)
         )

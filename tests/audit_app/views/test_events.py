@@ -303,3 +303,82 @@ def test_since_later_than_until_is_refused(auditor: Client) -> None:
         {"since": now.isoformat(), "until": (now - timedelta(days=1)).isoformat()},
     )
     assert response.status_code == 400
+
+
+def test_the_call_page_tells_the_story_arguments_decision_people_result_effects(
+    auditor: Client, agents: tuple[Agent, Agent]
+) -> None:
+    agent = agents[0]
+    invocation = Invocation.objects.create(
+        agent=agent, tool="http_request", category="web", action_type="net:http",
+        safety_class="network", arguments={"url": "https://api.example.org/v1"},
+        arguments_redacted={"url": "https://api.example.org/v1"},
+        arguments_hash="1" * 64, status="succeeded", task_id="T-42",
+        decision={"outcome": "require_approval", "trace": ["network mode: allowlist"]},
+        content="HTTP 200: 3 items" + " x" * 400,
+    )  # fmt: skip
+    person = person_create(username="olga", role="operator", password=None)
+    with transaction.atomic():
+        audit_record(
+            kind="invocation.decided", actor=Actor.agent(agent), agent=agent,
+            invocation_id=invocation.id, tool="http_request", category="web",
+            outcome="require_approval", status="pending_approval", rule="approval_rule",
+            reason="one person must approve",
+            data={"trace": ["network mode: allowlist", "rule asks one person"],
+                  "arguments": invocation.arguments_redacted},
+        )  # fmt: skip
+        audit_record(
+            kind="approval.approved", actor=Actor.person(person), agent=agent,
+            invocation_id=invocation.id, tool="http_request", outcome="approve",
+            reason="expected sync",
+        )  # fmt: skip
+        audit_record(
+            kind="secret.used", actor=Actor.system("worker"), agent=agent,
+            invocation_id=invocation.id, tool="http_request", outcome="used",
+            reason="secret API_KEY used by alpha with http_request",
+            data={"secret": "API_KEY", "version": 1, "server": ""},
+        )  # fmt: skip
+        audit_record(
+            kind="egress.connection", actor=Actor.agent(agent), agent=agent,
+            invocation_id=invocation.id, tool="http_request", category="web",
+            outcome="closed", reason="api.example.org:443: 120 bytes up, 900 bytes down",
+            data={"protocol": "tls", "host": "api.example.org", "port": 443,
+                  "bytes_up": 120, "bytes_down": 900, "secrets": ["API_KEY"]},
+        )  # fmt: skip
+        audit_record(
+            kind="invocation.finished", actor=Actor.system("worker"), agent=agent,
+            invocation_id=invocation.id, tool="http_request", category="web",
+            outcome="ok", status="succeeded", duration_ms=321,
+        )  # fmt: skip
+    html = auditor.get(f"/audit/invocations/{invocation.id}/").content.decode()
+
+    def section(name: str) -> str:
+        return html.split(f'id="story-{name}"', 1)[1].split("</section>", 1)[0]
+
+    assert "https://api.example.org/v1" in section("asked")
+    assert "alpha" in section("asked") and "T-42" in html
+    decision = section("decision")
+    assert "require_approval" in decision and "approval_rule" in decision
+    assert "one person must approve" in decision and "rule asks one person" in decision
+    people = section("people")
+    assert 'data-person="olga"' in people and "approval.approved" in people
+    assert "expected sync" in people and "alpha" not in people  # the agent is no person
+    result = section("result")
+    assert "succeeded" in result and "321 ms" in result and "HTTP 200: 3 items" in result
+    assert "The whole result" in result  # cut, with the way to all of it
+    effects = section("effects")
+    assert 'data-connection="api.example.org"' in effects and "api.example.org:443" in effects
+    assert "120 / 900" in effects and "API_KEY" in effects
+    assert 'data-secret="API_KEY"' in effects
+    assert html.count("data-step=") == 5  # and every event after the story
+
+
+def test_control_a_call_with_no_people_and_no_effects_says_so(
+    auditor: Client, agents: tuple[Agent, Agent]
+) -> None:
+    invocation, _ = _invocation_with_secret(agents[0])
+    html = auditor.get(f"/audit/invocations/{invocation.id}/").content.decode()
+    assert "No person acted on this call." in html
+    assert "No connections and no secret uses are recorded for this call." in html
+    assert "&quot;path&quot;: &quot;notes.txt&quot;" in html.split('id="story-arguments"', 1)[1]
+    assert SECRET not in html

@@ -75,13 +75,44 @@ def test_the_page_shows_a_readable_diff_and_the_findings(
 
 
 def test_accepting_with_a_reason_pins_the_change(admin: Client, held: UpstreamToolPin) -> None:
-    response = _decide(admin, held, decision="accept", reason="mail is expected")
+    response = _decide(
+        admin,
+        held,
+        decision="accept",
+        reason="mail is expected",
+        accept_findings=held.candidate_hash,
+    )
     assert response.status_code == 302
     assert upstream_standing("notes__add_note").available
     event = AuditEvent.objects.get(kind="bridge.definition.accepted")
     assert (event.actor_name, event.reason) == ("ada", "mail is expected")
     page = admin.get("/tools/upstream/").content.decode()
     assert "was accepted" in page
+
+
+def test_accepting_a_definition_with_findings_asks_to_confirm_them_by_name(
+    admin: Client, held: UpstreamToolPin
+) -> None:
+    html = admin.get("/tools/upstream/").content.decode()
+    form = html.split('data-pin="notes__add_note"')[1].split("</form>")[0]
+    box = form.split('name="accept_findings"')[1].split("</label>")[0]
+    assert f'value="{held.candidate_hash}" required' in box and "zero_width" in box
+    assert 'value="reject" class="small danger" formnovalidate' in form  # reject needs no box
+    for unconfirmed in ({}, {"accept_findings": "on"}, {"accept_findings": held.pinned_hash}):
+        response = _decide(admin, held, decision="accept", reason="fine", **unconfirmed)
+        assert response.status_code == 400
+        section = response.content.decode().split('data-pin="notes__add_note"')[1]
+        alert = section.split("</section>")[0].split('role="alert">')[1]
+        assert alert.startswith("accept_findings: this definition has findings") and (
+            "zero_width" in alert
+        )
+        assert not upstream_standing("notes__add_note").available
+    assert not AuditEvent.objects.filter(kind="bridge.definition.accepted").exists()
+    # Control: the same accept, confirmed for this definition, pins it.
+    confirmed = _decide(
+        admin, held, decision="accept", reason="fine", accept_findings=held.candidate_hash
+    )
+    assert confirmed.status_code == 302 and upstream_standing("notes__add_note").available
 
 
 def test_rejecting_keeps_it_refused(admin: Client, held: UpstreamToolPin) -> None:
@@ -93,7 +124,8 @@ def test_rejecting_keeps_it_refused(admin: Client, held: UpstreamToolPin) -> Non
 def test_a_decision_without_a_reason_is_shown_beside_the_form(
     admin: Client, held: UpstreamToolPin
 ) -> None:
-    response = _decide(admin, held, decision="accept", reason="")
+    confirmed = {"accept_findings": held.candidate_hash}
+    response = _decide(admin, held, decision="accept", reason="", **confirmed)
     assert response.status_code == 400
     section = response.content.decode().split('data-pin="notes__add_note"')[1]
     assert 'role="alert">reason: say why' in section.split("</section>")[0]
@@ -104,7 +136,8 @@ def test_a_decision_without_a_reason_is_shown_beside_the_form(
 def test_a_decision_on_a_definition_that_changed_since_is_a_conflict(
     admin: Client, held: UpstreamToolPin
 ) -> None:
-    response = _decide(admin, held, decision="accept", reason="ok", expected_hash="0" * 64)
+    stale = {"expected_hash": "0" * 64, "accept_findings": "0" * 64}
+    response = _decide(admin, held, decision="accept", reason="ok", **stale)
     assert response.status_code == 409
     assert "changed again" in response.content.decode()
     response = _decide(admin, held, decision="maybe", reason="ok")

@@ -213,11 +213,34 @@ def test_token_is_shown_once_and_stored_as_a_digest(admin: Client, agent: Agent)
 
 def test_revoking_a_token_audits_it(admin: Client, agent: Agent) -> None:
     token = AgentToken.objects.get(agent=agent)
-    response = admin.post(f"/agents/{agent.id}/tokens/{token.id}/revoke/")
+    response = admin.post(
+        f"/agents/{agent.id}/tokens/{token.id}/revoke/", {"confirm": token.public_id}
+    )
     assert response.status_code == 302
     token.refresh_from_db()
     assert token.revoked_at is not None
     assert AuditEvent.objects.filter(kind="agent.token_revoked", agent_id=agent.id).exists()
+
+
+def test_revoke_is_apart_from_rotate_and_takes_a_confirmation(admin: Client, agent: Agent) -> None:
+    token = AgentToken.objects.get(agent=agent)
+    html = admin.get(f"/agents/{agent.id}/").content.decode()
+    row = html.split(f'<tr data-token="{token.public_id}">')[1].split("</tr>")[0]
+    rotate_cell = row.split("data-rotate=")[1].split("</td>")[0]
+    assert "revoke" not in rotate_cell.lower()  # not under Rotate: a cell of its own
+    revoke = row.split('<details class="token-revoke">')[1].split("</details>")[0]
+    assert f'name="confirm" value="{token.public_id}" required' in revoke
+    url = f"/agents/{agent.id}/tokens/{token.id}/revoke/"
+    for unconfirmed in ({}, {"confirm": "on"}, {"confirm": "tok_other"}):
+        page = admin.post(url, unconfirmed, follow=True).content.decode()
+        assert "was not revoked: tick the box" in page
+        token.refresh_from_db()
+        assert token.revoked_at is None
+    assert not AuditEvent.objects.filter(kind="agent.token_revoked").exists()
+    # Control: confirmed, it is revoked.
+    admin.post(url, {"confirm": token.public_id})
+    token.refresh_from_db()
+    assert token.revoked_at is not None
 
 
 def test_try_a_call_shows_the_decision_and_trace_and_runs_nothing(

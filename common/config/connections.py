@@ -1,0 +1,219 @@
+"""``connections``: external APIs an agent reaches through ``external_data_request``.
+
+Each connection fixes the host (``base_url``), the credential the console adds
+(``auth``: a stored secret and how it is injected), the operations an agent may
+call (a method and a path pattern, each ``read`` or ``write``), and the limits
+shared by every agent (``rate_limit``, ``max_concurrency``, ``max_response_bytes``).
+
+Path patterns are relative to the base URL's path: literal segments, ``{name}`` or
+``*`` for exactly one segment, and a final ``**`` for any number of further
+segments (``/invoices/{id}``, ``/files/**``).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final, Literal
+from urllib.parse import urlsplit
+
+from pydantic import Field, StrictBool, StrictInt, StrictStr, field_validator, model_validator
+
+from common.strict import StrictModel
+from common.vocabulary.network import NetworkTargetError, parse_host_rule
+from common.vocabulary.sealing import SealingRuleError, parse_injection
+
+CONNECTION_METHODS: Final = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
+DEFAULT_MAX_RESPONSE_BYTES: Final = 1024 * 1024
+DEFAULT_MAX_CONCURRENCY: Final = 4
+_NAME: Final = re.compile(r"[a-z][a-z0-9_-]{0,62}")
+_RATE: Final = re.compile(r"\s*(\d{1,6})\s*/\s*(s|sec|second|min|minute|h|hour)\s*")
+_RATE_WINDOWS: Final = {
+    "s": 1, "sec": 1, "second": 1, "min": 60, "minute": 60, "h": 3600, "hour": 3600,
+}  # fmt: skip
+# One literal segment of a pattern: unreserved and sub-delimiter characters, no '%'.
+_LITERAL: Final = re.compile(r"[A-Za-z0-9._~!$&'()+,;=:@-]+")
+_PLACEHOLDER: Final = re.compile(r"\{[A-Za-z_][A-Za-z0-9_]{0,62}\}")
+ONE_SEGMENT: Final = "*"
+ANY_SEGMENTS: Final = "**"
+
+
+def pattern_segments(pattern: str) -> tuple[str, ...]:
+    """The segments of a path pattern, ``{name}`` folded to ``*``; ValueError says what
+    is wrong."""
+    if not pattern.startswith("/"):
+        raise ValueError(f"path pattern {pattern!r} must start with '/'")
+    if pattern == "/":
+        return ()
+    parts = pattern[1:].split("/")
+    segments: list[str] = []
+    for index, part in enumerate(parts):
+        if part == ANY_SEGMENTS:
+            if index != len(parts) - 1:
+                raise ValueError(f"path pattern {pattern!r}: '**' may only be the last segment")
+            segments.append(ANY_SEGMENTS)
+        elif part == ONE_SEGMENT or _PLACEHOLDER.fullmatch(part):
+            segments.append(ONE_SEGMENT)
+        elif part in ("", ".", "..") or not _LITERAL.fullmatch(part):
+            raise ValueError(
+                f"path pattern {pattern!r}: segment {part!r} is not allowed (literal "
+                "segments use letters, digits and ._~!$&'()+,;=:@-; '{name}' or '*' for one "
+                "segment, a final '**' for the rest)"
+            )
+        else:
+            segments.append(part)
+    return tuple(segments)
+
+
+class ConnectionAuth(StrictModel):
+    """``auth``: the stored secret (``synthorg_secret set NAME``) and its injection."""
+
+    secret: StrictStr = Field(min_length=1, max_length=128)
+    scheme: StrictStr = "bearer"
+
+    @field_validator("scheme")
+    @classmethod
+    def _known_scheme(cls, value: str) -> str:
+        try:
+            return parse_injection(value).display()
+        except SealingRuleError as exc:
+            raise ValueError(str(exc)) from exc
+
+
+class ConnectionOperation(StrictModel):
+    """One operation an agent may call: a method and a path pattern."""
+
+    method: Literal["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"]
+    path: StrictStr = Field(min_length=1, max_length=512)
+    kind: Literal["read", "write"] | None = None
+    """``read`` or ``write``; left out, GET and HEAD are reads and the rest writes."""
+    sensitive: StrictBool = False
+    name: StrictStr | None = Field(default=None, pattern=r"^[A-Za-z][A-Za-z0-9_.-]{0,62}$")
+    """The operation's name in grants (``connection:name``); none: ``METHOD /path``."""
+
+    @field_validator("path")
+    @classmethod
+    def _pattern(cls, value: str) -> str:
+        pattern_segments(value)
+        return value
+
+    @property
+    def resolved_kind(self) -> str:
+        if self.kind is not None:
+            return self.kind
+        return "read" if self.method in ("GET", "HEAD") else "write"
+
+    @property
+    def label(self) -> str:
+        """How a grant and a record name this operation."""
+        return self.name or f"{self.method} {self.path}"
+
+    @property
+    def asks_a_person(self) -> bool:
+        """Writes and sensitive operations wait for a person's approval."""
+        return self.resolved_kind == "write" or self.sensitive
+
+
+class Connection(StrictModel):
+    """One external API."""
+
+    name: StrictStr
+    base_url: StrictStr = Field(min_length=1, max_length=2048)
+    auth: ConnectionAuth | None = None
+    operations: tuple[ConnectionOperation, ...] = Field(min_length=1)
+    rate_limit: StrictStr | None = None
+    """``N/min`` (also ``N/s``, ``N/hour``): requests of every agent together."""
+    max_concurrency: StrictInt = Field(default=DEFAULT_MAX_CONCURRENCY, ge=1, le=1000)
+    max_response_bytes: StrictInt = Field(
+        default=DEFAULT_MAX_RESPONSE_BYTES, ge=1, le=64 * 1024 * 1024
+    )
+    timeout_seconds: float = Field(default=30.0, gt=0, le=300)
+    private_network: StrictBool = False
+    """True lets the base URL's host be a private or loopback address (an internal API)."""
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        if not _NAME.fullmatch(value):
+            raise ValueError(
+                f"connection name {value!r}: lowercase letters, digits, '_' and '-', "
+                "starting with a letter (at most 63)"
+            )
+        return value
+
+    @field_validator("base_url")
+    @classmethod
+    def _base_url(cls, value: str) -> str:
+        parts = urlsplit(value)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError(f"base_url {value!r} must be an absolute http(s) URL")
+        if parts.username is not None or parts.password is not None:
+            raise ValueError("base_url must not carry user information; use auth")
+        if parts.query or parts.fragment:
+            raise ValueError("base_url must not have a query or a fragment")
+        try:
+            parse_host_rule(parts.netloc)
+            _ = parts.port
+        except (NetworkTargetError, ValueError) as exc:
+            raise ValueError(f"base_url {value!r}: {exc}") from exc
+        return value.rstrip("/")
+
+    @field_validator("rate_limit")
+    @classmethod
+    def _rate(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_rate(value)
+        return value
+
+    @model_validator(mode="after")
+    def _distinct_operations(self) -> Connection:
+        seen: set[str] = set()
+        for operation in self.operations:
+            if operation.label in seen:
+                raise ValueError(f"operation {operation.label!r} is listed twice")
+            seen.add(operation.label)
+        return self
+
+    @property
+    def host_entry(self) -> str:
+        """``host:port`` of the base URL, as the egress guard's lists spell it."""
+        parts = urlsplit(self.base_url)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+        host = parts.hostname or ""
+        return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+    @property
+    def rate(self) -> tuple[int, int] | None:
+        """``(requests, window seconds)``, or None without a limit."""
+        return None if self.rate_limit is None else parse_rate(self.rate_limit)
+
+    def operation(self, label: str) -> ConnectionOperation | None:
+        return next((op for op in self.operations if op.label == label), None)
+
+
+def parse_rate(text: str) -> tuple[int, int]:
+    """``N/min`` → ``(N, 60)``; ValueError names what is allowed."""
+    match = _RATE.fullmatch(text)
+    if match is None or int(match.group(1)) < 1:
+        raise ValueError(f"rate_limit {text!r} must be N/s, N/min or N/hour with N at least 1")
+    return int(match.group(1)), _RATE_WINDOWS[match.group(2)]
+
+
+def check_connection_names(value: tuple[Connection, ...]) -> tuple[Connection, ...]:
+    """Refuse two connections with the same name."""
+    seen: set[str] = set()
+    for connection in value:
+        if connection.name in seen:
+            raise ValueError(f"connection {connection.name!r} is named twice")
+        seen.add(connection.name)
+    return value
+
+
+def parse_grant(entry: str) -> tuple[str, str | None]:
+    """A grant entry ``name`` or ``name:operation`` → ``(name, operation or None)``."""
+    name, separator, operation = entry.partition(":")
+    if not _NAME.fullmatch(name) or (separator and not operation.strip()):
+        raise ValueError(
+            f"connection grant {entry!r} must be a connection name, or name:operation "
+            "(the operation's name, or 'METHOD /path' as configured)"
+        )
+    return name, operation.strip() if separator else None

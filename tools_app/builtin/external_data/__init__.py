@@ -1,0 +1,1 @@
+"""External data: ``external_data_request`` through a configured connection."""
