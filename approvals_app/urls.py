@@ -2,11 +2,17 @@
 
 from django.urls import path
 
+from approvals_app.slack import views as slack_views
 from approvals_app.views import call as views_call
 from approvals_app.views import decisions as views_decisions
 from approvals_app.views import inbox as views
 
 urlpatterns = [
+    path(
+        "integrations/slack/<str:channel>/actions/",
+        slack_views.slack_actions,
+        name="slack-actions",
+    ),
     path("approvals/", views.inbox, name="approvals-inbox"),
     path("approvals/more/", views.inbox_more, name="approvals-more"),
     path("approvals/groups/<str:key>/", views.inbox_group, name="approvals-group"),

@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from notifications_app.slack import decision_buttons, escape_mrkdwn
+
 SUBJECT_PREFIX = "[SynthOrg]"
 
 _HEADLINES = {
@@ -22,8 +24,9 @@ _HEADLINES = {
 
 
 def inbox_link(console_url: str, request_id: str) -> str:
-    """The operators' inbox, opened at this request (sign-in required)."""
-    return f"{console_url.rstrip('/')}/approvals/#req-{request_id}"
+    """The request's own page: the whole call, its state ("already decided by …" when
+    late) and the way to decide it; signing in first brings the person back to it."""
+    return f"{console_url.rstrip('/')}/approvals/{request_id}/call/"
 
 
 def headline(facts: Mapping[str, Any]) -> str:
@@ -54,9 +57,19 @@ def email_subject(facts: Mapping[str, Any]) -> str:
     return f"{SUBJECT_PREFIX} {headline(facts)}"
 
 
-def slack_payload(facts: Mapping[str, Any]) -> dict[str, Any]:
-    """Slack's incoming-webhook body: ``text`` is what every compatible receiver reads."""
-    return {"text": f"{headline(facts)}\n<{facts['link']}|Open in the console>"}
+def slack_payload(facts: Mapping[str, Any], *, interactive: bool = False) -> dict[str, Any]:
+    """Slack's incoming-webhook body: ``text`` is what every compatible receiver reads
+    (Slack's control characters escaped: a name cannot mention or link). Interactive,
+    a request still waiting also carries Approve and Deny buttons."""
+    text = f"{escape_mrkdwn(headline(facts))}\n<{facts['link']}|Open in the console>"
+    payload: dict[str, Any] = {"text": text}
+    waiting = facts["event"] != "decided" and facts.get("status", "pending") == "pending"
+    if interactive and waiting and facts.get("arguments_hash"):
+        payload["blocks"] = [
+            {"type": "section", "text": {"type": "mrkdwn", "text": text}},
+            decision_buttons(str(facts["request_id"]), str(facts["arguments_hash"])),
+        ]
+    return payload
 
 
 def webhook_payload(delivery_id: str, facts: Mapping[str, Any]) -> dict[str, Any]:

@@ -69,7 +69,7 @@ def send_webhook(channel: WebhookChannel, delivery_id: str, facts: Mapping[str, 
 
 
 def send_slack(channel: SlackChannel, delivery_id: str, facts: Mapping[str, Any]) -> None:
-    body = json.dumps(messages.slack_payload(facts)).encode()
+    body = json.dumps(messages.slack_payload(facts, interactive=channel.interactive)).encode()
     _post(_url(channel), body, {"Content-Type": "application/json", "User-Agent": USER_AGENT})
 
 

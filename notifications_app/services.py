@@ -53,6 +53,7 @@ def request_facts(request: Any, event: str) -> dict[str, Any]:
     return {
         "event": event,
         "request_id": str(request.id),
+        "arguments_hash": request.arguments_hash,
         "status": request.status,
         "risk_tier": request.risk_tier,
         "agent": invocation.agent.name,

@@ -108,10 +108,56 @@ class WebhookChannel(_HttpChannel):
         return str(_check_env_name(value))
 
 
+_SLACK_USER_RE: Final = re.compile(r"^[UW][A-Z0-9]{2,30}$")
+_HOST_RE: Final = re.compile(r"^[a-z0-9.-]{1,253}(:[0-9]{1,5})?$")
+
+
 class SlackChannel(_HttpChannel):
-    """A Slack-compatible incoming webhook (``{"text": ...}``); keep its URL in ``url_env``."""
+    """A Slack-compatible incoming webhook (``{"text": ...}``); keep its URL in ``url_env``.
+
+    ``interactive``: the message carries Approve and Deny buttons. Slack sends a person's
+    click to ``/integrations/slack/<channel>/actions/``, signed with the app's signing
+    secret (``signing_secret_env``); the click decides as the person ``users`` links to
+    that Slack user, under every rule a decision in the console follows, and the message
+    is updated in place through Slack's ``response_url`` (only on ``response_hosts``)."""
 
     type: Literal["slack"]
+    interactive: bool = False
+    signing_secret_env: str | None = None
+    # Slack user id -> the console person who decides when they click.
+    users: dict[str, str] = Field(default_factory=dict)
+    response_hosts: tuple[str, ...] = ("hooks.slack.com",)
+
+    @field_validator("signing_secret_env")
+    @classmethod
+    def _signing_env(cls, value: str | None) -> str | None:
+        return _check_env_name(value)
+
+    @field_validator("users")
+    @classmethod
+    def _users(cls, value: dict[str, str]) -> dict[str, str]:
+        for slack_user, person in value.items():
+            if not _SLACK_USER_RE.match(slack_user):
+                raise ValueError(f"users: {slack_user!r} is not a Slack user id (U… or W…)")
+            if not person.strip() or len(person) > 150:
+                raise ValueError(f"users: {slack_user!r} must name a person (1-150 characters)")
+        return value
+
+    @field_validator("response_hosts")
+    @classmethod
+    def _hosts(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for host in value:
+            if not _HOST_RE.match(host):
+                raise ValueError(f"response_hosts: {host!r} is not a host name (host or host:port)")
+        return value
+
+    @model_validator(mode="after")
+    def _interactive_needs_a_secret(self) -> SlackChannel:
+        if self.interactive and not self.signing_secret_env:
+            raise ValueError(
+                "interactive: true needs signing_secret_env (Slack signs every click with it)"
+            )
+        return self
 
 
 class EmailChannel(_Channel):

@@ -157,6 +157,8 @@ ROUTES: dict[str, Route] = {
     "sso-callback": Route(get=public_page(ok=404)),
     "api-schema": Route(get=public()),
     "api-docs": Route(get=public()),
+    # Slack's signed button clicks: no interactive channel of that name here.
+    "slack-actions": Route(kwargs={"channel": "nowhere"}, post=public(ok=404)),
     # approvals_app pages
     "approvals-inbox": Route(get=page(DECIDERS)),
     # A tier's next entries: without the tier named, refused past the guard.

@@ -70,3 +70,31 @@ def test_mistakes_are_named_with_what_is_allowed(section: object, needles: list[
     assert "notifications" in text, text
     for needle in needles:
         assert needle in text, (needle, text)
+
+
+@pytest.mark.parametrize(
+    ("extra", "words"),
+    [
+        ({"interactive": True}, "interactive: true needs signing_secret_env"),
+        ({"interactive": True, "signing_secret_env": "SLACK KEY"}, "environment variable name"),
+        ({"users": {"alice": "alice"}}, "is not a Slack user id"),
+        ({"users": {"U0ALICE": " "}}, "must name a person"),
+        ({"response_hosts": ["https://hooks.slack.com"]}, "is not a host name"),
+    ],
+)
+def test_an_interactive_slack_channel_is_checked(extra: dict[str, object], words: str) -> None:
+    channel = {"name": "chat", "type": "slack", "url_env": "SLACK_URL", **extra}
+    assert words in problems({"channels": [channel]})
+
+
+def test_control_an_interactive_slack_channel_loads() -> None:
+    config = parse_config(
+        {"notifications": {"channels": [
+            {"name": "chat", "type": "slack", "url_env": "SLACK_URL", "interactive": True,
+             "signing_secret_env": "SLACK_SIGNING", "users": {"U024BE7LH": "alice"}},
+        ]}},
+        source="x",
+    )  # fmt: skip
+    (chat,) = config.notifications.channels
+    assert chat.type == "slack" and chat.interactive
+    assert chat.response_hosts == ("hooks.slack.com",)

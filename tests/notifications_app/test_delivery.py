@@ -54,7 +54,7 @@ def test_a_new_request_sends_a_signed_webhook_without_the_arguments(
     body = json.loads(got.body)
     assert body["event"] == "new" and body["request_id"] == str(request.id)
     assert body["delivery"] == str(row.id) == got.headers["X-SynthOrg-Delivery"]
-    assert body["link"] == f"https://console.example/approvals/#req-{request.id}"
+    assert body["link"] == f"https://console.example/approvals/{request.id}/call/"
     assert body["tool"] == "test_echo" and body["risk_tier"] == "low"
     assert MARKER not in got.body.decode()
     # Positive control: the marker was in the call the message is about.
@@ -194,7 +194,7 @@ def test_slack_gets_text_with_the_link_and_its_url_never_reaches_an_error(
         assert deliver_all() == ["sent"]
         text = json.loads(chat.received[0].body)["text"]
     assert request.invocation.agent.name in text and "test_echo" in text
-    assert f"/approvals/#req-{request.id}|Open in the console>" in text
+    assert f"/approvals/{request.id}/call/|Open in the console>" in text
     # The channel is gone now: the error names the failure, never the URL (it holds a token).
     secret_url = chat.url
     Notification.objects.update(status="pending", next_attempt_at=timezone.now())
@@ -218,7 +218,7 @@ def test_email_goes_through_the_mail_backend(
     assert message.to == ["ops@example.com"]
     assert "denied by olga" in message.subject
     assert "Reason given: not now" in message.body
-    assert f"/approvals/#req-{request.id}" in message.body
+    assert f"/approvals/{request.id}/call/" in message.body
     assert MARKER not in f"{message.subject}\n{message.body}"
 
 

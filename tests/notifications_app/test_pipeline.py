@@ -79,7 +79,7 @@ def test_an_agents_request_and_its_decision_reach_the_webhook(
     wait_until(lambda: bool(_heard(hook, "new", request_id)), timeout=60, what="the 'new' webhook")
     [new] = _heard(hook, "new", request_id)
     assert new["agent"] == agent.agent.name and new["status"] == "pending"
-    assert new["link"] == f"https://console.example/approvals/#req-{request_id}"
+    assert new["link"] == f"https://console.example/approvals/{request_id}/call/"
 
     person = person_create(username=f"op-{uuid.uuid4().hex[:8]}", role="operator", password=None)
     token = person_token_issue(person=person)
