@@ -26,6 +26,7 @@ from synthorg_site.launcher.children import (
     Child,
     ChildFailedError,
     ChildSpec,
+    log_tail,
     start_child,
     stop_child,
     wait_ready,
@@ -155,11 +156,59 @@ def _restart_pause(died: Child, restarts: dict[str, list[float]]) -> float | Non
     return float(min(2 ** len(recent), RESTART_PAUSE_MAX_SECONDS))
 
 
+def child_log_dir() -> Path | None:
+    """Where the children's output goes: ``<var>/log/`` (private to the console's user),
+    so the terminal shows the launcher's own lines, the address and the credentials;
+    ``SYNTHORG_CHILD_LOGS=terminal`` relays every child's lines to the terminal instead."""
+    if os.environ.get("SYNTHORG_CHILD_LOGS", "files") == "terminal":
+        return None
+    directory = runtime.var_dir() / "log"
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    directory.chmod(0o700)
+    return directory
+
+
+def _shown(path: Path) -> str:
+    """``path`` as a person would type it from the directory they started in."""
+    try:
+        return str(path.relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
+def _say_ready(host: str, port: int, log_dir: Path | None) -> None:
+    shown = "localhost" if host in ("0.0.0.0", "127.0.0.1", "::") else host  # noqa: S104
+    _say(f"console ready at http://{shown}:{port}/  (health: /healthz)")
+    credentials = runtime.var_dir() / "demo-credentials.txt"
+    if credentials.exists():
+        people = [
+            line.split(" ", 2)
+            for line in credentials.read_text(errors="replace").splitlines()
+            if line.strip() and not line.startswith("agent ")
+        ]
+        _say(f"sign in as (these and the demo agents' tokens are in {_shown(credentials)}):")
+        for role, username, password in (p for p in people if len(p) == 3):
+            _say(f"  {role:<8} {username:<20} {password}")
+    if log_dir is not None:
+        where = _shown(log_dir)
+        _say(f"each process logs to {where}/ (SYNTHORG_CHILD_LOGS=terminal shows them here)")
+    _say("press Ctrl-C to stop")
+
+
+def _say_last_words(child: Child, log_dir: Path | None) -> None:
+    """A child that died: the end of its log, where the reason usually is."""
+    if log_dir is None:
+        return
+    for line in log_tail(log_dir / f"{child.name}.log"):
+        print(f"{child.name:>7} | {line}", flush=True)
+
+
 def run(*, host: str, port: int, signals: StopSignals, workers: int = 1) -> int:
     """Start the children in order, watch them, stop them all; the exit status.
 
     Everything happens here, in the main loop: the signal handlers only wake it.
     """
+    log_dir = child_log_dir()
     # The children's metric files of a previous run would be summed into this one's;
     # a live process's files (another node sharing the directory) are never removed.
     multiprocess_dir_tidy(Path(os.environ.get(MULTIPROC_ENV) or runtime.var_dir() / "metrics"))
@@ -174,21 +223,17 @@ def run(*, host: str, port: int, signals: StopSignals, workers: int = 1) -> int:
         for spec in specs:
             if signals.stop_requested:
                 break
-            child = start_child(spec)
+            child = start_child(spec, log_dir=log_dir)
             children.append(child)
             if not wait_ready(child, interrupted=signals.wait):
                 break
             _say(f"{spec.name} started (pid {child.process.pid})")
         if not signals.stop_requested:
-            shown = "localhost" if host in ("0.0.0.0", "127.0.0.1", "::") else host  # noqa: S104
-            _say(f"console ready at http://{shown}:{port}/  (health: /healthz)")
-            credentials = runtime.var_dir() / "demo-credentials.txt"
-            if credentials.exists():
-                _say(f"sign-in credentials: {credentials}")
-            _say("press Ctrl-C to stop")
+            _say_ready(host, port, log_dir)
         restarts: dict[str, list[float]] = {}
         while (died := _wait_for_any_exit(children, signals)) is not None:
             pause = _restart_pause(died, restarts)
+            _say_last_words(died, log_dir)
             if pause is None:
                 _say(
                     f"{died.name} exited unexpectedly with code {died.process.returncode}; "
@@ -202,11 +247,14 @@ def run(*, host: str, port: int, signals: StopSignals, workers: int = 1) -> int:
             )
             if signals.wait(pause):
                 break
-            restarted = start_child(died.spec)
+            restarted = start_child(died.spec, log_dir=log_dir)
             children[children.index(died)] = restarted
             _say(f"{died.name} started (pid {restarted.process.pid})")
     except ChildFailedError as exc:
         if not signals.stop_requested:
+            for child in children:
+                if child.name == exc.name:
+                    _say_last_words(child, log_dir)
             _say(f"{exc.name} failed to start: {exc}; stopping the console")
             code = EXIT_CHILD_DIED
     finally:

@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import IO
 
 _PR_SET_PDEATHSIG = 1
@@ -68,6 +69,27 @@ def _pump(name: str, stream: IO[bytes], out: IO[str], lock: threading.Lock) -> N
     stream.close()
 
 
+def _pump_to_file(stream: IO[bytes], path: Path) -> None:
+    """Copy a child's output to its own log file (appended, private to the console's user)."""
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(descriptor, "ab", buffering=0) as log:
+        for raw in iter(stream.readline, b""):
+            log.write(raw)
+    stream.close()
+
+
+def log_tail(path: Path, lines: int = 20) -> list[str]:
+    """The last ``lines`` lines of a child's log file (none when it has none)."""
+    try:
+        with open(path, "rb") as log:
+            log.seek(0, os.SEEK_END)
+            log.seek(max(0, log.tell() - 16384))
+            text = log.read().decode(errors="replace")
+    except OSError:
+        return []
+    return text.splitlines()[-lines:]
+
+
 class ChildFailedError(RuntimeError):
     def __init__(self, name: str, message: str) -> None:
         super().__init__(f"{name}: {message}")
@@ -77,7 +99,11 @@ class ChildFailedError(RuntimeError):
 _output_lock = threading.Lock()
 
 
-def start_child(spec: ChildSpec, *, out: IO[str] = sys.stdout) -> Child:
+def start_child(
+    spec: ChildSpec, *, out: IO[str] = sys.stdout, log_dir: Path | None = None
+) -> Child:
+    """Start ``spec``; its output goes to ``log_dir/<name>.log`` when given, else to
+    ``out`` line by line with its name."""
     process = subprocess.Popen(
         list(spec.argv),
         env=spec.env,
@@ -88,9 +114,14 @@ def start_child(spec: ChildSpec, *, out: IO[str] = sys.stdout) -> Child:
     )
     child = Child(spec=spec, process=process)
     assert process.stdout is not None
-    reader = threading.Thread(
-        target=_pump, args=(spec.name, process.stdout, out, _output_lock), daemon=True
-    )
+    if log_dir is not None:
+        reader = threading.Thread(
+            target=_pump_to_file, args=(process.stdout, log_dir / f"{spec.name}.log"), daemon=True
+        )
+    else:
+        reader = threading.Thread(
+            target=_pump, args=(spec.name, process.stdout, out, _output_lock), daemon=True
+        )
     reader.start()
     child.readers.append(reader)
     return child

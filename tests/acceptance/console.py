@@ -126,7 +126,16 @@ class Launcher:
         return f"http://127.0.0.1:{self.port}"
 
     def output(self) -> str:
-        return self.log_path.read_text(errors="replace")
+        """What it printed, then what each child wrote to its log file (``<var>/log/``)."""
+        printed = self.log_path.read_text(errors="replace")
+        logs = sorted((self.var_dir / "log").glob("*.log"))
+        return printed + "".join(
+            "".join(
+                f"{path.stem:>7} | {line}\n"
+                for line in path.read_text(errors="replace").splitlines()
+            )
+            for path in logs
+        )
 
     def own_output(self) -> str:
         """What the launcher itself printed: its own lines and anything unprefixed (a

@@ -57,3 +57,20 @@ def test_the_operator_approves_a_waiting_call_through_the_api(
         done = agent.get(f"/api/v1/invocations/{invocation['id']}/", params={"wait": 30})
         assert done.status_code == 200, done.text
         assert done.json()["status"] == "succeeded", done.text
+
+
+def test_the_first_screen_is_the_address_and_the_credentials(console: Console) -> None:
+    """What a newcomer sees after `make run` up to "press Ctrl-C": the launcher's own
+    lines only, the address, and each person's sign-in (the one the tests sign in with);
+    the processes' logs went to var/log/."""
+    printed = console.launcher.log_path.read_text(errors="replace").splitlines()
+    first = printed[: next(i for i, line in enumerate(printed) if "press Ctrl-C" in line) + 1]
+    assert all(line.startswith("synthorg | ") for line in first), first
+    assert len(first) <= 24, first  # one screen
+    assert f"console ready at http://localhost:{console.launcher.port}/" in "\n".join(first)
+    for role, (username, password) in console.credentials.people.items():
+        assert any(role in line and username in line and password in line for line in first)
+    logs = {path.name for path in (console.var_dir / "log").iterdir()}
+    assert {"web.log", "worker.log", "beat.log", "redis.log"} <= logs
+    assert (console.var_dir / "log").stat().st_mode & 0o077 == 0
+    assert "GET /healthz" in (console.var_dir / "log" / "web.log").read_text(errors="replace")
