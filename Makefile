@@ -18,10 +18,15 @@ env:
 	@scripts/require.sh run
 	@$(UV) sync --frozen --no-dev --quiet
 
+# The demo's config (opt-in browser tools on) unless SYNTHORG_CONFIG names one, or one
+# sits beside manage.py.
+DEMO_CONFIG := $(if $(wildcard synthorg.yaml),$(CURDIR)/synthorg.yaml,$(CURDIR)/deploy/demo/synthorg.yaml)
+RUN_ENV := SYNTHORG_ENV=$${SYNTHORG_ENV:-dev} SYNTHORG_CONFIG=$${SYNTHORG_CONFIG:-$(DEMO_CONFIG)}
+
 run: env
-	@SYNTHORG_ENV=$${SYNTHORG_ENV:-dev} $(PYTHON) manage.py migrate --noinput -v0
-	@SYNTHORG_ENV=$${SYNTHORG_ENV:-dev} $(PYTHON) manage.py synthorg_demo
-	@SYNTHORG_ENV=$${SYNTHORG_ENV:-dev} exec $(PYTHON) -m synthorg_site.launcher
+	@$(RUN_ENV) $(PYTHON) manage.py migrate --noinput -v0
+	@$(RUN_ENV) $(PYTHON) manage.py synthorg_demo
+	@$(RUN_ENV) exec $(PYTHON) -m synthorg_site.launcher
 
 test:
 	@scripts/require.sh test

@@ -44,6 +44,9 @@ class ApprovalRequest(UUIDModel, TimestampedModel):
     # the inbox sorts by, and the reasons people read, ``[{"tier": …, "text": …}]``.
     risk_tier = models.CharField(max_length=10, choices=RiskTier.choices, default=RiskTier.MEDIUM)
     risk_reasons = models.JSONField(default=list, blank=True)
+    # What the call would touch, looked at when it was asked, without doing it
+    # (approvals_app.selectors.previews): ``[{"kind", "text", "available", "at"}]``.
+    previews = models.JSONField(default=list, blank=True)
     reason = models.TextField(blank=True)
     rule = models.CharField(max_length=200, blank=True)
     expires_at = models.DateTimeField(db_index=True)

@@ -28,6 +28,9 @@ def approval_json(request: ApprovalRequest) -> dict[str, Any]:
         "risk_tier": request.risk_tier,
         "risk_reasons": list(request.risk_reasons or []),
         "card": call_summary(invocation),
+        # What the call would touch, looked at when it was asked (nothing done):
+        # [{"kind": "target" | "egress", "text", "available", "at"}].
+        "previews": list(request.previews or []),
         "required_approvals": request.required_approvals,
         "approvals": request.approvals,
         "reason": request.reason,

@@ -1,4 +1,4 @@
-"""Thin Celery tasks: the beat sweeps for expiry and escalation."""
+"""Thin Celery tasks: the beat sweeps for expiry and escalation, and a push's preview."""
 
 from __future__ import annotations
 
@@ -20,3 +20,13 @@ def sweep_escalate_approvals() -> int:
     from approvals_app.services import approvals_escalate_due
 
     return approvals_escalate_due()
+
+
+@shared_task(name="approvals_app.preview_push")
+def preview_push(request_id: str) -> bool:
+    """Read what a pending ``git_push`` would send, in the worker of its sandbox."""
+    import uuid
+
+    from approvals_app.services.previews import approval_push_preview
+
+    return approval_push_preview(request_id=uuid.UUID(request_id))

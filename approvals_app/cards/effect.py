@@ -187,6 +187,26 @@ def _external_data(card: CardInput, args: Mapping[str, Any]) -> Line:
     return line, []
 
 
+def _recipients(value: Any) -> str:
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return ", ".join(compact(v) for v in value)
+    return compact(value)
+
+
+def _send_email(card: CardInput, args: Mapping[str, Any]) -> Line:
+    """Who receives what: the subject whole, the body's size (the card shows it all)."""
+    body = args.get("body")
+    size = size_label(body) if isinstance(body, str) else compact(body)
+    line = f"email {_recipients(args.get('to', '?'))}: subject {compact(args.get('subject', '?'))}"
+    return f"{line}, body {size}", []
+
+
+def _slack_post(card: CardInput, args: Mapping[str, Any]) -> Line:
+    text = args.get("text")
+    size = size_label(text) if isinstance(text, str) else compact(text)
+    return f"post {size} to Slack channel {compact(args.get('channel', '?'))}", []
+
+
 def _generic(card: CardInput, args: Mapping[str, Any]) -> Line:
     """Any other tool: its arguments, paths and URLs resolved by their declared roles."""
     parts: list[str] = []
@@ -212,6 +232,8 @@ EFFECTS: Final[Mapping[str, Callable[[CardInput, Mapping[str, Any]], Line]]] = {
     "sql_query": _sql,
     "db_mutate": _sql,
     "external_data_request": _external_data,
+    "send_email": _send_email,
+    "slack_post": _slack_post,
     **dict.fromkeys(PATH_VERBS, _path_tool),
 }
 

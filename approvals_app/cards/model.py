@@ -36,6 +36,21 @@ class CurrentFile:
     reason: str = ""
 
 
+TargetKind = Literal["file", "directory", "link", "special", "missing", "unreadable"]
+
+
+@dataclass(frozen=True, slots=True)
+class FileTarget:
+    """What a file call's path names now, looked at without following a link
+    (``unreadable``: why it could not be looked at)."""
+
+    kind: TargetKind
+    size: int = 0
+    links: int = 0
+    link_to: str = ""
+    reason: str = ""
+
+
 @dataclass(frozen=True, slots=True)
 class CardInput:
     """Everything the core needs about one call.

@@ -227,6 +227,30 @@ def render_mcp(card: CardInput, args: dict[str, Any], limits: CardLimits) -> Par
     return facts, [text_block("arguments", arguments, limits, "json")], []
 
 
+def render_send_email(card: CardInput, args: dict[str, Any], limits: CardLimits) -> Parts:
+    """The message as its recipients will read it: To and Subject exactly, the body whole
+    (the sender is the console's configured address)."""
+    to = args.get("to")
+    shown = ", ".join(to) if isinstance(to, list) and all(isinstance(t, str) for t in to) else to
+    facts = [
+        Fact("To", _short(shown, limits)),
+        Fact("Subject", _short(args.get("subject"), limits)),
+    ]
+    body = _text(args.get("body", ""))
+    blocks = [Block(label="body", kind="text", text=body, size=size_label(body))]
+    more_facts, more_blocks, _ = _rest(args, {"to", "subject", "body"}, limits)
+    return facts + more_facts, blocks + more_blocks, []
+
+
+def render_slack_post(card: CardInput, args: dict[str, Any], limits: CardLimits) -> Parts:
+    """The post as the channel will read it: the channel, then the text whole."""
+    text = _text(args.get("text", ""))
+    facts = [Fact("channel", _short(args.get("channel"), limits))]
+    blocks = [Block(label="text", kind="text", text=text, size=size_label(text))]
+    more_facts, more_blocks, _ = _rest(args, {"channel", "text"}, limits)
+    return facts + more_facts, blocks + more_blocks, []
+
+
 def render_generic(card: CardInput, args: dict[str, Any], limits: CardLimits) -> Parts:
     return [], [text_block("arguments", pretty_json(args), limits, "json")], []
 
@@ -238,6 +262,8 @@ RENDERERS: Final[Mapping[str, Renderer]] = {
     "http_request": render_http,
     "sql_query": render_sql,
     "db_mutate": render_sql,
+    "send_email": render_send_email,
+    "slack_post": render_slack_post,
 }
 
 

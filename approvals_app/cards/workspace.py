@@ -15,7 +15,7 @@ import stat
 from collections.abc import Callable
 from typing import Any
 
-from approvals_app.cards.model import CurrentFile
+from approvals_app.cards.model import CurrentFile, FileTarget, TargetKind
 from approvals_app.cards.text import byte_label
 from tools_app.builtin.base import ToolRefusedError
 from tools_app.builtin.file_system.paths import PathRules, check_agent_path, workspace_roots
@@ -61,6 +61,55 @@ def current_file_size(workspace: str, raw_path: Any) -> CurrentFile:
         return CurrentFile("read", size=os.fstat(fd).st_size)
 
     return _open_then(workspace, raw_path, size_of)
+
+
+def _kind_of(mode: int) -> TargetKind:
+    if stat.S_ISREG(mode):
+        return "file"
+    if stat.S_ISDIR(mode):
+        return "directory"
+    if stat.S_ISLNK(mode):
+        return "link"
+    return "special"
+
+
+def file_target(workspace: str, raw_path: Any) -> FileTarget:
+    """What is at ``raw_path`` in ``workspace`` now: a regular file and its size, a
+    directory, a symbolic link (its target as written, never followed), or nothing.
+
+    The parent directories are opened one by one without following links and the last
+    component is looked at with ``lstat`` from its parent: nothing is read or changed.
+    """
+    try:
+        checked = check_agent_path(raw_path, PathRules(workspace_roots=workspace_roots(workspace)))
+    except ToolRefusedError as exc:
+        return FileTarget("unreadable", reason=exc.reason)
+    if checked.anchor != "workspace" or checked.is_anchor:
+        return FileTarget("unreadable", reason="it is not a path inside the workspace")
+    fds: list[int] = []
+    try:
+        fds.append(os.open(os.path.realpath(workspace), _DIR_FLAGS))
+        for part in checked.parts[:-1]:
+            fds.append(os.open(part, _DIR_FLAGS, dir_fd=fds[-1]))
+        name = checked.parts[-1]
+        info = os.stat(name, dir_fd=fds[-1], follow_symlinks=False)
+        kind = _kind_of(info.st_mode)
+        link_to = os.readlink(name, dir_fd=fds[-1]) if kind == "link" else ""
+        size = info.st_size if kind == "file" else 0
+        return FileTarget(kind, size=size, links=info.st_nlink, link_to=link_to)
+    except FileNotFoundError:
+        return FileTarget("missing")
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+            return FileTarget(
+                "unreadable",
+                reason="a directory on its path is a symbolic link or not a directory; "
+                "not followed",
+            )
+        return FileTarget("unreadable", reason=exc.strerror or "it could not be looked at")
+    finally:
+        for fd in fds:
+            os.close(fd)
 
 
 def _open_then(workspace: str, raw_path: Any, then: Callable[[int], CurrentFile]) -> CurrentFile:

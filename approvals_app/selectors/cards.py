@@ -14,6 +14,7 @@ import dataclasses
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from types import MappingProxyType
 from typing import Any, Final
 
@@ -110,6 +111,44 @@ class CardView:
     risk: RiskView
     # The agent's own words about the call (its purpose, its task): claims, not facts.
     claim: AgentClaim = field(default_factory=lambda: AgentClaim())
+    # What the call would touch, looked at when it was asked.
+    previews: tuple[PreviewFact, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class PreviewFact:
+    """One consequence preview as the card labels it (``at``: when it was computed)."""
+
+    kind: str
+    label: str
+    text: str
+    available: bool
+
+
+def _when(stamp: Any) -> str:
+    try:
+        moment = datetime.fromisoformat(str(stamp).replace("Z", "+00:00"))
+    except ValueError:
+        return "time unknown"
+    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def preview_facts(request: Any) -> tuple[PreviewFact, ...]:
+    """The previews stored with ``request``, labelled with when they were computed."""
+    return tuple(
+        PreviewFact(
+            kind=str(item.get("kind", "")),
+            label=(
+                f"Preview (asked for at {_when(item.get('at'))})"
+                if item.get("pending")
+                else f"Preview (computed when asked, {_when(item.get('at'))})"
+            ),
+            text=str(item.get("text", "")),
+            available=bool(item.get("available", False)),
+        )
+        for item in (getattr(request, "previews", None) or [])
+        if isinstance(item, dict)
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -281,6 +320,7 @@ def _build(request: Any, whole: bool = False) -> CardView:
         record=agent_record(invocation.agent_id, excluding=invocation.id),
         risk=risk_view(request),
         claim=agent_claim(invocation),
+        previews=preview_facts(request),
     )
 
 

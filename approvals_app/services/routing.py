@@ -38,7 +38,9 @@ from approvals_app.policy import (
 from approvals_app.policy.risk import FILE_TOOLS, RiskInput, TargetState, effect_risk
 from approvals_app.policy.risk_words import Risk, most_serious
 from approvals_app.selectors.habits import agent_habits
+from approvals_app.selectors.previews import call_previews
 from approvals_app.selectors.requests import approval_grants_live
+from approvals_app.services.previews import worker_previews_on_commit, worker_previews_pending
 from common.config.notifications import NotificationEvent
 from common.inbox import ApprovalChange
 from common.settings_config import synthorg_config
@@ -223,7 +225,10 @@ def approval_request_open(*, invocation: Invocation, routed: Routed) -> Approval
 
     Its risk label is the effect's; how long it waits, and whether timing out may
     approve it, follow the more serious of that label and the policy's own tier, so a
-    call the policy asks two people about never times out into an approval.
+    call the policy asks two people about never times out into an approval. Its
+    consequence previews (what the call would touch, looked at without doing it) are
+    stored beside the risk, a ``git_push``'s once a worker has read it; one that fails
+    says so and never stops the request.
     """
     config = synthorg_config()
     decision = routed.decision
@@ -239,6 +244,10 @@ def approval_request_open(*, invocation: Invocation, routed: Routed) -> Approval
         required_approvals=max(decision.required_approvals, 1),
         risk_tier=risk.tier,
         risk_reasons=risk.as_data(),
+        previews=[
+            *call_previews(invocation),
+            *worker_previews_pending(invocation, now=timezone.now()),
+        ],
         reason=decision.reason,
         rule=decision.rule,
         expires_at=invocation.created_at + timedelta(seconds=ttl),
@@ -247,6 +256,7 @@ def approval_request_open(*, invocation: Invocation, routed: Routed) -> Approval
     )
     approval_change_on_commit(request.id, ApprovalChange.NEW, request=request)
     notifications_queue(request, NotificationEvent.NEW)
+    worker_previews_on_commit(request)
     return request
 
 

@@ -1,6 +1,6 @@
 """The argument index of the audit log (audit_app.models.subject), built for the events
-already recorded: each event's own subjects, then each call's subjects on every event of
-the call."""
+already recorded: each event's own subjects (the other events of a call are found
+through the call)."""
 
 from typing import Any
 
@@ -15,7 +15,6 @@ BATCH = 2000
 def index_recorded_events(apps: Any, schema_editor: Any) -> None:
     event_model = apps.get_model("audit_app", "AuditEvent")
     subject_model = apps.get_model("audit_app", "AuditSubject")
-    calls: dict[Any, set[tuple[str, str]]] = {}
     last = 0
     while True:
         batch = list(
@@ -32,26 +31,8 @@ def index_recorded_events(apps: Any, schema_editor: Any) -> None:
                 subject_model(event_id=event_id, invocation_id=invocation_id, kind=k, value=v)
                 for k, v in own
             ]
-            if own and invocation_id is not None:
-                calls.setdefault(invocation_id, set()).update(own)
         subject_model.objects.bulk_create(rows)
         last = batch[-1][0]
-    # Every event of a call carries the call's subjects.
-    for invocation_id, subjects in calls.items():
-        events = event_model.objects.filter(invocation_id=invocation_id).values_list(
-            "id", flat=True
-        )
-        have = set(
-            subject_model.objects.filter(invocation_id=invocation_id).values_list(
-                "event_id", "kind", "value"
-            )
-        )
-        subject_model.objects.bulk_create(
-            subject_model(event_id=e, invocation_id=invocation_id, kind=k, value=v)
-            for e in events
-            for k, v in sorted(subjects)
-            if (e, k, v) not in have
-        )
 
 
 class Migration(migrations.Migration):

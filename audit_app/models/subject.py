@@ -3,9 +3,10 @@ argument search reads these rows, never the arguments' JSON row by row.
 
 Derived from the chained events (audit_app.subjects reads their recorded data), written
 with each event by audit_record, and rebuilt for the whole log by the migration that
-made the table: an index of the chain, never a record of its own. An event of a call
-carries its call's subjects too (the call's finishing, its approvals, its connections),
-so "what touched notes/" answers with every event of every such call.
+made the table: an index of the chain, never a record of its own. Each row is one
+event's own subject; the search finds the other events of the same call through the
+call (its finishing, its approvals, its connections), so "what touched notes/" answers
+with every event of every such call while an event that names nothing writes no row.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ class AuditSubject(models.Model):
     event = models.ForeignKey(
         AuditEvent, on_delete=models.CASCADE, related_name="subjects", editable=False
     )
-    # The call the event belongs to, so the call's later events find its subjects.
+    # The call the event belongs to: the search finds the call's other events by it.
     invocation_id = models.UUIDField(null=True, blank=True, db_index=True, editable=False)
     kind = models.CharField(
         max_length=10, choices=[(k.value, k.value) for k in SubjectKind], editable=False

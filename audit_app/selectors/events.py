@@ -331,11 +331,18 @@ def audit_events(filters: AuditFilters, *, search_by_index: bool = True) -> Quer
     if filters.until is not None:
         events = events.filter(created_at__lte=filters.until)
     for kind, value in filters.subjects.items():
-        events = events.filter(id__in=_subject_matches(kind, value).values("event_id"))
+        events = events.filter(_acted_on(_subject_matches(kind, value)))
     if filters.q:
         search = ContainsIgnoringCase if search_by_index else ContainsIgnoringCaseUnindexed
         events = events.filter(search(F("reason"), filters.q))
     return events.order_by("-id")
+
+
+def _acted_on(matches: QuerySet[AuditSubject]) -> Q:
+    """Events that named one of ``matches`` themselves, or belong to a call one did:
+    every event of such a call (its decision, approvals, connections, finishing)."""
+    calls = matches.filter(invocation_id__isnull=False).values("invocation_id")
+    return Q(id__in=matches.values("event_id")) | Q(invocation_id__in=calls)
 
 
 def _subject_matches(kind: str, value: str) -> QuerySet[AuditSubject]:
@@ -367,20 +374,33 @@ class SubjectCount:
 def audit_subject_counts(filters: AuditFilters) -> list[SubjectCount]:
     """For each argument filter in use, the values it matched among the matching events,
     most events first (at most SUBJECT_VALUES_LISTED of each)."""
-    matching = audit_events(filters).order_by().values("id")
+    matching = audit_events(filters).order_by()
     found: list[SubjectCount] = []
     for kind, value in filters.subjects.items():
-        rows = (
-            _subject_matches(kind, value)
-            .filter(event_id__in=matching)
+        matches = _subject_matches(kind, value)
+        values = (
+            matches.filter(_named_by(matching))
             .values("value")
             .annotate(
-                events=Count("event_id", distinct=True), calls=Count("invocation_id", distinct=True)
+                calls=Count("invocation_id", distinct=True), named=Count("event_id", distinct=True)
             )
-            .order_by("-events", "value")[:SUBJECT_VALUES_LISTED]
+            .order_by("-calls", "-named", "value")
         )
-        found += [SubjectCount(kind, r["value"], r["events"], r["calls"]) for r in rows]
+        counted = []
+        for row in values[:SUBJECT_VALUES_LISTED]:
+            same = matches.filter(value=row["value"])
+            events = matching.filter(_acted_on(same)).count()
+            counted.append(SubjectCount(kind, row["value"], events, row["calls"]))
+        counted.sort(key=lambda c: (-c.events, c.value))
+        found += counted[:SUBJECT_VALUES_LISTED]
     return found
+
+
+def _named_by(matching: QuerySet[AuditEvent]) -> Q:
+    """Index rows of events among ``matching``, or of calls with an event among them."""
+    return Q(event_id__in=matching.values("id")) | Q(
+        invocation_id__in=matching.filter(invocation_id__isnull=False).values("invocation_id")
+    )
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
+from common.config.browser import BrowserSection
+from common.config.communication import CommunicationSection
 from common.config.connections import Connection, check_connection_names
 from common.config.notifications import NotificationsSection
 from common.config.people import PeopleSection
@@ -40,6 +42,10 @@ class SynthOrgConfig(StrictModel):
     notifications: NotificationsSection = NotificationsSection()
     people: PeopleSection = PeopleSection()
     connections: tuple[Connection, ...] = ()
+    # Opt-in: the browser tools are registered only when this section is present.
+    browser: BrowserSection | None = None
+    # Opt-in: send_email and slack_post, each only when its part is present.
+    communication: CommunicationSection | None = None
 
     @field_validator("tools")
     @classmethod
@@ -56,6 +62,17 @@ class SynthOrgConfig(StrictModel):
     @classmethod
     def _distinct_connections(cls, value: tuple[Connection, ...]) -> tuple[Connection, ...]:
         return check_connection_names(value)
+
+    @model_validator(mode="after")
+    def _slack_connection(self) -> SynthOrgConfig:
+        slack = self.communication.slack if self.communication else None
+        if slack is not None and self.connection(slack.connection) is None:
+            names = ", ".join(c.name for c in self.connections) or "none"
+            raise ValueError(
+                f"communication.slack.connection {slack.connection!r} names no configured "
+                f"connection (connections: {names})"
+            )
+        return self
 
     def connection(self, name: str) -> Connection | None:
         """The connection called ``name``, if configured."""

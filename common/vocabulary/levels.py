@@ -25,6 +25,7 @@ from pydantic import AfterValidator, ValidationInfo, field_validator
 from common.strict import StrictModel
 from common.vocabulary.action_types import DEFAULT_ACTION_TYPES, ActionTypeRegistry
 from common.vocabulary.categories import ToolCategory
+from common.vocabulary.messaging import recipient_grant, slack_channel
 from common.vocabulary.network import NetworkTargetError, parse_host_rule
 
 # A connection's name (common.config.connections), as a grant names it.
@@ -155,6 +156,20 @@ class SubConstraintOverrides(StrictModel):
     requires_approval: tuple[ActionPattern, ...] | None = None
     # External-data connections granted (``name`` or ``name:operation``).
     connections: tuple[str, ...] | None = None
+    # send_email's recipients (an address, or a domain for anyone there) and
+    # slack_post's channels; the communication section's own lists bound both.
+    email_recipients: tuple[str, ...] | None = None
+    slack_channels: tuple[str, ...] | None = None
+
+    @field_validator("email_recipients")
+    @classmethod
+    def _recipient_grants(cls, value: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        return None if value is None else tuple(recipient_grant(entry) for entry in value)
+
+    @field_validator("slack_channels")
+    @classmethod
+    def _channel_grants(cls, value: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        return None if value is None else tuple(slack_channel(entry) for entry in value)
 
     @field_validator("connections")
     @classmethod
@@ -211,6 +226,8 @@ class AccessLevelPolicy(StrictModel):
     deployment: bool = False
     requires_approval: tuple[str, ...] = ()
     connections: tuple[str, ...] = ()
+    email_recipients: tuple[str, ...] = ()
+    slack_channels: tuple[str, ...] = ()
 
     def merged(self, override: SubConstraintOverrides | None) -> AccessLevelPolicy:
         """This level with the non-None fields of ``override`` applied."""

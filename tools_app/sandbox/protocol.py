@@ -57,6 +57,10 @@ class Limits:
     output_bytes: int = 1 * MIB
     file_size_bytes: int = 64 * MIB
     open_files: int = 256
+    address_space_bytes: int | None = None
+    """The virtual address space a process may reserve, where a memory cgroup bounds what
+    it really uses: a browser reserves tens of GiB it never touches. Without such a
+    cgroup the address space stays at ``memory_bytes``, the only memory bound then."""
 
     def __post_init__(self) -> None:
         for name in (
@@ -70,6 +74,11 @@ class Limits:
             value = getattr(self, name)
             if not isinstance(value, int) or value <= 0:
                 raise SandboxSpecInvalidError(f"limits.{name} must be a positive integer")
+        space = self.address_space_bytes
+        if space is not None and (not isinstance(space, int) or space < self.memory_bytes):
+            raise SandboxSpecInvalidError(
+                "limits.address_space_bytes must be an integer of at least memory_bytes"
+            )
 
 
 @dataclass(frozen=True, slots=True)

@@ -109,5 +109,7 @@ def stricter(earned: AccessLevelPolicy, ceiling: AccessLevelPolicy) -> AccessLev
             # Connections are granted to the agent, not earned: the ceiling's grant holds
             # (a category earned below it loses the tool with its category anyway).
             "connections": ceiling.connections,
+            "email_recipients": ceiling.email_recipients,
+            "slack_channels": ceiling.slack_channels,
         }
     )

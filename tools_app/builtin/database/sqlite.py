@@ -143,8 +143,12 @@ def sqlite_mutate(
     statement_timeout: float,
     max_value_bytes: int = DEFAULT_MAX_VALUE_BYTES,
     max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
+    commit: bool = True,
 ) -> QueryResult:
-    """One row change in its own transaction, committed; RETURNING rows come back."""
+    """One row change in its own transaction, committed; RETURNING rows come back.
+
+    ``commit`` False rolls the change back once it is counted (a preview before approval:
+    SQLite undoes all of it, triggers and ``sqlite_sequence`` included)."""
     with _open(
         path, name=name, writable=True, timeout=statement_timeout, max_value_bytes=max_value_bytes
     ) as conn:
@@ -164,7 +168,7 @@ def sqlite_mutate(
             while cursor.fetchone() is not None:
                 pass
             affected = conn.total_changes
-            conn.execute("COMMIT")
+            conn.execute("COMMIT" if commit else "ROLLBACK")
         except BaseException:
             conn.execute("ROLLBACK")
             raise

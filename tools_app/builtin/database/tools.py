@@ -157,9 +157,17 @@ DB_MUTATE_CONTRACT: Final = ToolContract(
 def _checked_call(
     context: ToolContext, arguments: Mapping[str, Any]
 ) -> tuple[DatabaseToolSettings, str, DatabaseConnection, str, Sequence[Any] | None]:
-    settings = database_settings(context.settings)
+    return checked_statement(context.settings, context.agent_name, arguments)
+
+
+def checked_statement(
+    tool_settings: Mapping[str, Any], agent_name: str, arguments: Mapping[str, Any]
+) -> tuple[DatabaseToolSettings, str, DatabaseConnection, str, Sequence[Any] | None]:
+    """The tool's settings, the named connection (if this agent may use it), the query
+    and its parameters, checked against the tool's limits; refusals as a call gets them."""
+    settings = database_settings(tool_settings)
     name = str(arguments.get("connection", ""))
-    connection = connection_for(settings, name, context.agent_name)
+    connection = connection_for(settings, name, agent_name)
     query = arguments.get("query")
     if not isinstance(query, str):
         raise ToolRefusedError(RefusalCode.INVALID_ARGUMENT, "query must be a string")
@@ -219,7 +227,7 @@ def _child_limits(settings: DatabaseToolSettings) -> ChildLimits:
     )
 
 
-def _confined(settings: DatabaseToolSettings, work: Callable[[], Any]) -> Any:
+def confined_work(settings: DatabaseToolSettings, work: Callable[[], Any]) -> Any:
     """``work`` in a confined child; SQLite's own heap stops below the child's ceiling."""
 
     def bounded() -> Any:
@@ -275,7 +283,7 @@ def _run_statement(
         return dataclasses.asdict(found)
 
     try:
-        result = QueryResult(**_confined(settings, work))
+        result = QueryResult(**confined_work(settings, work))
     except StatementTimeoutError:
         return _timed_out(settings, started)
     except QueryMemoryExceededError:
@@ -339,7 +347,7 @@ class SchemaInspectTool:
             )
 
         try:
-            columns = [tuple(row) for row in _confined(settings, work)]
+            columns = [tuple(row) for row in confined_work(settings, work)]
         except StatementTimeoutError:
             return _timed_out(settings, started)
         except QueryMemoryExceededError:

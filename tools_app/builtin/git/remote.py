@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, Final
 
 from common.vocabulary.categories import SafetyClass
@@ -170,3 +171,65 @@ class GitPushTool:
             dropped_keys=("remote.**",),
         )
         return text_outcome(result.stdout, result.truncated)
+
+
+@dataclass(frozen=True)
+class PushPreview:
+    """What ``git_push`` would send, read before it runs: the remote's URL as checked, the
+    address it resolved to, and the branch's commits the remote-tracking refs lack."""
+
+    remote: str
+    url: str
+    address: str
+    commits: tuple[str, ...]
+    more: bool
+
+
+def push_preview(
+    context: ToolContext,
+    arguments: Mapping[str, Any],
+    *,
+    resolver: Resolver | None = None,
+    max_commits: int = 20,
+) -> PushPreview:
+    """Read, without pushing or reaching the remote, what ``git_push`` would send.
+
+    The same checks as the push (repository, names, the remote's URL through the
+    guard); git runs read-only in the sandbox, with no network. The commits are
+    those of the branch reachable from no remote-tracking ref of that remote, as
+    this repository last saw it."""
+    require_git_access(context, "vcs:push")
+    repo = open_repository(context, arguments.get("path", "."))
+    remote_name = check_ref(arguments.get("remote", "origin"), "remote")
+    branch = check_ref(arguments.get("branch"))
+    git = GitRunner(context)
+    config = git.local_config(repo)
+    url = config.get(f"remote.{remote_name}.pushurl") or config.get(f"remote.{remote_name}.url")
+    if not url:
+        raise invalid(f"the repository has no remote named {remote_name!r}")
+    remote = check_remote_url(
+        url,
+        _guard(context, resolver),
+        allow_plain_http=bool(context.settings.get("allow_plain_http")),
+    )
+    result = git.run_ok(
+        repo,
+        [
+            "log",
+            f"--max-count={max_commits + 1}",
+            "--no-show-signature",
+            "--format=%h %s",
+            f"refs/heads/{branch}",
+            "--not",
+            f"--remotes={remote_name}/*",
+            "--",
+        ],
+    )
+    lines = tuple(line for line in result.stdout.splitlines() if line.strip())
+    return PushPreview(
+        remote=remote_name,
+        url=remote.url,
+        address=remote.endpoint.pinned_address,
+        commits=lines[:max_commits],
+        more=len(lines) > max_commits or result.truncated,
+    )

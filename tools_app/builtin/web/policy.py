@@ -44,7 +44,18 @@ def egress_policy(
     context: ToolContext, *, allow: Iterable[str] = (), deny: Iterable[str] = ()
 ) -> EgressPolicy:
     """The egress policy for this call: the agent's sub-constraints plus the tool's lists."""
-    sub = context.sub_constraints
+    return egress_policy_of(context.sub_constraints, context.agent_name, allow=allow, deny=deny)
+
+
+def egress_policy_of(
+    sub: Mapping[str, Any],
+    agent_name: str,
+    *,
+    allow: Iterable[str] = (),
+    deny: Iterable[str] = (),
+) -> EgressPolicy:
+    """The egress policy of ``agent_name``'s effective sub-constraints ``sub`` plus a
+    tool's lists (the same one a call gets, for judging a destination before it runs)."""
     mode = sub.get("network")
     if mode not in NETWORK_MODES:
         raise ToolRefusedError(
@@ -66,7 +77,7 @@ def egress_policy(
             trusted=(*tool_allow, *agent_allow),
             block_private=bool(sub.get("block_private_addresses", True)),
             network_disabled_reason=(
-                f"network access is not permitted for agent {context.agent_name}"
+                f"network access is not permitted for agent {agent_name}"
                 if mode == "none"
                 else None
             ),

@@ -29,6 +29,8 @@ def rlimits_for(
     address_space = limits.memory_bytes * (
         ADDRESS_SPACE_HEADROOM_WITH_CGROUP if cgroup_enforces_memory else 1
     )
+    if cgroup_enforces_memory and limits.address_space_bytes is not None:
+        address_space = max(address_space, limits.address_space_bytes)
     processes = nproc if nproc is not None else limits.max_processes
     return [
         (resource.RLIMIT_AS, (address_space, address_space)),

@@ -1,0 +1,791 @@
+"""Runs inside the sandbox: start Chromium, drive one page over the DevTools pipe, answer.
+
+Usage: ``python3 -I -S -c SOURCE REQUEST-JSON``, with on stdin axe-core's source for
+an accessibility scan, or the PNG to keep for ``save`` (a picture the worker made;
+no browser starts for it). Standard library only: the console's
+virtual environment (and Playwright in it) is not visible inside the sandbox, so the
+Chrome DevTools Protocol is spoken here directly, over the two descriptors
+``--remote-debugging-pipe`` opens (commands on fd 3, answers on fd 4, each message
+JSON ended by a NUL byte).
+
+Chromium runs with ``--no-sandbox``: its own sandbox needs user namespaces, which
+cannot nest inside ours. The sandbox this script runs in is the wall: its own
+network namespace (the egress forwarder on loopback is the only way out), only the
+workspace and read-only system directories visible, memory, process and time limits.
+Every call gets a fresh profile under the sandbox's private ``/tmp``; extensions,
+background networking and downloads are off.
+
+The answer is one JSON line on stdout: ``{"ok": true, ...}`` or
+``{"ok": false, "code": ..., "message": ...}``; exit status 0 either way, or
+``TIMEOUT_EXIT`` when the page was not ready within the call's time.
+"""
+
+import base64
+import contextlib
+import hashlib
+import json
+import os
+import select
+import shutil
+import signal
+import sys
+import tempfile
+import time
+from urllib.parse import unquote, urlsplit
+
+TIMEOUT_EXIT = 124
+WORKSPACE = "/workspace"
+SCREENSHOT_DIR = ".synthorg/screenshots"
+# The forwarder to the egress proxy listens here (tools_app.egress.mount.FORWARD_PORT).
+PROXY_PORT = 3128
+START_SECONDS = 20.0
+# The egress proxy's refusal of a plain-HTTP request carries its reason in this header.
+EGRESS_HEADER = "x-synthorg-egress"
+
+# Marks every text node a person cannot see, blanks it while innerText is read, then
+# puts it back. A node is hidden when its element is not rendered or is transparent
+# (display, visibility, opacity, checked by checkVisibility), sits under
+# aria-hidden, has no box of readable size, lies outside the page or outside every
+# clipping ancestor, or is drawn in (about) the colour of what is behind it.
+EXTRACT_JS = r"""
+(() => {
+  const maxText = %(max_text)d, maxLinks = %(max_links)d;
+  const root = document.documentElement;
+  const body = document.body;
+  const pageW = Math.max(root.scrollWidth, body ? body.scrollWidth : 0, innerWidth);
+  const pageH = Math.max(root.scrollHeight, body ? body.scrollHeight : 0, innerHeight);
+  const shown = (el) => el.checkVisibility({opacityProperty: true, visibilityProperty: true});
+  const sx = scrollX, sy = scrollY;
+  const rgba = (value) => {
+    const m = /rgba?\(([^)]*)\)/.exec(value || "");
+    if (!m) return null;
+    const p = m[1].split(/[\s,\/]+/).filter(Boolean).map(parseFloat);
+    return [p[0], p[1], p[2], p.length > 3 ? p[3] : 1];
+  };
+  const backdrop = (el) => {
+    for (let e = el; e; e = e.parentElement) {
+      const s = getComputedStyle(e);
+      if (s.backgroundImage && s.backgroundImage !== "none") return null;
+      const c = rgba(s.backgroundColor);
+      if (c && c[3] >= 0.5) return c;
+    }
+    return [255, 255, 255, 1];
+  };
+  const cache = new Map();
+  const elementHidden = (el) => {
+    if (cache.has(el)) return cache.get(el);
+    let hidden = false;
+    const s = getComputedStyle(el);
+    if (el.closest('[aria-hidden="true"]')) hidden = true;
+    else if (!shown(el)) hidden = true;
+    else if (parseFloat(s.fontSize) < 4) hidden = true;
+    else if (s.clip === "rect(0px, 0px, 0px, 0px)") hidden = true;
+    else if (/inset\((50|100)%%/.test(s.clipPath)) hidden = true;
+    else {
+      const fg = rgba(s.webkitTextFillColor) || rgba(s.color);
+      if (fg && fg[3] < 0.1) hidden = true;
+      else if (fg) {
+        const bg = backdrop(el);
+        const near = (i) => Math.abs(fg[i] - bg[i]) <= 24;
+        if (bg && near(0) && near(1) && near(2)) hidden = true;
+      }
+    }
+    cache.set(el, hidden);
+    return hidden;
+  };
+  const boxHidden = (node, el) => {
+    const range = document.createRange();
+    range.selectNodeContents(node);
+    const rects = Array.from(range.getClientRects()).filter((r) => r.width > 1 && r.height > 1);
+    if (!rects.length) return true;
+    return rects.every((r) => {
+      const left = r.left + sx, top = r.top + sy, right = r.right + sx, bottom = r.bottom + sy;
+      if (right <= 0 || bottom <= 0 || left >= pageW || top >= pageH) return true;
+      // Only boxes a person cannot scroll clip for good (hidden, clip; not auto, scroll).
+      for (let e = el; e && e !== root; e = e.parentElement) {
+        const s = getComputedStyle(e);
+        const clipX = /^(hidden|clip)$/.test(s.overflowX);
+        const clipY = /^(hidden|clip)$/.test(s.overflowY);
+        if (!clipX && !clipY) continue;
+        const c = e.getBoundingClientRect();
+        if (clipX && (r.right <= c.left || r.left >= c.right || c.width <= 1)) return true;
+        if (clipY && (r.bottom <= c.top || r.top >= c.bottom || c.height <= 1)) return true;
+      }
+      return false;
+    });
+  };
+  const offPage = (el) => {
+    const r = el.getBoundingClientRect();
+    const left = r.left + sx, top = r.top + sy;
+    return r.right + sx <= 0 || r.bottom + sy <= 0 || left >= pageW || top >= pageH;
+  };
+  const walker = document.createTreeWalker(document.body || root, NodeFilter.SHOW_TEXT);
+  const blanked = [];
+  let hiddenChars = 0;
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    const el = node.parentElement;
+    if (!el || !node.data.trim()) continue;
+    if (["SCRIPT", "STYLE", "NOSCRIPT", "TEMPLATE"].includes(el.tagName)) continue;
+    if (elementHidden(el) || boxHidden(node, el)) {
+      hiddenChars += node.data.trim().length;
+      blanked.push([node, node.data]);
+    }
+  }
+  const anchors = Array.from(document.querySelectorAll("a[href]"));
+  const hadText = new Set(anchors.filter((a) => a.textContent.trim()));
+  for (const [node] of blanked) node.data = "";
+  const full = body ? body.innerText : "";
+  const links = [];
+  const seen = new Set();
+  for (const a of anchors) {
+    if (links.length >= maxLinks) break;
+    const url = a.href;
+    if (!/^https?:/i.test(url) || seen.has(url)) continue;
+    if (a.closest('[aria-hidden="true"]') || !shown(a) || offPage(a)) continue;
+    const text = (a.innerText || "").replace(/\s+/g, " ").trim();
+    // A link whose every word was hidden is hidden too.
+    if (!text && hadText.has(a)) continue;
+    const r = a.getBoundingClientRect();
+    if (!text && (r.width <= 1 || r.height <= 1)) continue;
+    seen.add(url);
+    links.push({text: text.slice(0, 500), url: url});
+  }
+  for (const [node, data] of blanked) node.data = data;
+  const text = full.replace(/[ \t]+\n/g, "\n").replace(/\n{3,}/g, "\n\n").trim();
+  return {
+    title: document.title || "",
+    text: text.slice(0, maxText),
+    text_truncated: text.length > maxText,
+    links: links,
+    hidden_chars: hiddenChars,
+    final_url: location.href,
+  };
+})()
+"""
+
+# The box of the first element matching a selector, in page coordinates.
+BOX_JS = r"""
+(() => {
+  const el = document.querySelector(%s);
+  if (!el) return null;
+  const r = el.getBoundingClientRect();
+  return {x: r.left + scrollX, y: r.top + scrollY, width: r.width, height: r.height};
+})()
+"""
+
+SIZE_JS = r"""
+(() => {
+  const root = document.documentElement;
+  return {
+    width: Math.max(root.scrollWidth, document.body ? document.body.scrollWidth : 0),
+    height: Math.max(root.scrollHeight, document.body ? document.body.scrollHeight : 0),
+  };
+})()
+"""
+
+
+class Failure(Exception):
+    """The call cannot be answered; ``code`` says why in a word an agent can branch on."""
+
+    def __init__(self, code, message):
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+class Timeout(Exception):
+    """The page was not ready within the call's time."""
+
+
+def chromium_argv(request, profile):
+    argv = [
+        request["chromium"],
+        "--headless=new",
+        # Chromium's own sandbox cannot nest inside this one; ours is the wall.
+        "--no-sandbox",
+        "--no-zygote",
+        "--remote-debugging-pipe",
+        "--user-data-dir=" + profile,
+        "--disk-cache-dir=" + os.path.join(profile, "cache"),
+        "--disk-cache-size=1048576",
+        "--no-first-run",
+        "--no-default-browser-check",
+        "--disable-extensions",
+        "--disable-component-extensions-with-background-pages",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-default-apps",
+        "--disable-sync",
+        "--disable-breakpad",
+        "--disable-dev-shm-usage",
+        "--disable-gpu",
+        "--mute-audio",
+        "--hide-scrollbars",
+        "--password-store=basic",
+        "--use-mock-keychain",
+        "--force-device-scale-factor=1",
+        "--disable-features=Translate,MediaRouter,OptimizationHints,HttpsUpgrades,"
+        "DialMediaRouteProvider,InterestFeedContentSuggestions",
+        "--window-size={},{}".format(request["viewport"]["width"], request["viewport"]["height"]),
+    ]
+    # Every request goes to the egress forwarder (with no grant, to a closed port: the
+    # sandbox has no other way out anyway); "<-loopback>" removes Chromium's implicit
+    # direct route to localhost, so loopback pages are judged by the grant too.
+    port = PROXY_PORT if request.get("proxy") else 9
+    argv += [f"--proxy-server=http://127.0.0.1:{port}", "--proxy-bypass-list=<-loopback>"]
+    argv.append("about:blank")
+    return argv
+
+
+def chromium_env(profile):
+    fonts = os.path.join(profile, "fonts.conf")
+    with open(fonts, "w", encoding="utf-8") as handle:
+        handle.write(
+            '<?xml version="1.0"?><fontconfig><dir>/usr/share/fonts</dir>'
+            f"<cachedir>{os.path.join(profile, 'fontcache')}</cachedir></fontconfig>"
+        )
+    # A fresh environment: the proxy is given by flag, nothing else of the sandbox's passes.
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": profile,
+        "TMPDIR": profile,
+        "XDG_CONFIG_HOME": os.path.join(profile, "config"),
+        "XDG_CACHE_HOME": os.path.join(profile, "cache"),
+        "FONTCONFIG_FILE": fonts,
+        "DBUS_SESSION_BUS_ADDRESS": "disabled:",
+        "LANG": "C.UTF-8",
+    }
+    return env
+
+
+def start(request, profile):
+    """Fork Chromium with the DevTools pipe on its fds 3 and 4; (pid, write fd, read fd)."""
+    to_browser = os.pipe()
+    from_browser = os.pipe()
+    log = os.open(os.path.join(profile, "chromium.log"), os.O_WRONLY | os.O_CREAT, 0o600)
+    argv = chromium_argv(request, profile)
+    env = chromium_env(profile)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setsid()
+            # Move the pipe ends above 4 first, so placing them on 3 and 4 clobbers neither.
+            read_end = os.dup(to_browser[0]) if to_browser[0] <= 4 else to_browser[0]
+            write_end = os.dup(from_browser[1]) if from_browser[1] <= 4 else from_browser[1]
+            while read_end <= 4:
+                read_end = os.dup(read_end)
+            while write_end <= 4:
+                write_end = os.dup(write_end)
+            os.dup2(read_end, 3)
+            os.dup2(write_end, 4)
+            null = os.open(os.devnull, os.O_RDONLY)
+            os.dup2(null, 0)
+            os.dup2(log, 1)
+            os.dup2(log, 2)
+            os.closerange(5, 65536)
+            os.execve(argv[0], argv, env)  # noqa: S606 - a fixed program, argv of words
+        finally:
+            os._exit(127)
+    os.close(to_browser[0])
+    os.close(from_browser[1])
+    os.close(log)
+    return pid, to_browser[1], from_browser[0]
+
+
+class Pipe:
+    """The DevTools protocol over two descriptors, every wait bounded by a deadline."""
+
+    def __init__(self, write_fd, read_fd, deadline):
+        self.write_fd = write_fd
+        self.read_fd = read_fd
+        self.deadline = deadline
+        self.buffer = b""
+        self.next_id = 0
+        self.events = []
+        self.load_ms = None
+
+    def send(self, method, params=None, session=None):
+        self.next_id += 1
+        message = {"id": self.next_id, "method": method, "params": params or {}}
+        if session:
+            message["sessionId"] = session
+        data = json.dumps(message).encode() + b"\0"
+        while data:
+            data = data[os.write(self.write_fd, data) :]
+        return self.next_id
+
+    def _message(self, deadline):
+        while b"\0" not in self.buffer:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise Timeout()
+            ready, _, _ = select.select([self.read_fd], [], [], left)
+            if not ready:
+                raise Timeout()
+            chunk = os.read(self.read_fd, 1 << 20)
+            if not chunk:
+                raise Failure("BROWSER_FAILED", "the browser closed its DevTools pipe")
+            self.buffer += chunk
+        raw, _, self.buffer = self.buffer.partition(b"\0")
+        return json.loads(raw)
+
+    def call(self, method, params=None, session=None, deadline=None):
+        ident = self.send(method, params, session)
+        while True:
+            message = self._message(deadline or self.deadline)
+            if message.get("id") == ident:
+                if "error" in message:
+                    raise Failure(
+                        "BROWSER_FAILED",
+                        f"{method}: {message['error'].get('message', 'error')}",
+                    )
+                return message.get("result", {})
+            if "method" in message:
+                self.events.append(message)
+
+    def wait_event(self, accept, deadline=None):
+        """The first event (queued or new) for which ``accept`` is true."""
+        while True:
+            for index, event in enumerate(self.events):
+                if accept(event):
+                    del self.events[index]
+                    return event
+            self.events.append(self._message(deadline or self.deadline))
+
+
+def evaluate(pipe, session, expression):
+    result = pipe.call(
+        "Runtime.evaluate",
+        {"expression": expression, "returnByValue": True, "awaitPromise": False},
+        session,
+    )
+    if "exceptionDetails" in result:
+        detail = result["exceptionDetails"].get("text", "exception")
+        raise Failure("BROWSER_FAILED", f"the page script failed: {detail}")
+    return result.get("result", {}).get("value")
+
+
+def final_url_allowed(url):
+    """The page the browser ended on is one a call may read (a redirect is checked too)."""
+    lowered = url.lower()
+    if lowered.startswith(("http://", "https://")):
+        return True
+    if lowered.startswith("file://"):
+        path = url[len("file://") :].split("?", 1)[0].split("#", 1)[0]
+        real = os.path.realpath(unquote(path))
+        return real == WORKSPACE or real.startswith(WORKSPACE + "/")
+    return False
+
+
+def open_page(pipe, request):
+    """A new tab, its session, and the navigation done; (session, status, navigated url)."""
+    target = pipe.call("Target.createTarget", {"url": "about:blank"})["targetId"]
+    session = pipe.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
+    pipe.call("Browser.setDownloadBehavior", {"behavior": "deny"})
+    pipe.call("Page.enable", {}, session)
+    pipe.call("Network.enable", {}, session)
+    pipe.call("Page.setLifecycleEventsEnabled", {"enabled": True}, session)
+    if request.get("console"):
+        # Console messages and uncaught exceptions, for the spec check that counts them.
+        pipe.call("Runtime.enable", {}, session)
+        pipe.call("Log.enable", {}, session)
+    viewport = request["viewport"]
+    pipe.call(
+        "Emulation.setDeviceMetricsOverride",
+        {
+            "width": viewport["width"],
+            "height": viewport["height"],
+            "deviceScaleFactor": 1,
+            "mobile": False,
+        },
+        session,
+    )
+    navigation_started = time.monotonic()
+    navigated = pipe.call("Page.navigate", {"url": request["url"]}, session)
+    if navigated.get("errorText"):
+        raise Failure(
+            "NAVIGATION_FAILED",
+            f"the browser could not load {request['url']}: {navigated['errorText']} (a host "
+            "outside the agent's network grant is refused by the egress proxy)",
+        )
+    frame = navigated.get("frameId")
+    wanted = {
+        "load": lambda e: e.get("method") == "Page.loadEventFired",
+        "domcontentloaded": lambda e: e.get("method") == "Page.domContentEventFired",
+        "networkidle": lambda e: (
+            e.get("method") == "Page.lifecycleEvent"
+            and e.get("params", {}).get("name") == "networkIdle"
+            and e.get("params", {}).get("frameId") == frame
+        ),
+    }[request["wait_until"]]
+    pipe.wait_event(lambda e: e.get("sessionId") == session and wanted(e))
+    pipe.load_ms = int((time.monotonic() - navigation_started) * 1000)
+    status = None
+    for event in pipe.events:
+        params = event.get("params", {})
+        if (
+            event.get("method") == "Network.responseReceived"
+            and params.get("type") == "Document"
+            and params.get("frameId") == frame
+        ):
+            response = params.get("response", {})
+            status = response.get("status")
+            headers = {str(k).lower(): v for k, v in (response.get("headers") or {}).items()}
+            if EGRESS_HEADER in headers:
+                raise Failure(
+                    "NAVIGATION_FAILED",
+                    f"the egress proxy refused {response.get('url', request['url'])}: "
+                    f"{headers[EGRESS_HEADER]}",
+                )
+    return session, status
+
+
+def navigate(pipe, request):
+    session, status = open_page(pipe, request)
+    page = evaluate(
+        pipe,
+        session,
+        EXTRACT_JS % {"max_text": request["max_text_chars"], "max_links": request["max_links"]},
+    )
+    if not final_url_allowed(page["final_url"]):
+        raise Failure("PATH_NOT_REACHABLE", "the page moved to a location outside the workspace")
+    return {
+        "final_url": page["final_url"],
+        "status": int(status) if isinstance(status, (int, float)) else None,
+        "title": page["title"],
+        "text": page["text"],
+        "text_truncated": bool(page["text_truncated"]),
+        "links": page["links"],
+        "hidden_text_removed": page["hidden_chars"] > 0,
+    }
+
+
+def png_size(data):
+    if data[:8] != b"\x89PNG\r\n\x1a\n" or data[12:16] != b"IHDR":
+        raise Failure("BROWSER_FAILED", "the browser's screenshot is not a PNG")
+    return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+
+
+def screenshot_dir():
+    """``.synthorg/screenshots`` in the workspace, made here; a link on the way is refused."""
+    path = WORKSPACE
+    for part in SCREENSHOT_DIR.split("/"):
+        path = os.path.join(path, part)
+        try:
+            os.mkdir(path, 0o755)
+        except FileExistsError:
+            pass
+        except OSError as exc:
+            raise Failure("WORKSPACE_NOT_WRITABLE", f"cannot make {path}: {exc.strerror}") from None
+        if not os.path.isdir(path) or os.path.islink(path):
+            raise Failure("PATH_NOT_REACHABLE", f"{path} is not a plain directory")
+    return path
+
+
+def screenshot(pipe, request):
+    session, status = open_page(pipe, request)
+    location = evaluate(pipe, session, "location.href")
+    if not final_url_allowed(location):
+        raise Failure("PATH_NOT_REACHABLE", "the page moved to a location outside the workspace")
+    params: dict = {"format": "png"}
+    if request.get("selector"):
+        box = evaluate(pipe, session, BOX_JS % json.dumps(request["selector"]))
+        if not box or box["width"] < 1 or box["height"] < 1:
+            raise Failure("SELECTOR_NOT_FOUND", "no visible element matches the selector")
+        params["clip"] = dict(box, scale=1)
+        params["captureBeyondViewport"] = True
+    elif request.get("full_page"):
+        size = evaluate(pipe, session, SIZE_JS)
+        height = min(int(size["height"]), request["max_full_page_height"])
+        params["clip"] = {"x": 0, "y": 0, "width": size["width"], "height": height, "scale": 1}
+        params["captureBeyondViewport"] = True
+    data = base64.b64decode(pipe.call("Page.captureScreenshot", params, session)["data"])
+    stored = store_png(data, "")
+    stored.update(
+        status=int(status) if isinstance(status, (int, float)) else None, final_url=location
+    )
+    return stored
+
+
+def store_png(data, label):
+    """Save a PNG under the screenshot directory, named by time and digest; where it is."""
+    width, height = png_size(data)
+    digest = hashlib.sha256(data).hexdigest()
+    name = f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{label}{digest[:12]}.png"
+    path = os.path.join(screenshot_dir(), name)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags, 0o644)
+    except FileExistsError:
+        fd = None  # the same picture taken in the same second: it is already there
+    except OSError as exc:
+        raise Failure("WORKSPACE_NOT_WRITABLE", f"cannot write {path}: {exc.strerror}") from None
+    if fd is not None:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+    return {
+        "path": os.path.relpath(path, WORKSPACE),
+        "sha256": digest,
+        "width": width,
+        "height": height,
+    }
+
+
+# axe-core's verdict, cut to what an agent reads: each violated rule with the first
+# elements it found. Frames are left out: axe is not injected into them.
+AXE_RUN_JS = r"""
+(async () => {
+  const tags = %(tags)s, maxRules = %(max_rules)d, maxNodes = %(max_nodes)d;
+  const options = {resultTypes: ["violations"], iframes: false};
+  if (tags.length) options.runOnly = {type: "tag", values: tags};
+  const result = await axe.run(document, options);
+  return result.violations.slice(0, maxRules).map((v) => ({
+    id: String(v.id),
+    impact: v.impact || null,
+    help: String(v.help || ""),
+    node_count: v.nodes.length,
+    nodes: v.nodes.slice(0, maxNodes).map((n) => ({
+      target: (n.target || []).map(String).join(" ").slice(0, 300),
+      html: String(n.html || "").slice(0, 300),
+    })),
+  }));
+})()
+"""
+
+# The page-side checks of browser_spec, each answered {passed, detail}; a selector the
+# browser cannot parse fails its check rather than the call.
+SPEC_JS = r"""
+((checks) => checks.map((c) => {
+  let matches;
+  try {
+    matches = c.selector ? Array.from(document.querySelectorAll(c.selector)) : null;
+  } catch (e) {
+    return {passed: false, detail: "the selector is not valid CSS"};
+  }
+  const first = matches ? matches[0] : null;
+  const none = {passed: false, detail: "no element matches the selector"};
+  if (c.kind === "selector") {
+    return {passed: matches.length > 0, detail: matches.length + " element(s) match"};
+  }
+  if (c.kind === "visible") {
+    if (!first) return none;
+    const r = first.getBoundingClientRect();
+    const seen = first.checkVisibility({opacityProperty: true, visibilityProperty: true})
+      && r.width >= 1 && r.height >= 1;
+    return {passed: seen, detail: seen ? "visible" : "present but not visible"};
+  }
+  if (c.kind === "text") {
+    const element = c.selector ? first : document.body;
+    if (!element) return none;
+    const text = (element.innerText || "").replace(/\s+/g, " ");
+    const found = text.includes(c.contains);
+    return {passed: found, detail: found ? "the text is there" : "the text is not there"};
+  }
+  if (c.kind === "attribute") {
+    if (!first) return none;
+    const value = first.getAttribute(c.name);
+    if (value === null) return {passed: false, detail: "the element has no such attribute"};
+    const shown = JSON.stringify(value.slice(0, 200));
+    return {passed: value === c.equals, detail: "the attribute is " + shown};
+  }
+  return {passed: false, detail: "unknown check"};
+}))(%s)
+"""
+PAGE_CHECKS = ("selector", "visible", "text", "attribute")
+
+
+def isolated_world(pipe, session):
+    """A script world over the page's DOM that the page's own scripts cannot reach, so
+    they can neither replace what a check calls nor see what it runs."""
+    frame = pipe.call("Page.getFrameTree", {}, session)["frameTree"]["frame"]["id"]
+    created = pipe.call(
+        "Page.createIsolatedWorld",
+        {"frameId": frame, "worldName": "synthorg-checks", "grantUniveralAccess": False},
+        session,
+    )
+    return created["executionContextId"]
+
+
+def evaluate_in(pipe, session, context, expression, wait=False):
+    result = pipe.call(
+        "Runtime.evaluate",
+        {
+            "expression": expression,
+            "contextId": context,
+            "returnByValue": True,
+            "awaitPromise": wait,
+        },
+        session,
+    )
+    if "exceptionDetails" in result:
+        details = result["exceptionDetails"]
+        detail = details.get("exception", {}).get("description") or details.get("text")
+        raise Failure("BROWSER_FAILED", f"the check script failed: {str(detail)[:300]}")
+    return result.get("result", {}).get("value")
+
+
+def accessibility_scan(pipe, request, axe_source):
+    session, status = open_page(pipe, request)
+    location = evaluate(pipe, session, "location.href")
+    if not final_url_allowed(location):
+        raise Failure("PATH_NOT_REACHABLE", "the page moved to a location outside the workspace")
+    context = isolated_world(pipe, session)
+    evaluate_in(pipe, session, context, axe_source)
+    script = AXE_RUN_JS % {
+        "tags": json.dumps(request.get("tags") or []),
+        "max_rules": request["max_violations"],
+        "max_nodes": request["max_nodes"],
+    }
+    violations = evaluate_in(pipe, session, context, script, wait=True)
+    return {
+        "violations": violations,
+        "final_url": location,
+        "status": int(status) if isinstance(status, (int, float)) else None,
+    }
+
+
+def console_errors(pipe, session):
+    """What the page reported as errors so far: console.error, uncaught exceptions, and
+    the browser's own error entries (a resource that failed to load, but for the
+    favicon, which the browser fetches of its own accord)."""
+    found = []
+    for event in pipe.events:
+        if event.get("sessionId") != session:
+            continue
+        method, params = event.get("method"), event.get("params", {})
+        if method == "Runtime.consoleAPICalled" and params.get("type") in ("error", "assert"):
+            words = [str(a.get("value", a.get("description", ""))) for a in params.get("args", [])]
+            found.append(" ".join(words))
+        elif method == "Runtime.exceptionThrown":
+            details = params.get("exceptionDetails", {})
+            found.append(
+                str(details.get("exception", {}).get("description") or details.get("text"))
+            )
+        elif method == "Log.entryAdded" and params.get("entry", {}).get("level") == "error":
+            entry = params["entry"]
+            # The browser asks for /favicon.ico on its own; the page did not.
+            if urlsplit(str(entry.get("url", ""))).path == "/favicon.ico":
+                continue
+            found.append(str(entry.get("text", "")))
+    return [text[:300] for text in found]
+
+
+def spec(pipe, request):
+    session, status = open_page(pipe, request)
+    location = evaluate(pipe, session, "location.href")
+    if not final_url_allowed(location):
+        raise Failure("PATH_NOT_REACHABLE", "the page moved to a location outside the workspace")
+    checks = request["checks"]
+    page_checks = [c for c in checks if c["kind"] in PAGE_CHECKS]
+    context = isolated_world(pipe, session)
+    page_verdicts = iter(evaluate_in(pipe, session, context, SPEC_JS % json.dumps(page_checks)))
+    errors = console_errors(pipe, session)
+    status = int(status) if isinstance(status, (int, float)) else None
+    verdicts = []
+    for check in checks:
+        kind = check["kind"]
+        if kind in PAGE_CHECKS:
+            verdict = next(page_verdicts)
+        elif kind == "status":
+            verdict = {"passed": status == check["equals"], "detail": f"the status is {status}"}
+        elif kind == "no_console_errors":
+            detail = f"{len(errors)} error(s)" + (": " + errors[0] if errors else "")
+            verdict = {"passed": not errors, "detail": detail}
+        else:  # max_load_ms
+            verdict = {
+                "passed": pipe.load_ms <= check["ms"],
+                "detail": f"the page loaded in {pipe.load_ms} ms",
+            }
+        verdicts.append(
+            {"kind": kind, "passed": bool(verdict["passed"]), "detail": verdict["detail"]}
+        )
+    return {"checks": verdicts, "final_url": location, "status": status, "load_ms": pipe.load_ms}
+
+
+def stop(pid, pipe_fds):
+    for fd in pipe_fds:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    with contextlib.suppress(OSError):
+        os.killpg(pid, signal.SIGKILL)
+    with contextlib.suppress(OSError):
+        os.waitpid(pid, 0)
+
+
+def log_tail(profile):
+    try:
+        with open(os.path.join(profile, "chromium.log"), "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, handle.tell() - 1500))
+            lines = handle.read().decode("utf-8", "replace").splitlines()
+    except OSError:
+        return ""
+    wanted = [line for line in lines if "dbus" not in line and "crashpad" not in line]
+    return " | ".join(wanted[-4:])
+
+
+def main():
+    request = json.loads(sys.argv[1])
+    started = time.monotonic()
+    if request["action"] == "save":
+        # A picture made by the worker (a diff), saved as the sandbox's user: no browser.
+        try:
+            answer(dict(store_png(sys.stdin.buffer.read(), "diff-"), ok=True))
+        except Failure as exc:
+            answer({"ok": False, "code": exc.code, "message": exc.message})
+        return 0
+    if not os.access(request["chromium"], os.X_OK):
+        missing = f"Chromium is not installed in the sandbox ({request['chromium']})"
+        answer({"ok": False, "code": "BROWSER_UNAVAILABLE", "message": missing})
+        return 0
+    # axe-core arrives on stdin: the worker read it from the console's vendored copy.
+    axe_source = (
+        sys.stdin.buffer.read().decode("utf-8") if request["action"] == "accessibility_scan" else ""
+    )
+    profile = tempfile.mkdtemp(prefix="chromium-profile-")
+    pid, write_fd, read_fd = start(request, profile)
+    pipe = Pipe(write_fd, read_fd, started + START_SECONDS)
+    try:
+        try:
+            # The browser's first answer bounds its start-up separately from the page.
+            pipe.call("Browser.getVersion", deadline=started + START_SECONDS)
+        except (Timeout, Failure):
+            raise Failure(
+                "BROWSER_FAILED", f"Chromium did not start: {log_tail(profile) or 'no output'}"
+            ) from None
+        # The call's time is the page's: it starts once the browser answers.
+        pipe.deadline = time.monotonic() + float(request["timeout_seconds"])
+        if request["action"] == "screenshot":
+            result = screenshot(pipe, request)
+        elif request["action"] == "accessibility_scan":
+            result = accessibility_scan(pipe, request, axe_source)
+        elif request["action"] == "spec":
+            result = spec(pipe, request)
+        else:
+            result = navigate(pipe, request)
+        result.update(ok=True, elapsed_ms=int((time.monotonic() - started) * 1000))
+        answer(result)
+        code = 0
+    except Timeout:
+        late = f"the page was not ready within {request['timeout_seconds']:g}s"
+        answer({"ok": False, "code": "TIMED_OUT", "message": late})
+        code = TIMEOUT_EXIT
+    except Failure as exc:
+        answer({"ok": False, "code": exc.code, "message": exc.message})
+        code = 0
+    except Exception as exc:  # any other failure is answered, not dumped as a traceback
+        answer({"ok": False, "code": "BROWSER_FAILED", "message": f"{type(exc).__name__}: {exc}"})
+        code = 0
+    finally:
+        stop(pid, (write_fd, read_fd))
+        shutil.rmtree(profile, ignore_errors=True)
+    return code
+
+
+def answer(payload):
+    sys.stdout.write(json.dumps(payload) + "\n")
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

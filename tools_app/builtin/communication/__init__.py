@@ -1,0 +1,1 @@
+"""The opt-in communication tools: ``send_email`` and ``slack_post``."""
