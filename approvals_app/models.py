@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.db import models
+from django.db.models import JSONField, Value
 
 from common.models import TimestampedModel, UUIDModel
 
@@ -43,10 +44,10 @@ class ApprovalRequest(UUIDModel, TimestampedModel):
     # What the call does, judged when it was asked (approvals_app.policy.risk): the label
     # the inbox sorts by, and the reasons people read, ``[{"tier": …, "text": …}]``.
     risk_tier = models.CharField(max_length=10, choices=RiskTier.choices, default=RiskTier.MEDIUM)
-    risk_reasons = models.JSONField(default=list, blank=True)
+    risk_reasons = models.JSONField(default=list, blank=True, db_default=Value([], JSONField()))
     # What the call would touch, looked at when it was asked, without doing it
     # (approvals_app.selectors.previews): ``[{"kind", "text", "available", "at"}]``.
-    previews = models.JSONField(default=list, blank=True)
+    previews = models.JSONField(default=list, blank=True, db_default=Value([], JSONField()))
     reason = models.TextField(blank=True)
     rule = models.CharField(max_length=200, blank=True)
     expires_at = models.DateTimeField(db_index=True)
@@ -61,8 +62,11 @@ class ApprovalRequest(UUIDModel, TimestampedModel):
     # The policy's answer now, re-decided when something the call depends on changed:
     # "" (it still asks), "no_ask" (it would run without a person: it still waits for
     # one) or "withdrawn" (it would be refused: the request was closed).
-    verdict = models.CharField(max_length=10, choices=Verdict.choices, blank=True, default="")
-    verdict_reason = models.TextField(blank=True, default="")
+    # db_default: a node of the previous release inserts without these while both run.
+    verdict = models.CharField(
+        max_length=10, choices=Verdict.choices, blank=True, default="", db_default=""
+    )
+    verdict_reason = models.TextField(blank=True, default="", db_default="")
     verdict_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:

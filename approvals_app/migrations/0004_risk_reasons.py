@@ -10,6 +10,8 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name="approvalrequest",
             name="risk_reasons",
-            field=models.JSONField(blank=True, default=list),
+            field=models.JSONField(
+                blank=True, db_default=models.Value([], models.JSONField()), default=list
+            ),
         ),
     ]

@@ -13,6 +13,7 @@ class Migration(migrations.Migration):
             field=models.CharField(
                 blank=True,
                 choices=[("no_ask", "No Ask"), ("withdrawn", "Withdrawn")],
+                db_default="",
                 default="",
                 max_length=10,
             ),
@@ -20,7 +21,7 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name="approvalrequest",
             name="verdict_reason",
-            field=models.TextField(blank=True, default=""),
+            field=models.TextField(blank=True, db_default="", default=""),
         ),
         migrations.AddField(
             model_name="approvalrequest",

@@ -10,6 +10,6 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name="invocation",
             name="purpose",
-            field=models.CharField(blank=True, default="", max_length=500),
+            field=models.CharField(blank=True, db_default="", default="", max_length=500),
         ),
     ]

@@ -51,7 +51,8 @@ class Invocation(UUIDModel, TimestampedModel):
     idempotency_key = models.CharField(max_length=200, null=True, blank=True)  # noqa: DJ001
     task_id = models.CharField(max_length=200, blank=True)
     # The agent's own words for why it makes the call: a claim people read, never trusted.
-    purpose = models.CharField(max_length=500, blank=True, default="")
+    # db_default: a node of the previous release inserts without it while both run.
+    purpose = models.CharField(max_length=500, blank=True, default="", db_default="")
     batch_id = models.UUIDField(null=True, blank=True, db_index=True)
     batch_max_concurrency = models.PositiveSmallIntegerField(null=True, blank=True)
     # A queued call waiting its turn: its agent (or its batch) runs as many calls at
