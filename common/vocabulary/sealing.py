@@ -16,6 +16,7 @@ Whatever the program itself sent in that place is replaced.
 
 from __future__ import annotations
 
+import base64
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -72,6 +73,17 @@ class Injection:
         if self.kind == "header":
             return self.name
         return "" if self.kind == "query" else "Authorization"
+
+    def header_value(self, value: str) -> str:
+        """What ``header`` carries for ``value``: ``Bearer <value>``, ``Basic`` of
+        ``user:value`` (or of ``value`` itself, already ``user:password``), or the value
+        as it is (``header:<Name>``); empty for ``query``, which sets no header."""
+        if self.kind == "query":
+            return ""
+        if self.kind == "basic":
+            pair = f"{self.name}:{value}" if self.name else value
+            return "Basic " + base64.b64encode(pair.encode("utf-8")).decode("ascii")
+        return f"Bearer {value}" if self.kind == "bearer" else value
 
 
 def parse_injection(text: str) -> Injection:

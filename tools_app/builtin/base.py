@@ -10,6 +10,7 @@ sandbox enforces them again.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -78,6 +79,11 @@ class ToolContext:
     """The worker's egress proxy; None where no proxy runs (the sandbox gets no network)."""
     # The invocation this call runs for (a tool that waits may look whether it was cancelled).
     invocation_id: str | None = None
+
+    @property
+    def invocation_uuid(self) -> uuid.UUID | None:
+        """``invocation_id`` as the record keeps it (audit rows of the tool's own)."""
+        return uuid.UUID(self.invocation_id) if self.invocation_id else None
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,6 @@ in a redirect's Location or an echoed header, would otherwise hand the value ove
 
 from __future__ import annotations
 
-import base64
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -163,8 +162,7 @@ def _injected_value(seal: Seal) -> bytes:
     naming the secret only (an HTTP library's error would quote the value)."""
     injection = seal.injection
     if injection.kind == "basic":
-        credentials = f"{injection.name}:{seal.value}" if injection.name else seal.value
-        return b"Basic " + base64.b64encode(credentials.encode("utf-8"))
+        return injection.header_value(seal.value).encode("ascii")
     try:
         raw = seal.value.encode("latin-1")
     except UnicodeEncodeError:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import time
-import uuid
 from collections.abc import Mapping
 from email.utils import make_msgid
 from typing import Any, Final
@@ -53,7 +52,7 @@ def _record(
             kind=AUDIT_KIND,
             actor=Actor.agent(agent),
             agent=agent,
-            invocation_id=uuid.UUID(context.invocation_id) if context.invocation_id else None,
+            invocation_id=context.invocation_uuid,
             tool=TOOL_NAME,
             category=ToolCategory.COMMUNICATION.value,
             action_type=call.action_type,

@@ -13,10 +13,8 @@ is audited (``communication.slack``).
 
 from __future__ import annotations
 
-import base64
 import json
 import time
-import uuid
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -65,10 +63,6 @@ METHOD_PATH: Final = "/chat.postMessage"
 REDACTED: Final = "[REDACTED]"
 
 
-def _invocation_id(context: ToolContext) -> uuid.UUID | None:
-    return uuid.UUID(context.invocation_id) if context.invocation_id else None
-
-
 def _record(
     context: ToolContext,
     call: SlackCall,
@@ -84,7 +78,7 @@ def _record(
             kind=AUDIT_KIND,
             actor=Actor.agent(agent),
             agent=agent,
-            invocation_id=_invocation_id(context),
+            invocation_id=context.invocation_uuid,
             tool=TOOL_NAME,
             category=ToolCategory.COMMUNICATION.value,
             action_type=INTERNAL,
@@ -108,18 +102,13 @@ def _auth_header(connection: Connection, credential: str) -> dict[str, str]:
     if connection.auth is None or not credential:
         return {}
     injection = parse_injection(connection.auth.scheme)
-    if injection.kind == "bearer":
-        return {injection.header: f"Bearer {credential}"}
-    if injection.kind == "basic":
-        pair = f"{injection.name}:{credential}" if injection.name else credential
-        return {injection.header: "Basic " + base64.b64encode(pair.encode()).decode("ascii")}
     if injection.kind == "query":
         raise ToolFailedError(
             f"connection {connection.name} injects its credential in the query, which "
             "Slack's Web API does not take; use bearer",
             code="CREDENTIAL_UNAVAILABLE",
         )
-    return {injection.header: credential}
+    return {injection.header: injection.header_value(credential)}
 
 
 class SlackPostTool:
@@ -267,7 +256,7 @@ class SlackPostTool:
                 connection=connection.name,
                 name=connection.auth.secret,
                 tool=TOOL_NAME,
-                invocation_id=_invocation_id(context),
+                invocation_id=context.invocation_uuid,
             )
         except SecretUnavailableError as exc:
             raise ToolFailedError(exc.message, code="CREDENTIAL_UNAVAILABLE") from exc

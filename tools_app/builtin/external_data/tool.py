@@ -28,7 +28,6 @@ from __future__ import annotations
 import base64
 import json
 import time
-import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Final
@@ -235,10 +234,6 @@ def _body_value(response: FetchResponse, text: str) -> Any:
     return text
 
 
-def _invocation_id(context: ToolContext) -> uuid.UUID | None:
-    return uuid.UUID(context.invocation_id) if context.invocation_id else None
-
-
 def _record(
     context: ToolContext,
     call: ResolvedCall,
@@ -257,7 +252,7 @@ def _record(
             kind=AUDIT_KIND,
             actor=Actor.agent(agent),
             agent=agent,
-            invocation_id=_invocation_id(context),
+            invocation_id=context.invocation_uuid,
             tool=TOOL_NAME,
             category=ToolCategory.EXTERNAL_DATA.value,
             action_type="external_data:request",
@@ -477,7 +472,7 @@ class ExternalDataRequestTool:
                     connection=connection.name,
                     name=connection.auth.secret,
                     tool=TOOL_NAME,
-                    invocation_id=_invocation_id(context),
+                    invocation_id=context.invocation_uuid,
                 )
             except SecretUnavailableError as exc:
                 raise ToolFailedError(exc.message, code="CREDENTIAL_UNAVAILABLE") from exc
@@ -520,14 +515,7 @@ class ExternalDataRequestTool:
         )
         overrides: dict[str, str] = {}
         if credential and injection.kind != "query":
-            if injection.kind == "basic":
-                pair = f"{injection.name}:{credential}" if injection.name else credential
-                value = "Basic " + base64.b64encode(pair.encode("utf-8")).decode("ascii")
-            elif injection.kind == "bearer":
-                value = f"Bearer {credential}"
-            else:
-                value = credential
-            overrides[injection.header] = value
+            overrides[injection.header] = injection.header_value(credential)
         home = host.rpartition(":")[0].strip("[]")
 
         def credential_for(hop_host: str) -> Mapping[str, str]:
