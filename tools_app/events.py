@@ -1,4 +1,5 @@
-"""Live updates about invocations, sent over the channel layer after commit."""
+"""Live updates about invocations: each call's status messages on a channel of its own
+(common.platform.status_messages), published after commit."""
 
 from __future__ import annotations
 
@@ -8,17 +9,11 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
-import structlog
-from channels.layers import get_channel_layer
-from redis.exceptions import RedisError
-
-from common.platform.channel_send import group_send
+from common.platform.status_messages import Listener, listening, publish
 from tools_app.models import TERMINAL_STATUSES
 
-log = structlog.get_logger("synthorg.live")
 
-
-def invocation_group(invocation_id: Any) -> str:
+def invocation_channel(invocation_id: Any) -> str:
     return f"invocation.{invocation_id}"
 
 
@@ -40,7 +35,7 @@ def publish_invocation_status(
     message: dict[str, Any] = {"type": "invocation.status", "status": status}
     if body is not None and _rendered_size(body) <= CARRIED_BODY_MAX_CHARS:
         message["invocation"] = body
-    group_send(invocation_group(invocation_id), message, wait=status in TERMINAL_STATUSES)
+    publish(invocation_channel(invocation_id), message, wait=status in TERMINAL_STATUSES)
 
 
 def _rendered_size(body: dict[str, Any]) -> int:
@@ -60,81 +55,47 @@ def carried_body(message: dict[str, Any] | None) -> dict[str, Any] | None:
     return body if isinstance(body, dict) else None
 
 
-# Group departures still running (held so they are not collected half-way).
-_leaving: set[asyncio.Future[None]] = set()
-
-
 class InvocationWatch:
     """A subscription to one invocation's status messages."""
 
-    def __init__(self, layer: Any, channel: str) -> None:
-        self._layer = layer
-        self._channel = channel
-        # True once the channel layer failed: the caller then checks the database instead.
-        self.broken = False
+    def __init__(self, listener: Listener) -> None:
+        self._listener = listener
+
+    @property
+    def broken(self) -> bool:
+        """True once messages may have been missed: the caller checks the database instead."""
+        return self._listener.broken
 
     async def until_terminal(self, timeout: float) -> dict[str, Any] | None:
         """The first terminal status message, or None after ``timeout`` seconds."""
         deadline = time.monotonic() + timeout
         while (remaining := deadline - time.monotonic()) > 0:
-            try:
-                message = await asyncio.wait_for(self._layer.receive(self._channel), remaining)
-            except TimeoutError:
-                return None
-            except (RedisError, OSError) as exc:
-                # The channel layer broke, not the call: the waiter answers what the
-                # database says now (the agent keeps the id and can ask again).
-                log.warning("invocation_wait_interrupted", channel=self._channel, reason=repr(exc))
-                self.broken = True
+            message = await self._listener.next(remaining)
+            if message is None:
                 return None
             if message.get("status") in TERMINAL_STATUSES:
-                return dict(message)
+                return message
         return None
-
-
-def _left(leaving: asyncio.Future[None]) -> None:
-    _leaving.discard(leaving)
-    if not leaving.cancelled() and leaving.exception() is not None:
-        log.warning("invocation_watch_not_left", reason=repr(leaving.exception()))
 
 
 @contextlib.asynccontextmanager
 async def watch_invocation(invocation_id: Any) -> AsyncIterator[InvocationWatch | None]:
-    """Subscribe to an invocation's status messages for the block (None: no channel layer).
+    """Subscribe to an invocation's status messages for the block (None: Redis is away).
 
     Subscribing before the invocation exists (its id chosen by the caller) means
     no status change can be missed, with no database read to close the gap.
     """
-    layer = get_channel_layer()
-    if layer is None:
-        yield None
-        return
-    channel = await layer.new_channel()
-    group = invocation_group(invocation_id)
-    try:
-        await layer.group_add(group, channel)
-    except (RedisError, OSError) as exc:
-        # No live updates: the caller answers from the database without waiting.
-        log.warning("invocation_watch_unavailable", group=group, reason=repr(exc))
-        yield None
-        return
-    try:
-        yield InvocationWatch(layer, channel)
-    finally:
-        # Left in the background: the answer need not wait for it (and a
-        # membership that is never removed expires with the group).
-        leaving = asyncio.ensure_future(layer.group_discard(group, channel))
-        _leaving.add(leaving)
-        leaving.add_done_callback(_left)
+    async with listening(invocation_channel(invocation_id)) as listener:
+        yield None if listener is None else InvocationWatch(listener)
 
 
 async def wait_for_terminal(invocation_id: Any, *, timeout: float, current_status: Any) -> None:
     """Return when the invocation reaches a terminal status or `timeout` seconds pass.
 
     Subscribes first, then reads the status, so an update between the two is never
-    missed; then sleeps on the channel layer (no database polling). Without a channel
-    layer (Redis is away, or went away meanwhile) it keeps waiting by reading the status
-    once a second: a wait is never cut short by an outage.
+    missed; then sleeps on the call's status channel (no database polling). Without
+    status messages (Redis is away, or went away meanwhile) it keeps waiting by reading
+    the status once a second: a wait is never cut short by an outage.
     """
     if timeout <= 0:
         return

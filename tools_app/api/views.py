@@ -2,7 +2,7 @@
 
 Views only translate: they authenticate (tools_app.api.auth), validate the body,
 call a service or selector, and render. Waiting is async: a waiting request sleeps
-on the channel layer and holds no thread.
+on its call's status channel and holds no thread.
 """
 
 from __future__ import annotations

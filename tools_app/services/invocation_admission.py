@@ -20,11 +20,12 @@ advance.
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from datetime import timedelta
 
 import structlog
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Count, Q
 from django.utils import timezone
 
@@ -45,24 +46,72 @@ _SWEEP_BATCH = 500
 
 def agent_line_lock(agent_id: uuid.UUID) -> None:
     """Hold the agent's line until the caller's transaction ends (its row, locked)."""
-    # FOR NO KEY UPDATE: rows that refer to the agent (their foreign key checks take a
-    # key-share lock) are written beside it freely.
-    list(
-        Agent.objects.select_for_update(no_key=True)
-        .filter(id=agent_id)
-        .values_list("id", flat=True)
+    agent_line_hold(agent_id)
+
+
+@dataclass(frozen=True)
+class LineCounts:
+    """An agent's calls that hold a slot, and those waiting for one."""
+
+    in_flight: int
+    waiting: int
+
+
+def _hold_sql(vendor: str) -> str:
+    """The lock of the agent's row and the count of its line, as one round trip.
+
+    Built once per database backend from the models' metadata. On PostgreSQL the two
+    statements run in order in one request, and the count takes its snapshot after
+    the lock is held, so it sees every change the line's previous holder committed.
+    """
+    sql = _hold_statements.get(vendor)
+    if sql is not None:
+        return sql
+    quote = connection.ops.quote_name
+    agents, calls = quote(Agent._meta.db_table), quote(Invocation._meta.db_table)
+    agent_pk = quote(str(Agent._meta.get_field("id").column))
+    agent_fk = quote(str(Invocation._meta.get_field("agent").column))
+    held, status = quote("held"), quote("status")
+    statuses = ", ".join(f"'{value}'" for value in IN_LINE)
+    count = (
+        f"SELECT COALESCE(SUM(CASE WHEN {held} THEN 0 ELSE 1 END), 0),"  # noqa: S608
+        f" COALESCE(SUM(CASE WHEN {held} THEN 1 ELSE 0 END), 0)"
+        f" FROM {calls} WHERE {agent_fk} = %s AND {status} IN ({statuses})"
     )
+    if vendor == "postgresql":
+        # FOR NO KEY UPDATE: rows that refer to the agent (their foreign key checks take
+        # a key-share lock) are written beside it freely.
+        lock = f"SELECT 1 FROM {agents} WHERE {agent_pk} = %s FOR NO KEY UPDATE"  # noqa: S608
+        sql = f"{lock}; {count}"
+    else:  # SQLite runs one writer at a time: the transaction is the lock.
+        sql = count
+    _hold_statements[vendor] = sql
+    return sql
+
+
+_hold_statements: dict[str, str] = {}
+
+
+def agent_line_hold(agent_id: uuid.UUID) -> LineCounts:
+    """Lock the agent's line until the caller's transaction ends, and count it."""
+    sql = _hold_sql(connection.vendor)
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            # Several statements go in one request only without parameters: the id is
+            # written in, as a UUID's own text (hex digits and dashes).
+            cursor.execute(sql.replace("%s", f"'{uuid.UUID(str(agent_id))}'"))
+            cursor.nextset()
+        else:
+            field = Invocation._meta.get_field("agent")
+            cursor.execute(sql, [field.get_db_prep_value(agent_id, connection)])
+        in_flight, waiting = cursor.fetchone()
+    return LineCounts(in_flight=int(in_flight), waiting=int(waiting))
 
 
 def invocation_admission(*, agent: Agent) -> bool:
     """Lock the agent's line and say whether a new call of it may start at once."""
-    agent_line_lock(agent.id)
-    counts = Invocation.objects.filter(agent_id=agent.id, status__in=IN_LINE).aggregate(
-        in_flight=Count("id", filter=Q(held=False)), waiting=Count("id", filter=Q(held=True))
-    )
-    return starts_at_once(
-        cap=agent_cap(agent), in_flight=counts["in_flight"], waiting=counts["waiting"]
-    )
+    counts = agent_line_hold(agent.id)
+    return starts_at_once(cap=agent_cap(agent), in_flight=counts.in_flight, waiting=counts.waiting)
 
 
 def agent_line_advance(*, agent: Agent, locked: bool = False) -> int:

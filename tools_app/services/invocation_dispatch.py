@@ -30,7 +30,11 @@ log = structlog.get_logger("synthorg.dispatch")
 
 def enqueue_invocation(invocation: Invocation) -> None:
     """Send the call to the queue of its sandbox backend."""
-    current_app.send_task(EXECUTE_TASK, args=[str(invocation.id)], queue=invocation.queue)
+    # No result is kept (the database holds the outcome): telling Celery so skips its
+    # result backend, which it would otherwise build once per sending thread.
+    current_app.send_task(
+        EXECUTE_TASK, args=[str(invocation.id)], queue=invocation.queue, ignore_result=True
+    )
 
 
 def _enqueue_committed(invocation: Invocation) -> None:

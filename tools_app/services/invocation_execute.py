@@ -42,7 +42,7 @@ from tools_app.sanitize.known import known_secrets_for
 from tools_app.sanitize.redaction import redact_counted
 from tools_app.secrets import call_known_secrets, call_secrets
 from tools_app.selectors.invocations import disabled_tool_keys
-from tools_app.services.invocation_admission import agent_line_advance, agent_line_lock
+from tools_app.services.invocation_admission import agent_line_advance, agent_line_hold
 from tools_app.services.invocation_claim import invocation_claim
 from tools_app.services.invocation_dispatch import invocation_dispatch_on_commit, invocation_settled
 from tools_app.services.invocation_outcome import Settled, settle_outcome, settled_for_agent
@@ -345,7 +345,7 @@ def _finish(*, invocation: Invocation, settled: Settled) -> None:
     fields = _settled_fields(settled, finished_at)
     with transaction.atomic():
         # The agent's line first (before the call's row), as every writer of the line does.
-        agent_line_lock(invocation.agent_id)
+        line = agent_line_hold(invocation.agent_id)
         done = invocation_transition(
             invocation_id=invocation.id,
             from_statuses=[RUNNING],
@@ -354,8 +354,10 @@ def _finish(*, invocation: Invocation, settled: Settled) -> None:
             **fields,
         )
         # Its slot frees (also when the call was cancelled while its sandbox ran): the
-        # agent's next waiting call, if any, starts.
-        agent_line_advance(agent=invocation.agent, locked=True)
+        # agent's next waiting call, if any, starts. Nothing joins the line while it is
+        # held, so a line with none waiting has nothing to start.
+        if line.waiting:
+            agent_line_advance(agent=invocation.agent, locked=True)
         if done:
             invocation_settled(invocation=invocation, status=settled.status, at=finished_at)
             # Last: the audit chain's lock is held from here to the commit.
