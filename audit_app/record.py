@@ -19,6 +19,7 @@ from audit_app.chain import (
 from audit_app.keys import audit_key_ring, audit_keys_configured
 from audit_app.models import AuditEvent, AuditSubject
 from audit_app.subjects import event_subjects
+from common.db_rows import insert_instance
 from common.platform.logs import current_request_id
 
 # Any constant works: it names the one lock that orders writers of the chain.
@@ -218,4 +219,6 @@ def chained_values(fields: dict[str, Any]) -> dict[str, Any]:
 
 def _append(key: AuditKey, prev: str, fields: dict[str, Any]) -> AuditEvent:
     digest = keyed_event_hash(key, prev, chained_values(fields))
-    return AuditEvent.objects.create(**fields, prev_hash=prev, hash=digest, key_id=key.id)
+    event = AuditEvent(**fields, prev_hash=prev, hash=digest, key_id=key.id)
+    insert_instance(event)
+    return event

@@ -77,3 +77,78 @@ class RowShape:
                     values[index] = convert(values[index], column, connection)
             out.append(part.model.from_db(self.using, list(part.attnames), values))
         return out
+
+
+@dataclass(frozen=True)
+class _Insert:
+    sql: str
+    fields: tuple[Any, ...]
+    returning: Any  # the auto primary key the database assigns, or None
+
+
+_inserts: dict[tuple[type[Model], str, str, bool], _Insert] = {}
+
+
+def _insert_statement(model: type[Model], using: str, ignore_conflicts: bool) -> _Insert:
+    connection = connections[using]
+    key = (model, using, connection.vendor, ignore_conflicts)
+    found = _inserts.get(key)
+    if found is not None:
+        return found
+    quote = connection.ops.quote_name
+    pk = model._meta.pk
+    auto = pk if pk is not None and getattr(pk, "db_returning", False) else None
+    fields = tuple(f for f in model._meta.local_concrete_fields if f is not auto)
+    columns = ", ".join(quote(str(f.column)) for f in fields)
+    values = ", ".join(["%s"] * len(fields))
+    verb = "INSERT"
+    suffix = ""
+    if ignore_conflicts:
+        if connection.vendor == "postgresql":
+            suffix = " ON CONFLICT DO NOTHING"
+        else:
+            verb = "INSERT OR IGNORE"
+    if auto is not None and connection.features.can_return_columns_from_insert:
+        suffix += f" RETURNING {quote(str(auto.column))}"
+    table = quote(model._meta.db_table)
+    sql = f"{verb} INTO {table} ({columns}) VALUES ({values}){suffix}"
+    built = _inserts[key] = _Insert(sql, fields, auto)
+    return built
+
+
+def insert_instance(obj: Model, using: str = "default", *, ignore_conflicts: bool = False) -> bool:
+    """Insert ``obj`` as ``obj.save()`` would on its first save, without compiling a
+    query each time; False when ``ignore_conflicts`` skipped it.
+
+    For the rows every call writes. Values go through the fields' own ``pre_save`` and
+    ``get_db_prep_save`` (auto timestamps, JSON adaptation); no model signals are sent
+    (none are connected to these models). A value that is an expression (a database
+    default left to the database) is saved by the ORM instead.
+    """
+    model = type(obj)
+    statement = _insert_statement(model, using, ignore_conflicts)
+    connection = connections[using]
+    raw = [field.pre_save(obj, add=True) for field in statement.fields]
+    if any(hasattr(value, "as_sql") for value in raw):
+        if ignore_conflicts:
+            return bool(model._default_manager.bulk_create([obj], ignore_conflicts=True))
+        obj.save(force_insert=True, using=using)
+        return True
+    params = [
+        field.get_db_prep_save(value, connection)
+        for field, value in zip(statement.fields, raw, strict=True)
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute(statement.sql, params)
+        if statement.returning is not None:
+            if connection.features.can_return_columns_from_insert:
+                row = cursor.fetchone()
+                if row is None:  # skipped by ON CONFLICT DO NOTHING
+                    return False
+                setattr(obj, statement.returning.attname, row[0])
+            else:
+                setattr(obj, statement.returning.attname, cursor.lastrowid)
+        inserted = cursor.rowcount != 0
+    obj._state.adding = False
+    obj._state.db = using
+    return inserted

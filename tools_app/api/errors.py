@@ -147,6 +147,10 @@ class JsonOnlyNegotiation(DefaultContentNegotiation):
     """An Accept header the API cannot satisfy gets JSON anyway, not a 406 page."""
 
     def select_renderer(self, request: Any, renderers: Any, format_suffix: Any = None) -> Any:
+        if len(renderers) == 1:
+            # The answer is that renderer whatever the Accept header says: no need to
+            # parse the header on every request.
+            return renderers[0], renderers[0].media_type
         try:
             return super().select_renderer(request, renderers, format_suffix)
         except exceptions.NotAcceptable:

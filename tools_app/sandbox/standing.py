@@ -249,6 +249,7 @@ class StandingPool:
 
         ``start`` returns the result of a command that could not start, as a call would.
         """
+        began = time.monotonic()
         for _ in range(2):
             runner = self._take(key)
             if runner is None:
@@ -258,10 +259,11 @@ class StandingPool:
                 if isinstance(started, SandboxResult):
                     return started
                 runner = started
+            # A runner this call had to start spent the call's own time starting: the
+            # call's limit counts from its beginning, as it does for a process per call.
+            left = timeout_seconds - (time.monotonic() - began)
             try:
-                answer = runner.ask(
-                    request, timeout_seconds=timeout_seconds, cap=cap, backend=backend
-                )
+                answer = runner.ask(request, timeout_seconds=left, cap=cap, backend=backend)
             except BaseException:
                 self._retire(runner)
                 raise

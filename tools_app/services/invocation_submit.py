@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from audit_app.record import Actor, audit_record
 from common.canonical import arguments_hash
+from common.db_rows import insert_instance
 from common.errors import ConflictError, InvalidArgumentError, NotFoundError, RateLimitedError
 from common.platform.logs import current_request_id
 from common.platform.metrics.instruments import call_decided
@@ -36,7 +37,7 @@ from tools_app.sanitize.assignments import SECRET_VALUE
 from tools_app.sanitize.credentials import MARKER, marker
 from tools_app.sanitize.keys import is_secret_name
 from tools_app.sanitize.redaction import only_references
-from tools_app.secrets import known_secrets
+from tools_app.secrets import known_secrets, known_secrets_now
 from tools_app.selectors.invocations import disabled_tool_keys
 from tools_app.services.invocation_admission import agent_line_advance, invocation_admission
 from tools_app.services.invocation_dispatch import invocation_dispatch_on_commit, invocation_settled
@@ -101,7 +102,8 @@ def _keep_references(given: Any, redacted: Any, known: Sequence[str]) -> Any:
 def _arguments_for_record(arguments: Mapping[str, Any]) -> dict[str, Any]:
     """A call's arguments as audit rows and people see them: secrets redacted, secret
     references (`${secret:NAME}`) kept as the agent wrote them."""
-    known = known_secrets()
+    # Every stored secret's value too: an agent may write one out literally.
+    known = known_secrets_now()
     recorded: dict[str, Any] = redact_structure(dict(arguments), known)
     return dict(_keep_references(dict(arguments), recorded, known))
 
@@ -111,7 +113,7 @@ def _purpose_for_record(purpose: str) -> str:
     in the agent's own words (a redaction mark can be longer than what it hides)."""
     if not purpose:
         return ""
-    return redact_secrets(purpose, known_secrets())[:PURPOSE_MAX]
+    return redact_secrets(purpose, known_secrets_now())[:PURPOSE_MAX]
 
 
 _UNSHOWN = marker(SECRET_VALUE)
@@ -306,7 +308,7 @@ def _record(
         and batch_max_concurrency is None
         and invocation_admission(agent=agent)
     )
-    invocation = Invocation.objects.create(
+    invocation = Invocation(
         id=invocation_id or uuid.uuid4(),
         agent=agent,
         tool=contract.name,
@@ -334,6 +336,7 @@ def _record(
         error_code="denied" if denied else "",
         error_message=decision.reason if denied else "",
     )
+    insert_instance(invocation)
     if status == InvocationStatus.PENDING_APPROVAL:
         approval_desk().request_open(invocation=invocation, routed=routed)
     if denied:

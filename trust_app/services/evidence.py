@@ -17,6 +17,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from audit_app.record import Actor, audit_record
+from common.db_rows import insert_instance
 from common.errors import ConflictError, ForbiddenError, InvalidArgumentError
 from common.roles import ROLES_THAT_DECIDE, has_any_role
 from common.vocabulary.categories import ALL_CATEGORIES
@@ -74,7 +75,7 @@ def trust_invocation_outcome_note(*, invocation: Any, status: str, at: datetime)
         result=result,
         at=at,
     )
-    TrustInvocationOutcome.objects.bulk_create([row], ignore_conflicts=True)
+    insert_instance(row, ignore_conflicts=True)
     if trust_applies(invocation.agent):
         _evaluate_later(invocation.agent)
 
