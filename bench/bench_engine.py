@@ -59,6 +59,8 @@ SLEEPERS = 500
 SLEEP_SECONDS = 10
 SLEEPERS_BUDGET_SECONDS = 90
 OPEN = ("queued", "running", "pending_approval")
+# Tools whose calls need an idempotency key (their contracts say `required`).
+KEYED_TOOLS = frozenset({"write_file"})
 refused: collections.Counter[str] = collections.Counter()
 
 
@@ -79,9 +81,10 @@ def _client(base: str, token: str) -> httpx.Client:
 
 
 def _call(http: httpx.Client, tool: str, arguments: dict[str, Any], wait: int = 60) -> Any:
-    return http.post(
-        "/api/v1/invocations/", json={"tool": tool, "arguments": arguments, "wait": wait}
-    ).json()
+    body = {"tool": tool, "arguments": arguments, "wait": wait}
+    if tool in KEYED_TOOLS:
+        body["idempotency_key"] = uuid.uuid4().hex
+    return http.post("/api/v1/invocations/", json=body).json()
 
 
 def _latency(http: httpx.Client, tool: str, arguments: dict[str, Any], calls: int) -> list[float]:
@@ -297,6 +300,9 @@ def main() -> None:
         with _client(base, token) as http:
             reads = _latency(http, "read_file", {"path": "notes.txt"}, LATENCY_CALLS)
             emit(_row("engine: read_file end to end (REST)", reads, "one client, wait"))
+            written = {"path": "bench-out.txt", "content": "a line of output\n"}
+            writes = _latency(http, "write_file", written, LATENCY_CALLS // 2)
+            emit(_row("engine: write_file end to end (REST)", writes, "one client, wait"))
             shell = _latency(http, "shell_command", {"argv": ["true"]}, LATENCY_CALLS // 2)
             emit(_row("engine: shell_command true end to end (REST)", shell, "one client, wait"))
             roles = _children(console.process.pid)

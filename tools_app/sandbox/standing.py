@@ -10,15 +10,16 @@ than most file operations; a standing runner pays it once.
 
 What still holds for every call: the runner is the same confined process a
 call would start (same user, rlimits, cgroup, namespaces and root, the
-workspace mounted read-only: only calls that do not write are served this
-way), one call at a time; a call that runs out of time or passes its output
-limit ends the runner and everything it started, exactly as a per-call
-process would end; a runner never serves another agent, another workspace
-(by device and inode: a workspace removed and made again gets a new runner)
-or another shape of call. Runners are retired after ``max_requests``
-answers, ``max_age_seconds``, ``idle_seconds`` unused, or half their CPU
-limit (which adds up over their life), and at most ``capacity`` stand at
-once per worker process; past that a call starts its own process as before.
+workspace mounted as the call asks: a writing call's runner has it writable and
+never answers a reading call, whose runner has it read-only), one call at a time;
+a call that runs out of time or passes its output limit ends the runner and
+everything it started, exactly as a per-call process would end; a runner
+never serves another agent, another workspace (by device and inode: a
+workspace removed and made again gets a new runner) or another shape of call.
+Runners are retired after ``max_requests`` answers, ``max_age_seconds``,
+``idle_seconds`` unused, or half their CPU limit (which adds up over their
+life), and at most ``capacity`` stand at once per worker process; past that a
+call starts its own process as before.
 """
 
 from __future__ import annotations

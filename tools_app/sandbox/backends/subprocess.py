@@ -82,7 +82,7 @@ class SubprocessSandbox:
         self.warm_python = warm_python
         # The same /etc entries the namespace backend shows, copied once.
         self._etc_view = etc_view(ETC_ENTRIES)
-        # Calls that answer by lines and write nothing: served by standing runners.
+        # Calls that answer by lines (the file tools): served by standing runners.
         standing = standing if standing is not None else StandingLimits()
         self._standing = StandingPool(standing) if standing.capacity > 0 else None
 
@@ -191,7 +191,7 @@ class SubprocessSandbox:
             plan = private_root_plan(
                 stage=stage_dir(self.scratch_root),
                 workspace=workspace,
-                writable=False,
+                writable=spec.workspace.writable,
                 scratch=scratch.path,
                 etc=etc,
                 identity=identity,
@@ -247,11 +247,10 @@ class SubprocessSandbox:
 
 
 def _standing_may_serve(spec: SandboxSpec) -> bool:
-    """A call a standing runner may answer: by lines, writing nothing, no secrets, no
-    network (everything else that shapes the process is in its key)."""
+    """A call a standing runner may answer: by lines, no secrets, no network (everything
+    else that shapes the process, the workspace's mount among it, is in its key)."""
     return (
         spec.answers_lines
-        and not spec.workspace.writable
         and not spec.secret_env
         and spec.network is NetworkPolicy.NONE
         and b"\n" not in spec.stdin.rstrip(b"\n")
@@ -262,13 +261,15 @@ def _standing_key(
     spec: SandboxSpec, identity: SandboxIdentity, workspace: Path, path: str
 ) -> Hashable:
     """What a runner must share with a call to answer it: the agent, the workspace (its
-    device and inode too), the user, the command, its environment and limits."""
+    device and inode too, and how it is mounted), the user, the command, its environment
+    and limits."""
     found = os.stat(workspace)
     return (
         spec.owner.agent_id if spec.owner is not None else None,
         str(workspace),
         found.st_dev,
         found.st_ino,
+        spec.workspace.mode,
         identity.uid,
         identity.gid,
         spec.argv,

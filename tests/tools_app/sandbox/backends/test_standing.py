@@ -154,15 +154,24 @@ def test_a_workspace_made_again_at_the_same_path_gets_a_new_runner(backend, read
     assert after["me"] != before["me"]
 
 
-def test_a_standing_runner_cannot_write_and_a_writing_call_never_stands(backend, reading_workspace):
+def test_a_reading_runner_cannot_write_and_a_writing_call_has_a_runner_of_its_own(
+    backend, reading_workspace
+):
     _, refused = _ask(backend, _spec(reading_workspace, {"op": "write", "path": "new.txt"}))
     assert refused["error"] == "Read-only file system"
     assert not (reading_workspace / "new.txt").exists()
-    # Control: the same request on a writable mount runs in a process of its own.
+    # Control: the same request on a writable mount writes, in a runner of its own.
     rw = _spec(reading_workspace, {"op": "write", "path": "new.txt"}, mode=MountMode.READ_WRITE)
-    result, wrote = _ask(backend, rw)
+    _, wrote = _ask(backend, rw)
     assert wrote["wrote"] is True and (reading_workspace / "new.txt").exists()
-    assert "standing" not in result.log_metadata
+    assert wrote["me"] != refused["me"]
+    # The writing runner stands for the next writing call, and never answers a reading one.
+    other: dict[str, object] = {"op": "write", "path": "other.txt"}
+    _, second = _ask(backend, _spec(reading_workspace, other, mode=MountMode.READ_WRITE))
+    assert second["me"] == wrote["me"] and (reading_workspace / "other.txt").exists()
+    _, reading = _ask(backend, _spec(reading_workspace, {"op": "write", "path": "third.txt"}))
+    assert reading["me"] == refused["me"] and reading["error"] == "Read-only file system"
+    assert not (reading_workspace / "third.txt").exists()
 
 
 def test_a_call_out_of_time_ends_its_runner_and_what_it_started(backend, reading_workspace):
