@@ -27,6 +27,7 @@ from approvals_app.live import (
     change_html,
     change_row_html,
     counts_html,
+    decider_scope,
     is_admin,
     resync_frames,
     shared_row_fits,
@@ -35,6 +36,7 @@ from approvals_app.live import (
 from common.inbox import OPERATORS_GROUP
 from common.platform.outage import outage_part
 from common.platform.redis import redis_client
+from common.team_scope import NOWHERE, TeamScope
 
 log = structlog.get_logger("synthorg.live")
 
@@ -62,6 +64,9 @@ class ApprovalInboxConsumer(AsyncWebsocketConsumer):
     user: Any = None
     view: str = "count"
     is_admin: bool = False
+    # The teams whose requests this person sees: a row or count of another team's is
+    # never sent, though every inbox hears of every change.
+    team_scope: TeamScope = NOWHERE
     awaiting_have: bool = False
     _full_later: asyncio.Task[None] | None = None
     _watch: asyncio.Task[None] | None = None
@@ -89,6 +94,7 @@ class ApprovalInboxConsumer(AsyncWebsocketConsumer):
             return
         self.user = user
         self.is_admin = await database_sync_to_async(is_admin)(user)
+        self.team_scope = await database_sync_to_async(decider_scope)(user)
         query = parse_qs(self.scope.get("query_string", b"").decode("latin-1"))
         self.view = INBOX_VIEW if query.get("view") == [INBOX_VIEW] else "count"
         # Join before reading the state, so no change between the two is missed.
@@ -158,25 +164,37 @@ class ApprovalInboxConsumer(AsyncWebsocketConsumer):
             await self.send(text_data=frame)
 
     async def approval_changed(self, event: dict[str, Any]) -> None:
+        if "team_id" in event and not self.team_scope.admits(event["team_id"]):
+            return  # another team's request: this person never hears of it
         shared = event.get("html")
-        if shared is not None and shared_row_fits(event, self.user, self.is_admin):
+        if shared is not None and shared_row_fits(event, self.user, self.is_admin, self.team_scope):
             # The publisher rendered the row once for every operator; only the counts are read.
-            counts = await database_sync_to_async(counts_html)(self.view)
+            counts = await database_sync_to_async(counts_html)(self.view, self.team_scope)
             await self.send(text_data=counts + shared if self.view == INBOX_VIEW else counts)
             return
         html = await database_sync_to_async(change_html)(
             self.user, self.view, event["id"], event["change"], event.get("kind", "approval")
         )
-        await self.send(text_data=html)
+        if html:
+            await self.send(text_data=html)
 
     async def approvals_changed(self, event: dict[str, Any]) -> None:
         """Many requests changed at once (a decision on many): one frame with the counts
-        read once and every row, shared where it fits this person."""
-        parts = [await database_sync_to_async(counts_html)(self.view)]
+        read once and every row, shared where it fits this person; nothing when every
+        change is another team's."""
+        changes = [
+            change
+            for change in event.get("changes", [])
+            if "team_id" not in change or self.team_scope.admits(change["team_id"])
+        ]
+        if not changes:
+            return
+        parts = [await database_sync_to_async(counts_html)(self.view, self.team_scope)]
         if self.view == INBOX_VIEW:
-            for change in event.get("changes", []):
+            for change in changes:
                 shared = change.get("html")
-                if shared is not None and shared_row_fits(change, self.user, self.is_admin):
+                fits = shared_row_fits(change, self.user, self.is_admin, self.team_scope)
+                if shared is not None and fits:
                     parts.append(shared)
                     continue
                 parts.append(

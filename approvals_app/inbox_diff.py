@@ -42,6 +42,7 @@ from approvals_app.live import (
     INBOX_VIEW,
     TEMPLATE,
     counts_html,
+    decider_scope,
     entry_html,
     is_admin,
     pending_promotion_rows,
@@ -60,6 +61,7 @@ from approvals_app.selectors.inbox import (
     loaded_requests,
 )
 from approvals_app.selectors.requests import approval_requests
+from common.team_scope import TeamScope
 
 Shown = tuple[str, bool]
 """How a page shows one request: its status and whether it is marked escalated."""
@@ -183,15 +185,16 @@ def diff_frames(
     ``frame_bytes`` (the setting by default) unless one entry is larger on its own."""
     budget = settings.SYNTHORG_INBOX_FRAME_BYTES if frame_bytes == -1 else frame_bytes
     admin = is_admin(user)
+    scope = decider_scope(user)
     viewer = viewer_context(user)
     state = page or PageState(groups={}, through=dict.fromkeys(TIERS))
-    head = [counts_html(INBOX_VIEW), upstream_held_html(user), _promotions_html(user)]
+    head = [counts_html(INBOX_VIEW, scope), upstream_held_html(user), _promotions_html(user)]
     known = set(have).union(*state.groups.values())
     group_page = inbox_setting("GROUP_PAGE")
     pieces: list[str] = []
     pending: set[str] = set()
     keys: set[str] = set()
-    for tier, entries in inbox_entries_now().items():
+    for tier, entries in inbox_entries_now(scope).items():
         limit = state.limit(tier)
         lacking: list[InboxEntry] = []
         missing: list[str] = []
@@ -210,8 +213,8 @@ def diff_frames(
                 # Not on the page, or a flood of it since: the entry itself (a group takes
                 # in the rows the page has of it).
                 lacking.append(entry)
-        rendered = [entry_html(v, user, viewer=viewer) for v in entry_views(lacking)]
-        rows = loaded_requests(missing)
+        rendered = [entry_html(v, user, viewer=viewer) for v in entry_views(lacking, scope)]
+        rows = loaded_requests(missing, scope)
         rendered += [row_html(rows[i], user) for i in missing if i in rows]
         pieces.extend(row_batches(tier, rendered, budget))
     pieces.extend(group_ids_html(key, ()) for key in state.groups if key not in keys)
@@ -227,17 +230,18 @@ def diff_frames(
         if k in pending and have[k][1] != (admin and escalated.get(uuid.UUID(k)) is not None)
     ]
     gone = [k for k in shown_pending if k not in pending]
-    pieces.extend(row_html(request, user, oob="true") for request in _requests(wrong + gone))
+    settled = _requests(wrong + gone, scope)
+    pieces.extend(row_html(request, user, oob="true") for request in settled)
     return _pack("".join(head), pieces, budget)
 
 
-def _requests(ids: Iterable[str]) -> list[ApprovalRequest]:
+def _requests(ids: Iterable[str], scope: TeamScope) -> list[ApprovalRequest]:
     wanted = list(ids)
-    return list(approval_requests().filter(id__in=wanted)) if wanted else []
+    return list(approval_requests(scope=scope).filter(id__in=wanted)) if wanted else []
 
 
 def _promotions_html(user: Any) -> str:
-    rows = "".join(promotion_row_html(p, user) for p in pending_promotion_rows())
+    rows = "".join(promotion_row_html(p, user) for p in pending_promotion_rows(decider_scope(user)))
     return f'<div class="rows" id="promotion-rows" hx-swap-oob="true">{rows}</div>'
 
 

@@ -33,7 +33,9 @@ from approvals_app.selectors.requests import (
 )
 from common.inbox import ApprovalChange, InboxKind
 from common.roles import ROLES_THAT_DECIDE, Role, has_any_role, roles_of
+from common.team_scope import DECIDE, EVERYWHERE, TeamScope
 from tools_app.bridge.selectors import held_upstream_tools
+from trust_app.selectors.teams import person_scope, team_q
 
 TEMPLATE = "approvals/inbox.html"
 INBOX_VIEW = "inbox"
@@ -44,41 +46,48 @@ def can_decide(user: Any) -> bool:
     return has_any_role(user, ROLES_THAT_DECIDE)
 
 
+def decider_scope(user: Any) -> TeamScope:
+    """The teams whose requests ``user`` sees and decides."""
+    return person_scope(user, DECIDE)
+
+
 def viewer_context(user: Any) -> dict[str, Any]:
     return {"viewer": user, "viewer_is_admin": Role.ADMIN in roles_of(user), "now": timezone.now()}
 
 
-def pending_promotion_rows() -> list[Any]:
-    """Promotion requests waiting for a person, oldest first."""
+def pending_promotion_rows(scope: TeamScope = EVERYWHERE) -> list[Any]:
+    """Promotion requests (of the teams ``scope`` admits) waiting for a person, oldest first."""
     from trust_app.selectors.trust import pending_promotions
 
-    return list(pending_promotions())
+    return list(pending_promotions().filter(team_q(scope, "agent__team_id")))
 
 
 def inbox_context(user: Any) -> dict[str, Any]:
-    """Everything the inbox page renders: its first screen of entries, tier by tier."""
+    """Everything the inbox page renders: its first screen of entries, tier by tier, of
+    the teams whose requests ``user`` decides."""
+    scope = decider_scope(user)
     return {
         **viewer_context(user),
-        "tiers": inbox_first_page(),
-        "facets": inbox_facets(),
-        "promotions": pending_promotion_rows(),
-        "pending_count": inbox_pending_count(),
-        "grants": list(approval_grants()[:100]),
+        "tiers": inbox_first_page(scope=scope),
+        "facets": inbox_facets(scope),
+        "promotions": pending_promotion_rows(scope),
+        "pending_count": inbox_pending_count(scope),
+        "grants": list(approval_grants(scope=scope)[:100]),
         "held_upstream": held_upstream_tools(),
     }
 
 
-def pending_count_html(*, oob: bool = True) -> str:
+def pending_count_html(*, oob: bool = True, scope: TeamScope = EVERYWHERE) -> str:
     """The navigation's pending count, as an out-of-band swap."""
     return render_to_string(
-        f"{TEMPLATE}#pending-count", {"pending_count": inbox_pending_count(), "oob": oob}
+        f"{TEMPLATE}#pending-count", {"pending_count": inbox_pending_count(scope), "oob": oob}
     )
 
 
-def waiting_html(*, with_badge: bool = False) -> str:
+def waiting_html(*, with_badge: bool = False, scope: TeamScope = EVERYWHERE) -> str:
     """How many requests wait in each risk tier (and in all, for the navigation's badge),
     as out-of-band swaps, from one count."""
-    waiting = inbox_waiting()
+    waiting = inbox_waiting(scope)
     tiers = "".join(
         render_to_string(f"{TEMPLATE}#waiting", {"tier": tier, "n": n, "oob": True})
         for tier, n in waiting.tiers.items()
@@ -89,9 +98,11 @@ def waiting_html(*, with_badge: bool = False) -> str:
     return render_to_string(f"{TEMPLATE}#pending-count", context) + tiers
 
 
-def counts_html(view: str) -> str:
+def counts_html(view: str, scope: TeamScope = EVERYWHERE) -> str:
     """The counts a socket sends with every change: the badge, and on the inbox each tier's."""
-    return waiting_html(with_badge=True) if view == INBOX_VIEW else pending_count_html()
+    if view == INBOX_VIEW:
+        return waiting_html(with_badge=True, scope=scope)
+    return pending_count_html(scope=scope)
 
 
 def entry_html(view: EntryView, user: Any, *, viewer: dict[str, Any] | None = None) -> str:
@@ -144,11 +155,17 @@ def shared_row(request: ApprovalRequest, change: str) -> dict[str, Any]:
         "html": render_to_string(f"{TEMPLATE}#row", context),
         "owner_id": request.invocation.agent.owner_id if barred else None,
         "admins_differ": bool(pending and request.escalated_at),
+        "team_id": str(request.invocation.agent.team_id),
     }
 
 
-def shared_row_fits(event: dict[str, Any], user: Any, is_admin: bool) -> bool:
-    """True when the row rendered by the publisher is what ``user`` would see."""
+def shared_row_fits(
+    event: dict[str, Any], user: Any, is_admin: bool, scope: TeamScope = EVERYWHERE
+) -> bool:
+    """True when the row rendered by the publisher is what ``user`` would see (a row
+    of a team outside ``scope`` never is: the database then says whether to show it)."""
+    if not scope.admits(event.get("team_id")):
+        return False
     owner_id = event.get("owner_id")
     if owner_id is not None and owner_id == getattr(user, "pk", None):
         return False
@@ -175,7 +192,7 @@ def resync_frames(user: Any, view: str, *, frame_bytes: int | None = -1) -> list
     goes as its frame with the tiers empty, then the entries appended in batches.
     """
     budget = settings.SYNTHORG_INBOX_FRAME_BYTES if frame_bytes == -1 else frame_bytes
-    count = pending_count_html()
+    count = pending_count_html(scope=decider_scope(user))
     if view != INBOX_VIEW:
         return [count]
     context = inbox_context(user)
@@ -228,7 +245,7 @@ def upstream_held_html(user: Any) -> str:
 
 
 def _promotion_change_html(user: Any, promotion_id: str, change: str) -> str:
-    promotion = promotion_request(promotion_id)
+    promotion = promotion_request(promotion_id, scope=decider_scope(user))
     if promotion is None:
         return ""
     if change == ApprovalChange.NEW and promotion.status == "pending":
@@ -236,9 +253,29 @@ def _promotion_change_html(user: Any, promotion_id: str, change: str) -> str:
     return promotion_row_html(promotion, user, oob="true")
 
 
+def change_seen(scope: TeamScope, request_id: str, kind: str = InboxKind.APPROVAL) -> bool:
+    """Whether a person of ``scope`` hears of a change of request ``request_id``: when its
+    agent's team is theirs (or the request is gone: their counts may have changed)."""
+    if scope.everywhere:
+        return True
+    from trust_app.models import PromotionRequest
+
+    try:
+        if kind == InboxKind.PROMOTION:
+            promotions = PromotionRequest.objects.filter(id=request_id)
+            team = promotions.values_list("agent__team_id", flat=True).first()
+        else:
+            approvals = ApprovalRequest.objects.filter(id=request_id)
+            team = approvals.values_list("invocation__agent__team_id", flat=True).first()
+    except (ValueError, TypeError):
+        return False
+    return team is None or scope.admits(team)
+
+
 def change_row_html(user: Any, request_id: str, change: str) -> str:
-    """Request ``request_id``'s row after ``change``, for ``user`` (empty when it is gone)."""
-    request = approval_request(request_id)
+    """Request ``request_id``'s row after ``change``, for ``user`` (empty when it is gone,
+    or of a team whose requests ``user`` does not decide)."""
+    request = approval_request(request_id, scope=decider_scope(user))
     if request is None:
         return ""
     if change == ApprovalChange.NEW and request.status == ApprovalStatus.PENDING:
@@ -249,8 +286,12 @@ def change_row_html(user: Any, request_id: str, change: str) -> str:
 def change_html(
     user: Any, view: str, request_id: str, change: str, kind: str = InboxKind.APPROVAL
 ) -> str:
-    """What a socket sends when request ``request_id`` (of ``kind``) changed."""
-    counts = counts_html(view)
+    """What a socket sends when request ``request_id`` (of ``kind``) changed: nothing
+    when it is another team's."""
+    scope = decider_scope(user)
+    if not change_seen(scope, request_id, kind):
+        return ""
+    counts = counts_html(view, scope)
     if view != INBOX_VIEW:
         return counts
     if kind == InboxKind.PROMOTION:

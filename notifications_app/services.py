@@ -58,6 +58,7 @@ def request_facts(request: Any, event: str) -> dict[str, Any]:
         "risk_tier": request.risk_tier,
         "agent": invocation.agent.name,
         "agent_id": str(invocation.agent_id),
+        "team": invocation.agent.team.name,
         "invocation_id": str(invocation.id),
         "tool": invocation.tool,
         "category": invocation.category,
@@ -78,7 +79,8 @@ def notifications_queue(request: Any, event: NotificationEvent) -> int:
     """Queue ``event`` of ``request`` for every channel that wants it (in the caller's
     transaction); each row is sent once the transaction commits. Returns how many."""
     section = _section()
-    channels = [c for c in section.channels if c.wants(event, request.risk_tier)]
+    team = request.invocation.agent.team.name
+    channels = [c for c in section.channels if c.wants(event, request.risk_tier, team)]
     if not channels:
         return 0
     facts = request_facts(request, event)

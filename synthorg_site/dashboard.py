@@ -13,6 +13,7 @@ from django.utils import timezone
 from approvals_app.models import ApprovalRequest
 from approvals_app.selectors.requests import inbox_pending
 from audit_app.models import AuditEvent
+from common.team_scope import EVERYWHERE, TeamScope
 from synthorg_site.health import health_report
 
 WINDOW_HOURS = 24
@@ -70,12 +71,13 @@ def median_decision_seconds(now: datetime) -> float | None:
     return statistics.median(waits) if waits else None
 
 
-def dashboard_metrics() -> dict[str, Any]:
-    """Everything the dashboard charts, as plain JSON-ready data."""
+def dashboard_metrics(scope: TeamScope = EVERYWHERE) -> dict[str, Any]:
+    """Everything the dashboard charts, as plain JSON-ready data (what waits: of the
+    teams ``scope`` admits)."""
     now = timezone.now()
     health = health_report()
     # The same count as the navigation's badge, so the two never disagree.
-    pending = inbox_pending()
+    pending = inbox_pending(scope)
     return {
         "generated_at": now.isoformat(),
         "calls_per_hour": calls_per_hour(now),

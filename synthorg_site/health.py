@@ -105,6 +105,24 @@ def _code_execution(probes: dict[str, PartHealth]) -> PartHealth:
     )
 
 
+def _desktop(probes: dict[str, PartHealth]) -> PartHealth:
+    """Whether the opt-in desktop tools are on here, and why not; reported, not required."""
+    from common.settings_config import synthorg_config
+    from tools_app.builtin.desktop.tools import desktop_readiness
+
+    try:
+        config = synthorg_config()
+        on, detail = desktop_readiness(config)
+    except Exception as exc:
+        return PartHealth(False, False, f"the config cannot be read: {exc}")
+    if on:
+        probe = probes.get("sandbox.namespace")
+        state = "not probed yet" if probe is None else probe.detail
+        return PartHealth(probe is not None and probe.ok, False, f"{detail}; namespace: {state}")
+    # Off because the section is absent is as configured; off for a missing part is not.
+    return PartHealth(config.desktop is None, False, detail)
+
+
 def _notifications() -> PartHealth:
     """Reported, not required: a webhook that is down must not take the console out."""
     from common.settings_config import synthorg_config
@@ -234,6 +252,7 @@ def health_report() -> dict[str, Any]:
         "beat": found["beat"],
         **probes,
         "code_execution": _code_execution(probes),
+        "desktop": _desktop(probes),
         "notifications": found["notifications"],
         **bridge,
     }

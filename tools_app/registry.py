@@ -55,9 +55,13 @@ BUILTIN_TOOL_MODULES: tuple[str, ...] = (
     "tools_app.builtin.discovery.tools",
     "tools_app.builtin.external_data.tool",
     "tools_app.builtin.communication.tools",
+    "tools_app.builtin.analytics.tools",
+    "tools_app.builtin.deployment.tools",
     "tools_app.builtin.browser.tools",
     "tools_app.builtin.browser.checks",
     "tools_app.builtin.browser.diff",
+    "tools_app.builtin.desktop.tools",
+    "tools_app.builtin.design.tools",
 )
 
 # The model of the settings each built-in tool reads from `tools.<name>` in the config,

@@ -1,4 +1,8 @@
-"""The demo organisation `make run` starts with: three people and a few agents.
+"""The demo organisation `make run` starts with: three people, two teams and a few agents.
+
+The agents are split between the teams ``research`` and ``platform``; the demo's three
+people hold their roles organisation-wide, so each sees every agent (a person of one
+team is added with ``synthorg_user create NAME --role operator --team research``).
 
 Every access level asks for containerized code execution by default, and the demo
 machine has no Docker engine, so the demo's code-running agents accept namespace
@@ -19,16 +23,18 @@ from django.db import transaction
 
 from audit_app.record import Actor
 from common.roles import Role
-from trust_app.models import Agent
+from trust_app.models import Agent, Team
 from trust_app.services.agents import agent_create, groups_ensure, person_create
 from trust_app.services.permissions import agent_permissions_update
+from trust_app.services.teams import team_create
 
 DEMO_PEOPLE = (("admin", Role.ADMIN), ("operator", Role.OPERATOR), ("auditor", Role.AUDITOR))
+DEMO_TEAMS = ("research", "platform")
 DEMO_AGENTS = (
-    ("research-bot", "restricted", "semi"),
-    ("build-bot", "standard", "semi"),
-    ("ops-bot", "elevated", "supervised"),
-    ("intern-bot", "sandboxed", "locked"),
+    ("research-bot", "restricted", "semi", "research"),
+    ("build-bot", "standard", "semi", "platform"),
+    ("ops-bot", "elevated", "supervised", "platform"),
+    ("intern-bot", "sandboxed", "locked", "research"),
 )
 # The weakest isolation the demo agents' code may run under (see the module note).
 DEMO_CODE_EXECUTION = "namespace"
@@ -62,9 +68,14 @@ def demo_seed(*, owner_name: str = "admin") -> list[DemoCredential]:
             )
             created.append(DemoCredential(role.value, username, password))
     owner = users.filter(username=owner_name).first()
-    for name, level, autonomy in DEMO_AGENTS:
+    for team in DEMO_TEAMS:
+        if not Team.objects.filter(name=team).exists():
+            team_create(name=team, actor=Actor.system("demo seed"))
+    for name, level, autonomy, team in DEMO_AGENTS:
         if not Agent.objects.filter(name=name).exists():
-            made = agent_create(name=name, access_level=level, autonomy=autonomy, owner=owner)
+            made = agent_create(
+                name=name, access_level=level, autonomy=autonomy, owner=owner, team=team
+            )
             agent_permissions_update(
                 agent=made.agent,
                 actor=Actor.system("demo seed"),

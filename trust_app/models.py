@@ -1,6 +1,8 @@
-"""Agents, their tokens, and people's personal API tokens."""
+"""Agents, their teams, their tokens, and people's personal API tokens."""
 
 from __future__ import annotations
+
+import uuid
 
 from django.conf import settings
 from django.db import models
@@ -23,8 +25,60 @@ class Autonomy(models.TextChoices):
     LOCKED = "locked"
 
 
+# The team every agent belongs to until an admin says otherwise; the migration that
+# brought teams creates it, and the database gives it to agents a node of the previous
+# release inserts while both releases run.
+DEFAULT_TEAM_ID = uuid.UUID("00000000-0000-0000-0000-00000000d3fa")
+DEFAULT_TEAM_NAME = "default"
+
+
+class Team(UUIDModel):
+    """A part of the organisation: its agents, and the people who hold a role in it."""
+
+    name = models.SlugField(max_length=100, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class TeamRole(models.TextChoices):
+    OPERATOR = "operator"
+    ADMIN = "admin"
+    AUDITOR = "auditor"
+
+
+class TeamMembership(models.Model):
+    """A person's role in one team (organisation-wide roles are the Django groups)."""
+
+    person = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="team_memberships"
+    )
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="memberships")
+    role = models.CharField(max_length=20, choices=TeamRole.choices)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["person", "team", "role"], name="one_team_role_once")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.person} {self.role} of {self.team}"
+
+
 class Agent(UUIDModel, TimestampedModel):
     name = models.CharField(max_length=100, unique=True)
+    team: models.ForeignKey[Team | uuid.UUID, Team] = models.ForeignKey(
+        Team,
+        on_delete=models.PROTECT,
+        default=DEFAULT_TEAM_ID,
+        db_default=DEFAULT_TEAM_ID,
+        related_name="agents",
+    )
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         null=True,

@@ -10,6 +10,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from approvals_app.live import decider_scope
 from approvals_app.models import ApprovalStatus
 from approvals_app.representation import approval_json
 from approvals_app.selectors.requests import approval_request, approval_requests
@@ -50,7 +51,8 @@ class ApprovalListView(PersonView, APIView):
         status = request.query_params.get("status") or None
         if status is not None and status not in ApprovalStatus.values:
             raise InvalidArgumentError(f"status must be one of: {', '.join(ApprovalStatus.values)}")
-        rows = [approval_json(r) for r in approval_requests(status=status)[:LIST_MAX]]
+        scope = decider_scope(request.user)
+        rows = [approval_json(r) for r in approval_requests(status=status, scope=scope)[:LIST_MAX]]
         return Response({"results": rows, "next": None})
 
 
@@ -62,9 +64,9 @@ class ApprovalDetailView(PersonView, APIView):
         responses={200: openapi.APPROVAL},
     )
     def get(self, request: Request, request_id: uuid.UUID) -> Response:
-        found = approval_request(request_id)
+        found = approval_request(request_id, scope=decider_scope(request.user))
         if found is None:
-            raise NotFoundError(f"no approval request {request_id}")
+            raise NotFoundError(f"no approval request {request_id} among your teams' requests")
         return Response(approval_json(found))
 
 
@@ -80,8 +82,9 @@ class ApprovalDecideView(PersonView, APIView):
         body = DecideSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         data = body.validated_data
-        if approval_request(request_id) is None:
-            raise NotFoundError(f"no approval request {request_id}")
+        scope = decider_scope(request.user)
+        if approval_request(request_id, scope=scope) is None:
+            raise NotFoundError(f"no approval request {request_id} among your teams' requests")
         remember = data.get("remember")
         spec = GrantSpec(remember["minutes"], dict(remember["pattern"])) if remember else None
         decided = approval_decide(
@@ -92,6 +95,6 @@ class ApprovalDecideView(PersonView, APIView):
             arguments_hash=data.get("arguments_hash"),
             remember=spec,
         )
-        found = approval_request(decided.request.id)
+        found = approval_request(decided.request.id, scope=scope)
         assert found is not None
         return Response(approval_json(found))

@@ -14,6 +14,7 @@ from typing import Final
 
 from django.conf import settings
 from django.db import connection
+from django.db.models import Count, QuerySet
 from django.db.models.fields.json import KeyTransform
 
 from approvals_app.grouping import (
@@ -28,7 +29,9 @@ from approvals_app.grouping import (
     request_name,
 )
 from approvals_app.models import ApprovalRequest, ApprovalStatus
-from approvals_app.selectors.requests import RISK_ORDER, approval_requests
+from approvals_app.selectors.requests import REQUEST_TEAM, RISK_ORDER, approval_requests
+from common.team_scope import EVERYWHERE, TeamScope
+from trust_app.selectors.teams import team_q
 
 # Defaults of the inbox's settings (``SYNTHORG_INBOX_<NAME>`` in the Django settings).
 DEFAULTS: Final = {
@@ -45,12 +48,18 @@ def inbox_setting(name: str) -> int:
     return int(getattr(settings, f"SYNTHORG_INBOX_{name}", DEFAULTS[name]))
 
 
-def pending_facts() -> list[PendingFacts]:
-    """Every pending request, with the arguments grouping reads, soonest deadline first."""
+def _pending(scope: TeamScope) -> QuerySet[ApprovalRequest]:
+    rows = ApprovalRequest.objects.filter(status=ApprovalStatus.PENDING)
+    return rows.filter(team_q(scope, REQUEST_TEAM))
+
+
+def pending_facts(scope: TeamScope = EVERYWHERE) -> list[PendingFacts]:
+    """Every pending request (of the teams ``scope`` admits), with the arguments grouping
+    reads, soonest deadline first."""
     targets = {
         f"{_TARGET}{k}": KeyTransform(k, "invocation__arguments_redacted") for k in TARGET_KEYS
     }
-    rows = ApprovalRequest.objects.filter(status=ApprovalStatus.PENDING)
+    rows = _pending(scope)
     found = (
         rows.annotate(**targets)
         .values(
@@ -138,13 +147,15 @@ class TierPage:
     more: str | None
 
 
-def _loaded(ids: Sequence[str]) -> dict[str, ApprovalRequest]:
-    return {str(r.id): r for r in approval_requests().filter(id__in=list(ids))} if ids else {}
+def _loaded(ids: Sequence[str], scope: TeamScope) -> dict[str, ApprovalRequest]:
+    if not ids:
+        return {}
+    return {str(r.id): r for r in approval_requests(scope=scope).filter(id__in=list(ids))}
 
 
-def entry_views(entries: Sequence[InboxEntry]) -> list[EntryView]:
+def entry_views(entries: Sequence[InboxEntry], scope: TeamScope = EVERYWHERE) -> list[EntryView]:
     """``entries`` with each first request loaded for its card (one query)."""
-    loaded = _loaded([e.first.request_id for e in entries])
+    loaded = _loaded([e.first.request_id for e in entries], scope)
     return [
         EntryView(e, loaded[e.first.request_id]) for e in entries if e.first.request_id in loaded
     ]
@@ -154,44 +165,47 @@ def _waiting(entries: Sequence[InboxEntry]) -> int:
     return sum(e.count for e in entries)
 
 
-def inbox_first_page(size: int | None = None) -> list[TierPage]:
+def inbox_first_page(size: int | None = None, scope: TeamScope = EVERYWHERE) -> list[TierPage]:
     """The first screen: the first ``size`` entries, most serious tier first."""
     room = inbox_setting("PAGE_ENTRIES") if size is None else size
-    by_tier = inbox_entries(pending_facts())
+    by_tier = inbox_entries(pending_facts(scope))
     pages = []
     for tier in TIERS:
         entries = by_tier.get(tier, [])
         shown = entries[: max(room, 0)]
         room -= len(shown)
         more = None if len(shown) == len(entries) else (shown[-1].cursor if shown else "")
-        pages.append(TierPage(tier, entry_views(shown), _waiting(entries), more))
+        pages.append(TierPage(tier, entry_views(shown, scope), _waiting(entries), more))
     return pages
 
 
 def inbox_tier_page(
-    tier: str, after: tuple[int, int, str] | None, size: int | None = None
+    tier: str,
+    after: tuple[int, int, str] | None,
+    size: int | None = None,
+    scope: TeamScope = EVERYWHERE,
 ) -> TierPage:
     """The next entries of ``tier`` after the cursor ``after``."""
-    entries = inbox_entries(pending_facts()).get(tier, [])
+    entries = inbox_entries(pending_facts(scope)).get(tier, [])
     shown, more = entries_after(
         entries, after, inbox_setting("PAGE_ENTRIES") if size is None else size
     )
     cursor = (shown[-1].cursor if shown else None) if more else None
-    return TierPage(tier, entry_views(shown), _waiting(entries), cursor)
+    return TierPage(tier, entry_views(shown, scope), _waiting(entries), cursor)
 
 
-def inbox_entry(key: str) -> InboxEntry | None:
+def inbox_entry(key: str, scope: TeamScope = EVERYWHERE) -> InboxEntry | None:
     """The entry (group) named ``key`` as the pending requests make it now."""
-    for entries in inbox_entries(pending_facts()).values():
+    for entries in inbox_entries(pending_facts(scope)).values():
         for entry in entries:
             if entry.key == key:
                 return entry
     return None
 
 
-def inbox_entries_now() -> dict[str, list[InboxEntry]]:
+def inbox_entries_now(scope: TeamScope = EVERYWHERE) -> dict[str, list[InboxEntry]]:
     """Every pending request as entries, per tier."""
-    return inbox_entries(pending_facts())
+    return inbox_entries(pending_facts(scope))
 
 
 @dataclass(frozen=True)
@@ -202,11 +216,14 @@ class MembersPage:
 
 
 def group_members_page(
-    entry: InboxEntry, after: tuple[int, int, str] | None, size: int | None = None
+    entry: InboxEntry,
+    after: tuple[int, int, str] | None,
+    size: int | None = None,
+    scope: TeamScope = EVERYWHERE,
 ) -> MembersPage:
     """A page of the members of ``entry`` after the cursor ``after``, loaded for their cards."""
     shown, more = members_after(entry, after, inbox_setting("GROUP_PAGE") if size is None else size)
-    loaded = _loaded([m.request_id for m in shown])
+    loaded = _loaded([m.request_id for m in shown], scope)
     requests = [loaded[m.request_id] for m in shown if m.request_id in loaded]
     last = shown[-1] if shown else None
     cursor = (
@@ -216,13 +233,17 @@ def group_members_page(
 
 
 def pending_ids(
-    *, agent: str | None = None, tool: str | None = None, group: str | None = None
+    *,
+    agent: str | None = None,
+    tool: str | None = None,
+    group: str | None = None,
+    scope: TeamScope = EVERYWHERE,
 ) -> list[str]:
     """The ids of the pending requests a selection names, soonest deadline first."""
     if group is not None:
-        entry = inbox_entry(group)
+        entry = inbox_entry(group, scope)
         return list(entry.ids) if entry is not None else []
-    rows = ApprovalRequest.objects.filter(status=ApprovalStatus.PENDING)
+    rows = _pending(scope)
     if agent is not None:
         rows = rows.filter(invocation__agent__name=agent)
     if tool is not None:
@@ -239,8 +260,8 @@ class Facets:
     tools: list[str]
 
 
-def inbox_facets() -> Facets:
-    pending = ApprovalRequest.objects.filter(status=ApprovalStatus.PENDING)
+def inbox_facets(scope: TeamScope = EVERYWHERE) -> Facets:
+    pending = _pending(scope)
 
     def names(field: str) -> list[str]:
         return [str(n) for n in pending.order_by(field).values_list(field, flat=True).distinct()]
@@ -260,10 +281,19 @@ class Waiting:
         return sum(self.tiers.values()) + self.promotions
 
 
-def inbox_waiting() -> Waiting:
+def inbox_waiting(scope: TeamScope = EVERYWHERE) -> Waiting:
     """Pending approval requests per risk tier (every tier named) and pending promotion
-    requests, in one statement: every live inbox reads it on every change."""
+    requests, in one statement: every live inbox reads it on every change (a person of
+    some teams only: two statements, each of their teams' rows)."""
     from trust_app.models import PromotionRequest, PromotionStatus
+
+    tiers = dict.fromkeys(TIERS, 0)
+    if not scope.everywhere:
+        counted = _pending(scope).values("risk_tier").annotate(n=Count("id")).order_by()
+        tiers.update({str(row["risk_tier"]): int(row["n"]) for row in counted})
+        waiting = PromotionRequest.objects.filter(status=PromotionStatus.PENDING)
+        mine = waiting.filter(team_q(scope, "agent__team_id")).count()
+        return Waiting(tiers=tiers, promotions=mine)
 
     approvals = ApprovalRequest._meta.db_table
     promotions = PromotionRequest._meta.db_table
@@ -274,11 +304,12 @@ def inbox_waiting() -> Waiting:
             [ApprovalStatus.PENDING.value, PromotionStatus.PENDING.value],
         )
         rows = cursor.fetchall()
-    tiers = dict.fromkeys(TIERS, 0)
     tiers.update({str(tier): int(n) for tier, n in rows if tier is not None})
     return Waiting(tiers=tiers, promotions=sum(int(n) for tier, n in rows if tier is None))
 
 
-def loaded_requests(ids: Sequence[str]) -> dict[str, ApprovalRequest]:
+def loaded_requests(
+    ids: Sequence[str], scope: TeamScope = EVERYWHERE
+) -> dict[str, ApprovalRequest]:
     """Requests by id with what their rows show (one query)."""
-    return _loaded(ids)
+    return _loaded(ids, scope)

@@ -12,24 +12,39 @@ from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from approvals_app.models import ApprovalGrant, ApprovalRequest, ApprovalStatus, RiskTier
+from common.team_scope import EVERYWHERE, TeamScope
+from trust_app.selectors.teams import team_q
+
+# The team of the agent that asked: what a person's team scope is checked against.
+REQUEST_TEAM = "invocation__agent__team_id"
 
 RISK_ORDER = (RiskTier.CRITICAL, RiskTier.HIGH, RiskTier.MEDIUM, RiskTier.LOW)
 
 
-def approval_requests(*, status: str | None = None) -> QuerySet[ApprovalRequest]:
-    """Requests with what the inbox and the API show, oldest deadline first."""
-    queryset = ApprovalRequest.objects.select_related(
-        "invocation", "invocation__agent", "invocation__agent__owner"
-    ).prefetch_related("decisions")
+def approval_requests(
+    *, status: str | None = None, scope: TeamScope = EVERYWHERE
+) -> QuerySet[ApprovalRequest]:
+    """Requests (of the teams ``scope`` admits) with what the inbox and the API show,
+    oldest deadline first."""
+    queryset = (
+        ApprovalRequest.objects.select_related(
+            "invocation", "invocation__agent", "invocation__agent__owner"
+        )
+        .prefetch_related("decisions")
+        .filter(team_q(scope, REQUEST_TEAM))
+    )
     if status:
         queryset = queryset.filter(status=status)
     return queryset.order_by("expires_at", "created_at")
 
 
-def approval_request(request_id: uuid.UUID | str) -> ApprovalRequest | None:
-    """One request with its invocation and agent, or None."""
+def approval_request(
+    request_id: uuid.UUID | str, *, scope: TeamScope = EVERYWHERE
+) -> ApprovalRequest | None:
+    """One request with its invocation and agent, or None (also when ``scope`` does not
+    admit its agent's team)."""
     try:
-        return approval_requests().filter(id=request_id).first()
+        return approval_requests(scope=scope).filter(id=request_id).first()
     except (ValueError, TypeError):
         return None
 
@@ -59,13 +74,21 @@ class InboxPending:
         return self.approvals + self.promotions
 
 
-def inbox_pending() -> InboxPending:
+def inbox_pending(scope: TeamScope = EVERYWHERE) -> InboxPending:
     """Pending approval requests and promotion requests, counted in one statement.
 
     One statement, as every live inbox asks it on every change, and so that the two
-    numbers are from the same moment.
+    numbers are from the same moment (a person of some teams only: two counts of theirs).
     """
     from trust_app.models import PromotionRequest, PromotionStatus
+
+    if not scope.everywhere:
+        approval_rows = ApprovalRequest.objects.filter(status=ApprovalStatus.PENDING)
+        promotion_rows = PromotionRequest.objects.filter(status=PromotionStatus.PENDING)
+        return InboxPending(
+            approvals=approval_rows.filter(team_q(scope, REQUEST_TEAM)).count(),
+            promotions=promotion_rows.filter(team_q(scope, "agent__team_id")).count(),
+        )
 
     approvals = ApprovalRequest._meta.db_table
     promotions = PromotionRequest._meta.db_table
@@ -81,17 +104,18 @@ def inbox_pending() -> InboxPending:
     return InboxPending(approvals=int(row[0]), promotions=int(row[1]))
 
 
-def inbox_pending_count() -> int:
+def inbox_pending_count(scope: TeamScope = EVERYWHERE) -> int:
     """What waits in the inbox (approvals and promotions): the navigation's badge."""
-    return inbox_pending().total
+    return inbox_pending(scope).total
 
 
-def promotion_request(promotion_id: uuid.UUID | str) -> Any:
-    """One promotion request with its agent, or None."""
+def promotion_request(promotion_id: uuid.UUID | str, *, scope: TeamScope = EVERYWHERE) -> Any:
+    """One promotion request with its agent, or None (also outside ``scope``)."""
     from trust_app.models import PromotionRequest
 
     try:
-        return PromotionRequest.objects.select_related("agent").filter(id=promotion_id).first()
+        rows = PromotionRequest.objects.select_related("agent")
+        return rows.filter(team_q(scope, "agent__team_id")).filter(id=promotion_id).first()
     except (ValueError, TypeError):
         return None
 
@@ -109,9 +133,11 @@ def approval_grants_live(
     return queryset
 
 
-def approval_grants(*, live_only: bool = True) -> QuerySet[ApprovalGrant]:
-    """Grants for the inbox's list, newest first."""
-    queryset = ApprovalGrant.objects.select_related("agent")
+def approval_grants(
+    *, live_only: bool = True, scope: TeamScope = EVERYWHERE
+) -> QuerySet[ApprovalGrant]:
+    """Grants (of the agents of the teams ``scope`` admits) for the inbox's list, newest first."""
+    queryset = ApprovalGrant.objects.select_related("agent").filter(team_q(scope, "agent__team_id"))
     if live_only:
         queryset = queryset.filter(Q(revoked_at__isnull=True) & Q(expires_at__gt=timezone.now()))
     return queryset.order_by("-created_at")

@@ -30,7 +30,9 @@ from audit_app.record import Actor
 from common.errors import ConflictError, ForbiddenError, InvalidArgumentError, NotFoundError
 from common.inbox import ApprovalChange
 from common.roles import ROLES_THAT_DECIDE, has_any_role
+from common.team_scope import DECIDE
 from tools_app.models import InvocationStatus
+from trust_app.selectors.teams import person_scope
 
 DECISIONS = ("approve", "deny")
 REASON_MAX = 2000
@@ -94,8 +96,9 @@ def _decide_locked(
         .filter(id=request_id)
         .first()
     )
-    if request is None:
-        raise NotFoundError(f"no approval request {request_id}")
+    if request is None or not person_scope(person, DECIDE).admits(request.invocation.agent.team_id):
+        # Another team's request is told apart from no request by nothing, not even its id.
+        raise NotFoundError(f"no approval request {request_id} among your teams' requests")
     invocation = request.invocation
     name = person.get_username()
     if not request.owner_may_approve and invocation.agent.owner_id == person.pk:

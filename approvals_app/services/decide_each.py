@@ -14,8 +14,11 @@ from typing import Any
 
 from approvals_app.events import changes_batched
 from approvals_app.models import ApprovalRequest
+from approvals_app.selectors.requests import REQUEST_TEAM
 from approvals_app.services.decide import DECISIONS, approval_decide
 from common.errors import InvalidArgumentError, SynthOrgError
+from common.team_scope import DECIDE
+from trust_app.selectors.teams import person_scope, team_q
 
 
 @dataclass(frozen=True)
@@ -44,9 +47,11 @@ def approvals_decide_each(
         raise InvalidArgumentError(
             "a denial needs a reason: the agents are told it", details={"field": "reason"}
         )
+    # Only the person's teams' requests are named: another team's id stays unknown.
+    yours = ApprovalRequest.objects.filter(team_q(person_scope(person, DECIDE), REQUEST_TEAM))
     names = {
         str(row[0]): f"{row[1]} by {row[2]}"
-        for row in ApprovalRequest.objects.filter(id__in=list(requests)).values_list(
+        for row in yours.filter(id__in=list(requests)).values_list(
             "id", "invocation__tool", "invocation__agent__name"
         )
     }

@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from approvals_app.models import ApprovalGrant, ApprovalRequest
 from audit_app.record import Actor, audit_record
-from common.errors import ConflictError, ForbiddenError, InvalidArgumentError
+from common.errors import ConflictError, ForbiddenError, InvalidArgumentError, NotFoundError
 from common.roles import ROLES_THAT_DECIDE, has_any_role
 from common.settings_config import synthorg_config
 from trust_app.policy_changes import policy_changed_on_commit
@@ -96,8 +96,14 @@ def approval_grant_revoke(*, grant: ApprovalGrant | Any, person: Any) -> Approva
     """Revoke a grant now (compare-and-set: a second revoke is a 409)."""
     if not has_any_role(person, ROLES_THAT_DECIDE):
         raise ForbiddenError("revoking grants needs the operators or admins role")
+    from common.team_scope import DECIDE
+    from trust_app.selectors.teams import person_scope, team_q
+
     grant_id = grant.id if isinstance(grant, ApprovalGrant) else grant
     now = timezone.now()
+    yours = ApprovalGrant.objects.filter(team_q(person_scope(person, DECIDE), "agent__team_id"))
+    if not yours.filter(id=grant_id).exists():
+        raise NotFoundError(f"no grant {grant_id} among your teams' agents")
     revoked = ApprovalGrant.objects.filter(id=grant_id, revoked_at__isnull=True).update(
         revoked_at=now, revoked_by_name=person.get_username()
     )

@@ -13,10 +13,14 @@ from approvals_app.selectors.requests import inbox_pending_count
 register = template.Library()
 
 
-@register.simple_tag
-def pending_approvals_count() -> int:
-    """How many requests (approvals and promotions) wait now; the socket keeps it live."""
-    return inbox_pending_count()
+@register.simple_tag(takes_context=True)
+def pending_approvals_count(context: Any) -> int:
+    """How many requests (approvals and promotions) of the viewer's teams wait now; the
+    socket keeps it live."""
+    from approvals_app.live import decider_scope
+
+    request = context.get("request")
+    return inbox_pending_count(decider_scope(getattr(request, "user", None)))
 
 
 @register.simple_tag

@@ -14,6 +14,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from approvals_app.live import decider_scope
 from approvals_app.selectors.cards import shown_arguments, whole_card_view
 from approvals_app.selectors.requests import approval_request
 from common.page_access import page_for
@@ -24,7 +25,7 @@ from common.roles import Role
 @page_for(Role.OPERATOR, Role.ADMIN)
 def whole_call(request: HttpRequest, request_id: uuid.UUID) -> HttpResponse:
     """The request's call with nothing cut (``?format=json``: its arguments, as a file)."""
-    found = approval_request(request_id)
+    found = approval_request(request_id, scope=decider_scope(request.user))
     if found is None:
         raise Http404("no such approval request")
     invocation = found.invocation

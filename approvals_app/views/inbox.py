@@ -22,6 +22,7 @@ from approvals_app.grouping import parse_cursor
 from approvals_app.live import (
     TEMPLATE,
     can_decide,
+    decider_scope,
     inbox_context,
     promotion_row_html,
     row_html,
@@ -88,7 +89,7 @@ def inbox_more(request: HttpRequest) -> HttpResponse:
     if tier not in TIERS or not readable:
         where = f"more-{tier}" if tier in TIERS else "more"
         return _fragment_refusal(where, "this list could not be continued: reload the page")
-    page = inbox_tier_page(tier, after)
+    page = inbox_tier_page(tier, after, scope=decider_scope(user))
     context = {**viewer_context(user), "page": page}
     return HttpResponse(render_to_string(f"{TEMPLATE}#more-entries", context))
 
@@ -102,8 +103,9 @@ def inbox_group(request: HttpRequest, key: str) -> HttpResponse:
     if not GROUP_KEY.match(key) or not readable:
         where = f"group-more-{key}" if GROUP_KEY.match(key) else "group-more"
         return _fragment_refusal(where, "this group could not be continued: reload the page")
-    entry = inbox_entry(key)
-    members = group_members_page(entry, after) if entry is not None else None
+    scope = decider_scope(user)
+    entry = inbox_entry(key, scope)
+    members = group_members_page(entry, after, scope=scope) if entry is not None else None
     context = {**viewer_context(user), "key": key, "members": members}
     return HttpResponse(render_to_string(f"{TEMPLATE}#more-members", context))
 
@@ -113,13 +115,13 @@ def inbox_group(request: HttpRequest, key: str) -> HttpResponse:
 def inbox_select(request: HttpRequest) -> JsonResponse:
     """The ids of the pending requests of one ``agent``, one ``tool`` or one ``group``
     (of all, with none named), soonest deadline first: a selection made now."""
-    _decider(request)
+    user = _decider(request)
     named = {k: request.GET[k] for k in ("agent", "tool", "group") if request.GET.get(k)}
     if len(named) > 1 or ("group" in named and not GROUP_KEY.match(named["group"])):
         message = "name one of agent, tool or group (a group's key)"
         error = {"code": "invalid_argument", "message": message}
         return JsonResponse({"error": error}, status=400)
-    ids = pending_ids(**named)
+    ids = pending_ids(**named, scope=decider_scope(user))
     return JsonResponse({"ids": ids, "count": len(ids)})
 
 
@@ -165,11 +167,13 @@ def _answer(
 ) -> HttpResponse:
     context = {"outcomes": outcomes, "settled": " ".join(settled), "decided": " ".join(decided)}
     feedback = render(request, f"{TEMPLATE}#feedback", context).content.decode()
-    return HttpResponse(feedback + "".join(rows) + waiting_html(with_badge=True))
+    counts = waiting_html(with_badge=True, scope=decider_scope(request.user))
+    return HttpResponse(feedback + "".join(rows) + counts)
 
 
 def _decide_one(request: HttpRequest, user: Any, request_id: str, decision: str) -> HttpResponse:
-    found = approval_request(request_id)
+    scope = decider_scope(user)
+    found = approval_request(request_id, scope=scope)
     tool = found.invocation.tool if found else "?"
     try:
         approval_decide(
@@ -184,7 +188,7 @@ def _decide_one(request: HttpRequest, user: Any, request_id: str, decision: str)
         outcome = Outcome(request_id, tool, True, f"you {verb} it")
     except SynthOrgError as exc:
         outcome = Outcome(request_id, tool, False, exc.message, str(exc.details.get("field", "")))
-    current = approval_request(request_id)
+    current = approval_request(request_id, scope=scope)
     rows = [row_html(current, user, oob="true")] if current is not None else []
     settled = [request_id] if current is not None and current.status != "pending" else []
     decided = [request_id] if outcome.ok else []
@@ -247,8 +251,9 @@ def promotion_decide_inbox(request: HttpRequest) -> HttpResponse:
     decision = request.POST.get("decision", "")
     outcomes: list[Outcome] = []
     rows: list[str] = []
+    scope = decider_scope(user)
     for promotion_id in ids[:1]:
-        found = promotion_request(promotion_id)
+        found = promotion_request(promotion_id, scope=scope)
         if found is None:
             outcomes.append(Outcome(promotion_id, "promotion", False, "no such promotion request"))
             continue
@@ -264,7 +269,7 @@ def promotion_decide_inbox(request: HttpRequest) -> HttpResponse:
             outcomes.append(
                 Outcome(promotion_id, what, False, exc.message, str(exc.details.get("field", "")))
             )
-        current = promotion_request(promotion_id)
+        current = promotion_request(promotion_id, scope=scope)
         if current is not None:
             rows.append(promotion_row_html(current, user, oob="true"))
     if not outcomes:

@@ -11,6 +11,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from audit_app.models import AuditEvent
+from audit_app.scope import audit_filters_for
 from audit_app.selectors.events import (
     EXACT_FILTERS,
     FILTER_MAX_LENGTH,
@@ -93,7 +94,7 @@ class AuditEventListView(PersonView, APIView):
         responses={200: openapi.AUDIT_PAGE},
     )
     def get(self, request: Request) -> Response:
-        filters = audit_filters_parse(request.query_params)
+        filters = audit_filters_for(request.user, audit_filters_parse(request.query_params))
         size = page_size_parse(request.query_params.get("limit"))
         cursor = cursor_parse(request.query_params.get("cursor"))
         page = audit_page(filters, cursor=cursor, size=size, with_data=True)

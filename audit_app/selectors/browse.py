@@ -50,13 +50,31 @@ def audit_filter_choices(*, fresh: bool = False) -> Mapping[str, list[str]]:
     return found
 
 
+def audit_filter_choices_among(agents: frozenset[str]) -> dict[str, list[str]]:
+    """For each exact filter, the values among the events of ``agents`` (ids as text):
+    what a reader of some teams only is offered and told of. Read afresh, never cached."""
+    events = AuditEvent.objects.filter(agent_id__in=sorted(agents))
+    return {
+        name: [
+            str(value)
+            for value in events.exclude(**{field: ""})
+            .order_by(field)
+            .values_list(field, flat=True)
+            .distinct()
+        ]
+        for name, field in EXACT_FILTERS.items()
+    }
+
+
 def audit_filters_check_known(filters: AuditFilters) -> None:
-    """Refuse a filter value that no event has, naming the values that exist.
+    """Refuse a filter value that no event has, naming the values that exist (among the
+    events the filters' reader may see).
 
     A value missing from the cached list is looked up afresh before it is refused,
     so an event written a moment ago can be filtered for at once.
     """
-    choices = audit_filter_choices()
+    agents = filters.agents
+    choices = audit_filter_choices() if agents is None else audit_filter_choices_among(agents)
     for fresh in (False, True):
         unknown = [
             name
@@ -65,7 +83,7 @@ def audit_filters_check_known(filters: AuditFilters) -> None:
         ]
         if not unknown:
             return
-        if not fresh:
+        if not fresh and agents is None:
             choices = audit_filter_choices(fresh=True)
     name = unknown[0]
     known = choices.get(name, [])
@@ -118,10 +136,16 @@ def audit_has_older(filters: AuditFilters, event_id: int) -> bool:
     return audit_events(filters).filter(id__lt=event_id).exists()
 
 
-def audit_event_neighbours(event_id: int) -> tuple[int | None, int | None]:
-    """The ids of the events just before and just after `event_id` in the log."""
-    before = AuditEvent.objects.filter(id__lt=event_id).order_by("-id").values_list("id", flat=True)
-    after = AuditEvent.objects.filter(id__gt=event_id).order_by("id").values_list("id", flat=True)
+def audit_event_neighbours(
+    event_id: int, *, agents: frozenset[str] | None = None
+) -> tuple[int | None, int | None]:
+    """The ids of the events just before and just after `event_id` in the log (among the
+    events of ``agents`` when named)."""
+    events = AuditEvent.objects.all()
+    if agents is not None:
+        events = events.filter(agent_id__in=sorted(agents))
+    before = events.filter(id__lt=event_id).order_by("-id").values_list("id", flat=True)
+    after = events.filter(id__gt=event_id).order_by("id").values_list("id", flat=True)
     return before.first(), after.first()
 
 

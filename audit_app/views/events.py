@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from typing import Any
 
 from django.http import (
@@ -18,6 +19,13 @@ from django.utils import timezone
 from django.utils.http import urlencode
 
 from audit_app.export import csv_lines, jsonl_lines, streamed
+from audit_app.scope import (
+    audit_agents_of,
+    audit_choices_of,
+    audit_event_readable,
+    audit_filters_for,
+    audit_invocation_readable,
+)
 from audit_app.selectors.browse import (
     audit_chain_status,
     audit_event_neighbours,
@@ -66,7 +74,7 @@ def audit_list(request: HttpRequest) -> HttpResponse:
     cursor = newer = None
     size = PAGE_SIZE_DEFAULT
     try:
-        filters = audit_filters_parse(request.GET)
+        filters = audit_filters_for(request.user, audit_filters_parse(request.GET))
         cursor = cursor_parse(request.GET.get("cursor"))
         newer = cursor_parse(request.GET.get("newer"), "newer")
         size = page_size_parse(request.GET.get("limit"))
@@ -111,13 +119,19 @@ def audit_list(request: HttpRequest) -> HttpResponse:
         "query": audit_page_query(filters, None),
         "filter_names": list(EXACT_FILTERS),
         "subject_filters": [(name, SUBJECT_EXPECTED[name]) for name in SUBJECT_FILTERS],
-        "choices": audit_filter_choices(),
+        "choices": _choices(request),
         "chain": audit_chain_status(),
     }
     status = 400 if problem else 200
     if request.htmx:  # type: ignore[attr-defined]
         return render(request, "audit/list.html#results", context, status=status)
     return render(request, "audit/list.html", context, status=status)
+
+
+def _choices(request: HttpRequest) -> Mapping[str, list[str]]:
+    """The filters' values, among the events the person reads."""
+    own = audit_choices_of(request.user)
+    return audit_filter_choices() if own is None else own
 
 
 def _newer_query(filters: AuditFilters, newer_than: int, size: int) -> str:
@@ -132,11 +146,11 @@ def _newer_query(filters: AuditFilters, newer_than: int, size: int) -> str:
 def audit_event(request: HttpRequest, event_id: int) -> HttpResponse:
     """One event: its fields, the decision trace and output of its call, and the call's timeline."""
     event = audit_event_get(event_id)
-    if event is None:
-        raise Http404(f"no audit event #{event_id}")
+    if event is None or not audit_event_readable(request.user, event):
+        raise Http404(f"no audit event #{event_id} among your teams' events")
     output = event_output(event, with_raw=is_auditor(request))
     timeline = invocation_timeline(event.invocation_id) if event.invocation_id else []
-    previous_id, next_id = audit_event_neighbours(event.id)
+    previous_id, next_id = audit_event_neighbours(event.id, agents=audit_agents_of(request.user))
     return render(
         request,
         "audit/event.html",
@@ -155,7 +169,7 @@ def audit_event(request: HttpRequest, event_id: int) -> HttpResponse:
 def audit_invocation(request: HttpRequest, invocation_id: uuid.UUID) -> HttpResponse:
     """One call as a story (asked, decided, by whom, result, effects), then every event."""
     story = call_story(invocation_id)
-    if story is None:
+    if story is None or not audit_invocation_readable(request.user, invocation_id):
         raise Http404(f"no audit events for invocation {invocation_id}")
     return render(
         request,
@@ -171,7 +185,7 @@ def audit_invocation(request: HttpRequest, invocation_id: uuid.UUID) -> HttpResp
 
 def _export(request: HttpRequest, fmt: str) -> HttpResponseBase:
     try:
-        filters = audit_filters_parse(request.GET)
+        filters = audit_filters_for(request.user, audit_filters_parse(request.GET))
         paged = next((name for name in EXPORT_UNPAGED if name in request.GET), None)
         if paged is not None:
             # An export taking `limit=10` for its size would hold less than it seems to.

@@ -217,3 +217,22 @@ def parse_grant(entry: str) -> tuple[str, str | None]:
             "(the operation's name, or 'METHOD /path' as configured)"
         )
     return name, operation.strip() if separator else None
+
+
+def offers_operation(operations: tuple[ConnectionOperation, ...], method: str, path: str) -> bool:
+    """True when one of ``operations`` takes ``method`` on the literal ``path`` (a pattern
+    that matches it counts): for checking at load what a tool will send."""
+    wanted = tuple(path.strip("/").split("/")) if path.strip("/") else ()
+    return any(
+        operation.method == method and _pattern_takes(pattern_segments(operation.path), wanted)
+        for operation in operations
+    )
+
+
+def _pattern_takes(pattern: tuple[str, ...], segments: tuple[str, ...]) -> bool:
+    for index, part in enumerate(pattern):
+        if part == ANY_SEGMENTS:
+            return True
+        if index >= len(segments) or part not in (ONE_SEGMENT, segments[index]):
+            return False
+    return len(pattern) == len(segments)

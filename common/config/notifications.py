@@ -51,10 +51,16 @@ def _check_url(value: str | None) -> str | None:
     return value
 
 
+_TEAM_RE: Final = re.compile(r"^[a-z0-9][a-z0-9_-]{0,99}$")
+
+
 class _Channel(StrictModel):
     name: str
     events: tuple[NotificationEvent, ...] = ALL_EVENTS
     risk_tiers: tuple[RiskTierName, ...] = ALL_TIERS
+    # The teams whose agents' requests this channel hears of (its recipients are their
+    # people); empty: every team's.
+    teams: tuple[str, ...] = ()
     enabled: bool = True
 
     @field_validator("name")
@@ -71,8 +77,19 @@ class _Channel(StrictModel):
             raise ValueError("list at least one, or leave the field out for all")
         return tuple(dict.fromkeys(value))
 
-    def wants(self, event: str, risk_tier: str) -> bool:
-        return self.enabled and event in self.events and risk_tier in self.risk_tiers
+    @field_validator("teams")
+    @classmethod
+    def _teams(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for team in value:
+            if not _TEAM_RE.match(team):
+                raise ValueError(f"teams: {team!r} is not a team name (lower-case, digits, - _)")
+        return tuple(dict.fromkeys(value))
+
+    def wants(self, event: str, risk_tier: str, team: str | None = None) -> bool:
+        """Whether this channel hears of ``event`` of a request of ``risk_tier`` made by an
+        agent of ``team``."""
+        in_team = not self.teams or (team is not None and team in self.teams)
+        return self.enabled and event in self.events and risk_tier in self.risk_tiers and in_team
 
 
 class _HttpChannel(_Channel):

@@ -3,8 +3,9 @@
 ``oidc`` signs people in through the organisation's OpenID Connect provider: the
 authorization code flow with PKCE, the ID token checked (signature by the provider's
 keys, issuer, audience, expiry, nonce), and the provider's groups mapped to the
-console's roles. The client secret is named by environment variable, never written in
-the file. ``local_accounts: false`` turns password sign-in off for everyone except the
+console's roles, organisation-wide (``roles``) or in one team (``team_roles``). The
+client secret is named by environment variable, never written in the file.
+``local_accounts: false`` turns password sign-in off for everyone except the
 ``break_glass`` accounts (an admin who can still get in when the provider is away).
 """
 
@@ -13,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from pydantic import field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from common.roles import ROLE_NAMES
 from common.strict import StrictModel
@@ -24,6 +25,28 @@ _CLAIM_RE: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_.:-]{0,63}$")
 _USERNAME_RE: Final = re.compile(r"^[\w.@+-]{1,150}$")
 # Scopes a console asks for; the provider may define more.
 _SCOPE_RE: Final = re.compile(r"^[\x21\x23-\x5b\x5d-\x7e]{1,64}$")
+_TEAM_RE: Final = re.compile(r"^[a-z0-9][a-z0-9_-]{0,99}$")
+
+
+class TeamRoleGrant(StrictModel):
+    """A role in one team, as a provider's group gives it."""
+
+    team: str
+    role: str
+
+    @field_validator("team")
+    @classmethod
+    def _team(cls, value: str) -> str:
+        if not _TEAM_RE.match(value):
+            raise ValueError(f"team: {value!r} is not a team name (lower-case, digits, - _)")
+        return value
+
+    @field_validator("role")
+    @classmethod
+    def _role(cls, value: str) -> str:
+        if value not in ROLE_NAMES:
+            raise ValueError(f"role: {value!r}; roles are {', '.join(ROLE_NAMES)}")
+        return value
 
 
 class OidcSection(StrictModel):
@@ -42,9 +65,13 @@ class OidcSection(StrictModel):
     # their groups.
     username_claim: str = "preferred_username"
     groups_claim: str = "groups"
-    # The provider's group names and the console role each gives (operator, admin,
-    # auditor). A person in no mapped group is refused.
-    roles: dict[str, str]
+    # The provider's group names and the console role each gives organisation-wide
+    # (operator, admin, auditor), or in one team ({team: payments, role: operator}; the
+    # team is made at the first sign-in that names it). A person in no mapped group is
+    # refused.
+    team_roles: dict[str, TeamRoleGrant] = {}
+    # Checked after team_roles (and when left out): one of the two must map a group.
+    roles: dict[str, str] = Field(default_factory=dict, validate_default=True)
 
     @field_validator("issuer")
     @classmethod
@@ -97,9 +124,12 @@ class OidcSection(StrictModel):
 
     @field_validator("roles")
     @classmethod
-    def _roles(cls, value: dict[str, str]) -> dict[str, str]:
-        if not value:
-            raise ValueError("roles: map at least one of the provider's groups to a role")
+    def _roles(cls, value: dict[str, str], info: ValidationInfo) -> dict[str, str]:
+        if not value and not info.data.get("team_roles"):
+            raise ValueError(
+                "roles: map at least one of the provider's groups to a role (here, or to a "
+                "role in a team in team_roles)"
+            )
         for group, role in value.items():
             if not group.strip() or len(group) > 255:
                 raise ValueError(f"roles: group name {group!r} must be 1-255 characters")
@@ -107,6 +137,14 @@ class OidcSection(StrictModel):
                 raise ValueError(
                     f"roles: {group!r} maps to {role!r}; roles are {', '.join(ROLE_NAMES)}"
                 )
+        return value
+
+    @field_validator("team_roles")
+    @classmethod
+    def _team_groups(cls, value: dict[str, TeamRoleGrant]) -> dict[str, TeamRoleGrant]:
+        for group in value:
+            if not group.strip() or len(group) > 255:
+                raise ValueError(f"team_roles: group name {group!r} must be 1-255 characters")
         return value
 
 

@@ -82,3 +82,59 @@ def test_the_check_catches_a_foreign_import(tmp_path: Path) -> None:
     program.write_text("import os\nimport django\nfrom tools_app import registry\n")
     foreign = sorted(n for n in _top_level_imports(program) if n not in sys.stdlib_module_names)
     assert foreign == ["django", "tools_app"]
+
+
+# A few programs draw with Debian's own packages (python3-matplotlib, python3-jinja2),
+# which the sandbox shows read-only: they load them by name through their
+# ``system_module("name", "debian-package")``, never from the console's virtualenv.
+SYSTEM_PYTHON = "/usr/bin/python3"
+SYSTEM_PACKAGES = "/usr/lib/python3/dist-packages"
+
+
+def _loaded_by_name(path: Path) -> tuple[set[str], set[str]]:
+    """The modules ``path`` loads through ``system_module(...)`` and through
+    ``importlib.import_module(...)``, by their top-level names."""
+    declared, loaded = set(), set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if not isinstance(node, ast.Call) or not node.args:
+            continue
+        first = node.args[0]
+        if not isinstance(first, ast.Constant) or not isinstance(first.value, str):
+            continue
+        func = node.func
+        if isinstance(func, ast.Name) and func.id == "system_module":
+            declared.add(first.value.split(".")[0])
+        elif isinstance(func, ast.Attribute) and func.attr == "import_module":
+            loaded.add(first.value.split(".")[0])
+    return declared, loaded
+
+
+@pytest.mark.parametrize("program", PROGRAMS, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_a_module_loaded_by_name_is_standard_or_a_declared_system_package(program: Path) -> None:
+    declared, loaded = _loaded_by_name(program)
+    foreign = sorted(loaded - declared - set(sys.stdlib_module_names))
+    assert foreign == [], f"{program.relative_to(ROOT)} loads {foreign} without declaring them"
+    for name in sorted(declared):
+        # As the sandbox loads it: the system's interpreter, bare, with only Debian's
+        # packages added (scripts/require.sh installs them where the console runs).
+        done = subprocess.run(
+            [SYSTEM_PYTHON, "-I", "-S", "-c",
+             f"import sys; sys.path.append({SYSTEM_PACKAGES!r}); import {name}"],
+            capture_output=True, text=True, timeout=60, cwd="/",
+        )  # fmt: skip
+        assert done.returncode == 0, f"{program.relative_to(ROOT)} needs {name}: {done.stderr}"
+
+
+def test_the_check_catches_a_module_loaded_by_name_undeclared(tmp_path: Path) -> None:
+    # Control: loading a package by name does not slip past the check.
+    program = tmp_path / "sly.py"
+    program.write_text(
+        "import importlib\n"
+        "def f():\n"
+        "    system_module('jinja2', 'python3-jinja2')\n"
+        "    importlib.import_module('jinja2.sandbox')\n"
+        "    importlib.import_module('django.conf')\n"
+    )
+    declared, loaded = _loaded_by_name(program)
+    assert declared == {"jinja2"}
+    assert sorted(loaded - declared - set(sys.stdlib_module_names)) == ["django"]

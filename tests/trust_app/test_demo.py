@@ -36,6 +36,9 @@ def test_demo_seeds_once_and_its_credentials_work(var_dir: Path) -> None:
     for _, name, token in agents:
         found = agent_for_token(token)
         assert found is not None and found.name == name
+    # Two teams hold the agents; the demo's people see both (organisation-wide roles).
+    teams = set(Agent.objects.values_list("team__name", flat=True))
+    assert teams == {"research", "platform"}
     assert oct(credentials.stat().st_mode & 0o777) == "0o600"
 
     again = StringIO()

@@ -34,13 +34,13 @@ def _page(request: HttpRequest, *, status: int = 200, **extra: Any) -> HttpRespo
     return render(request, TEMPLATE, context, status=status)
 
 
-@page_for(Role.ADMIN)
+@page_for(Role.ADMIN, organisation_wide=True)
 def upstream_review(request: HttpRequest) -> HttpResponse:
     """Held and flagged upstream tools, with the change and the findings, to accept or reject."""
     return _page(request)
 
 
-@page_for(Role.ADMIN)
+@page_for(Role.ADMIN, organisation_wide=True)
 @require_POST
 def upstream_decide(request: HttpRequest, pin_id: int) -> HttpResponse:
     """Accept or reject the held definition of one upstream tool (audited with the reason)."""

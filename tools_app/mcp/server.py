@@ -31,6 +31,7 @@ from tools_app.contracts import ToolContract
 from tools_app.events import carried_body, watch_invocation
 from tools_app.mcp.annotations import tool_hints
 from tools_app.mcp.calls import unfinished_call_kept
+from tools_app.mcp.pictures import shows_picture, with_picture
 from tools_app.mcp.results import (
     carried_success_result,
     internal_problem_result,
@@ -238,13 +239,18 @@ async def _answer(
                 invocation_id=invocation.id,
             )  # fmt: skip
             return internal_problem_result(invocation.id, caller.request_id)
-    carried = carried_success_result(carried_body(ended))
-    if carried is not None:
-        return carried  # the terminal message carried the result: no database read
-    return await sync_to_async(call_outcome)(
-        agent=agent, call=call, invocation_id=invocation.id,
-        client_gone=exchange.disconnected.is_set(),
-    )  # fmt: skip
+    result = carried_success_result(carried_body(ended))
+    if result is None:  # else the terminal message carried the result: no database read
+        result = await sync_to_async(call_outcome)(
+            agent=agent, call=call, invocation_id=invocation.id,
+            client_gone=exchange.disconnected.is_set(),
+        )  # fmt: skip
+    if shows_picture(result, call.tool):
+        # A file read: off the event loop, and off the one thread for database work.
+        result = await sync_to_async(with_picture, thread_sensitive=False)(
+            result, tool=call.tool, workspace=agent.workspace
+        )
+    return result
 
 
 async def _call_tool(

@@ -10,10 +10,11 @@ from django.views.decorators.http import require_POST
 
 from audit_app.record import Actor
 from common.errors import InvalidArgumentError, NotFoundError
-from common.page_access import is_admin, page_for
+from common.page_access import is_org_admin, page_for
 from common.roles import Role
 from common.settings_config import synthorg_config
 from tools_app.bridge.selectors import upstream_servers
+from tools_app.builtin.desktop.tools import desktop_readiness
 from tools_app.selectors.tools import tool_registry_entries
 from tools_app.services.tool_registry import tool_enabled_set
 
@@ -29,14 +30,15 @@ def tool_index(request: HttpRequest) -> HttpResponse:
         "tools/list.html",
         {
             "entries": tool_registry_entries(),
-            "can_switch": is_admin(request),
+            "can_switch": is_org_admin(request),
             "code_execution_backend": synthorg_config().sandboxing.backend_for("code_execution"),
+            "desktop_state": desktop_readiness(synthorg_config())[1],
             "servers": upstream_servers(),
         },
     )
 
 
-@page_for(Role.ADMIN)
+@page_for(Role.ADMIN, organisation_wide=True)
 @require_POST
 def tool_switch(request: HttpRequest, name: str) -> HttpResponse:
     """Disable or enable a tool for every agent (audited with the admin's reason)."""

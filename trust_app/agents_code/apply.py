@@ -15,6 +15,7 @@ from trust_app.agents_code.schema import AgentsFile
 from trust_app.models import Agent
 from trust_app.services.agents import agent_create
 from trust_app.services.permissions import agent_permissions_update
+from trust_app.services.teams import agent_team_set
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,7 @@ def _make(change: Change, actor: Actor, new_tokens: dict[str, str]) -> None:
             workspace=entry.workspace,
             actor=actor,
             max_concurrent_calls=entry.max_concurrent_calls,
+            team=entry.team,
         )
         new_tokens[entry.name] = created.token
         return
@@ -67,6 +69,8 @@ def _make(change: Change, actor: Actor, new_tokens: dict[str, str]) -> None:
         )
     elif change.action == "owner":
         agent_owner_update(agent=agent, owner=entry.owner, actor=actor)
+    elif change.action == "team" and entry.team is not None:
+        agent_team_set(agent=agent, team=entry.team, actor=actor)
     elif change.action == "active":
         agent_active_update(agent=agent, active=entry.active, actor=actor)
     elif change.grant is not None:

@@ -9,7 +9,7 @@ from trust_app.services.permissions import agent_permissions_state
 
 
 def agents_export() -> AgentsFile:
-    """Every agent with its level, autonomy, owner, workspace, lists, sub-constraints,
+    """Every agent with its level, autonomy, owner, team, workspace, lists, sub-constraints,
     cap on calls at once and secret grants (names only: a secret's value never leaves
     the broker)."""
     grants: dict[object, list[SecretGrantEntry]] = {}
@@ -23,7 +23,7 @@ def agents_export() -> AgentsFile:
             )
         )
     entries = []
-    for agent in Agent.objects.select_related("owner", "permissions").order_by("name"):
+    for agent in Agent.objects.select_related("owner", "team", "permissions").order_by("name"):
         state = agent_permissions_state(agent)
         entries.append(
             AgentEntry(
@@ -31,6 +31,7 @@ def agents_export() -> AgentsFile:
                 access_level=state.access_level,
                 autonomy=state.autonomy,  # type: ignore[arg-type]
                 owner=agent.owner.get_username() if agent.owner else None,
+                team=agent.team.name,
                 workspace=agent.workspace,
                 active=agent.active,
                 allowed_tools=tuple(state.allowed),

@@ -17,7 +17,7 @@ from common.errors import InvalidArgumentError
 from secrets_app.models import Secret, SecretGrant
 from secrets_app.references import SEALED_TOOLS, SECRET_SLOTS, is_valid_name
 from trust_app.agents_code.schema import AgentEntry, AgentsFile, SecretGrantEntry
-from trust_app.models import Agent
+from trust_app.models import Agent, Team
 from trust_app.services.permissions import (
     AgentPermissionsState,
     agent_permissions_check,
@@ -33,7 +33,7 @@ class Change:
     """One change to one agent, as the plan lists it and apply makes it."""
 
     agent: str
-    action: str  # create | permissions | owner | active | grant_secret | ungrant_secret
+    action: str  # create | permissions | owner | team | active | grant_secret | ungrant_secret
     detail: str
     entry: AgentEntry
     grant: SecretGrantEntry | None = None
@@ -116,6 +116,7 @@ def _granted(agent: Agent) -> dict[tuple[str, str, str], SecretGrantEntry]:
 KEPT_WHEN_ABSENT = (
     "autonomy",
     "owner",
+    "team",
     "active",
     "allowed_tools",
     "denied_tools",
@@ -135,6 +136,7 @@ def _as_it_is(entry: AgentEntry, agent: Agent | None) -> tuple[AgentEntry, tuple
     current: dict[str, Any] = {
         "autonomy": state.autonomy,
         "owner": agent.owner.get_username() if agent.owner else None,
+        "team": agent.team.name,
         "active": agent.active,
         "allowed_tools": state.allowed,
         "denied_tools": state.denied,
@@ -169,6 +171,8 @@ def _agent_changes(
         detail = f"{entry.access_level}, {entry.autonomy}"
         if entry.max_concurrent_calls is not None:
             detail += f", {entry.max_concurrent_calls} calls at once"
+        if entry.team is not None:
+            detail += f", team {entry.team}"
         changes.append(Change(name, "create", detail, entry))
         # Created with these; the rest of its permissions are a change of their own.
         before = AgentPermissionsState(
@@ -177,10 +181,12 @@ def _agent_changes(
             max_concurrent_calls=entry.max_concurrent_calls,
         )
         owner, active, granted = None, True, {}
+        team = entry.team
     else:
         before = agent_permissions_state(agent)
         owner = agent.owner.get_username() if agent.owner else None
         active, granted = agent.active, _granted(agent)
+        team = agent.team.name
     old, new = before.as_dict(), proposal.as_dict()
     moved = [f for f in old if old[f] != new[f]]
     if moved:
@@ -190,6 +196,8 @@ def _agent_changes(
         changes.append(Change(name, "permissions", detail, entry))
     if entry.owner != owner:
         changes.append(Change(name, "owner", f"{owner!r} -> {entry.owner!r}", entry))
+    if entry.team != team:
+        changes.append(Change(name, "team", f"{team!r} -> {entry.team!r}", entry))
     if entry.active != active:
         changes.append(Change(name, "active", f"{active} -> {entry.active}", entry))
     wanted = {g.key(): g for g in entry.secret_grants}
@@ -210,7 +218,8 @@ def _agent_changes(
 def agents_plan(agents_file: AgentsFile, *, source: str) -> Plan:
     """Every change applying ``agents_file`` makes; ConfigError when it cannot be applied."""
     problems: list[ConfigProblem] = []
-    existing = {a.name: a for a in Agent.objects.select_related("owner")}
+    existing = {a.name: a for a in Agent.objects.select_related("owner", "team")}
+    teams = set(Team.objects.values_list("name", flat=True))
     people = set(get_user_model().objects.values_list("username", flat=True))
     live = set(Secret.objects.filter(revoked_at__isnull=True).values_list("name", flat=True))
     changes: list[Change] = []
@@ -225,6 +234,13 @@ def agents_plan(agents_file: AgentsFile, *, source: str) -> Plan:
         _grant_problems(entry, where, live, problems)
         if "owner" not in absent and entry.owner is not None and entry.owner not in people:
             problems.append(ConfigProblem(f"{where}.owner", f"no person named {entry.owner!r}"))
+        if agent is not None and "team" in written.model_fields_set and written.team is None:
+            problems.append(ConfigProblem(f"{where}.team", "name a team, or leave the field out"))
+        if "team" not in absent and entry.team is not None and entry.team not in teams:
+            problems.append(ConfigProblem(
+                f"{where}.team",
+                f"no team named {entry.team!r}; create it first (manage.py synthorg_team create)",
+            ))  # fmt: skip
         if agent is not None and entry.workspace and entry.workspace != agent.workspace:
             problems.append(ConfigProblem(
                 f"{where}.workspace",

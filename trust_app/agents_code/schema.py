@@ -7,6 +7,7 @@ agents:
     access_level: standard
     autonomy: semi
     owner: alice
+    team: payments             # the default team when a new agent leaves it out
     workspace: /srv/synthorg/workspaces/builder
     active: true
     allowed_tools: []
@@ -79,6 +80,8 @@ class AgentEntry(StrictModel):
     access_level: str
     autonomy: Literal["full", "semi", "supervised", "locked"] = "semi"
     owner: str | None = None
+    # The team the agent belongs to (its operators decide its calls; its admins edit it).
+    team: str | None = Field(default=None, pattern=r"^[a-z0-9][a-z0-9_-]{0,99}$")
     # Used when the agent is created; an existing agent's workspace is never moved.
     workspace: str | None = None
     active: bool = True

@@ -49,11 +49,15 @@ def agent_create(
     owner: Any | None = None,
     actor: Actor | None = None,
     max_concurrent_calls: int | None = None,
+    team: str | None = None,
 ) -> AgentCreated:
     """Create an agent and its first token; the token's plaintext is returned once.
 
-    ``max_concurrent_calls`` caps its calls at once (None: the console default).
+    ``max_concurrent_calls`` caps its calls at once (None: the console default);
+    ``team`` names its team (None: the default team).
     """
+    from trust_app.selectors.teams import team_by_name, team_default
+
     name = name.strip()
     if not name or len(name) > AGENT_NAME_MAX:
         raise InvalidArgumentError(f"agent name must be 1 to {AGENT_NAME_MAX} characters")
@@ -71,6 +75,9 @@ def agent_create(
         )
     if Agent.objects.filter(name=name).exists():
         raise ConflictError(f"an agent named {name!r} already exists")
+    home = team_default() if team is None else team_by_name(team)
+    if home is None:
+        raise InvalidArgumentError(f"no team named {team!r}: create it first")
 
     workspace_path = Path(workspace or Path(settings.VAR_DIR) / "workspaces" / name).resolve()
     if not workspace_path.exists():
@@ -86,6 +93,7 @@ def agent_create(
         workspace=str(workspace_path),
         owner=owner,
         max_concurrent_calls=max_concurrent_calls,
+        team=home,
     )
     token = services_tokens.agent_token_create(agent=agent, label="initial").plaintext
     audit_record(
@@ -99,6 +107,7 @@ def agent_create(
             "workspace": str(workspace_path),
             "owner": owner.get_username() if owner else None,
             "max_concurrent_calls": max_concurrent_calls,
+            "team": home.name,
         },
     )
     return AgentCreated(agent=agent, token=token)
@@ -137,10 +146,19 @@ def person_create(
     password: str | None,
     superuser: bool = False,
     actor: Actor | None = None,
+    team: str | None = None,
 ) -> Any:
-    """Create a person in the group of their role (a superuser may also use /admin/)."""
+    """Create a person holding ``role`` organisation-wide (in its group), or in ``team``
+    when one is named (a superuser may also use /admin/)."""
+    from trust_app.models import Team, TeamMembership
+
     if role not in ROLE_NAMES:
         raise InvalidArgumentError(f"role {role!r} is not one of: {', '.join(ROLE_NAMES)}")
+    home = None
+    if team is not None:
+        home = Team.objects.filter(name=team).first()
+        if home is None:
+            raise InvalidArgumentError(f"no team named {team!r}: create it first")
     user_model = get_user_model()
     if user_model.objects.filter(username=username).exists():
         raise ConflictError(f"a person named {username!r} already exists")
@@ -151,12 +169,20 @@ def person_create(
         user.set_unusable_password()
         user.save(update_fields=["password"])
     groups_ensure()
-    user.groups.add(Group.objects.get(name=Role(role).group))
+    if home is None:
+        user.groups.add(Group.objects.get(name=Role(role).group))
+    else:
+        TeamMembership.objects.create(person=user, team=home, role=role)
     audit_record(
         kind="person.created",
         actor=actor or Actor.system(),
         outcome="created",
-        data={"username": username, "role": role, "superuser": superuser},
+        data={
+            "username": username,
+            "role": role,
+            "team": home.name if home else None,
+            "superuser": superuser,
+        },
     )
     return user
 

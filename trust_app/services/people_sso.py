@@ -3,8 +3,9 @@
 A person is found by (issuer, subject), never by name: the first sign-in creates them
 with the provider's username (refused when a local account or another identity holds
 that name: a provider's user called "admin" never becomes the console's admin); each
-sign-in sets their roles to exactly what the provider's groups give now (a change is
-audited with both sides). People made here have no password and are never superusers.
+sign-in sets their roles, organisation-wide and in teams, to exactly what the provider's
+groups give now (a change is audited with both sides). People made here have no
+password and are never superusers.
 """
 
 from __future__ import annotations
@@ -17,9 +18,10 @@ from django.db import transaction
 from django.utils import timezone
 
 from audit_app.record import Actor, audit_record
-from common.roles import Role, roles_of
+from common.roles import Role, forget_roles, org_roles_of
 from trust_app.models import ExternalIdentity
 from trust_app.services.agents import groups_ensure
+from trust_app.services.teams import team_memberships_sync
 from trust_app.sso.claims import ClaimsRefused, SignedInPerson
 
 SIGNIN_SUCCEEDED_KIND = "signin.succeeded"
@@ -67,7 +69,7 @@ def person_sign_in_external(*, signed_in: SignedInPerson, address: str) -> Any:
     person = identity.person
     if not person.is_active:
         raise ClaimsRefused("your account here is switched off; an admin can switch it on")
-    before = set(roles_of(person))
+    before = set(org_roles_of(person))
     if before != set(signed_in.roles):
         groups_ensure()
         person.groups.remove(*Group.objects.filter(name__in=[r.group for r in Role]))
@@ -84,7 +86,15 @@ def person_sign_in_external(*, signed_in: SignedInPerson, address: str) -> Any:
                 "source": "oidc",
             },
         )
-    identity.roles = _sorted(signed_in.roles)
+    team_memberships_sync(
+        person=person,
+        grants=signed_in.team_roles,
+        actor=Actor.system("single sign-on"),
+        source="oidc",
+    )
+    forget_roles(person)
+    in_teams = sorted(f"{role.value}@{team}" for team, role in signed_in.team_roles)
+    identity.roles = _sorted(signed_in.roles) + in_teams
     identity.last_sign_in_at = timezone.now()
     identity.save(update_fields=["roles", "last_sign_in_at"])
     audit_record(

@@ -17,10 +17,12 @@ from django.db import transaction
 from django.utils import timezone
 
 from audit_app.record import Actor, audit_record
-from common.errors import ConflictError, ForbiddenError, InvalidArgumentError
+from common.errors import ConflictError, ForbiddenError, InvalidArgumentError, NotFoundError
 from common.inbox import ApprovalChange, promotion_change_on_commit
 from common.roles import ROLES_THAT_DECIDE, has_any_role
+from common.team_scope import DECIDE
 from trust_app.models import PromotionRequest, PromotionStatus
+from trust_app.selectors.teams import person_scope
 from trust_app.selectors.trust import state_of, trust_strategy
 from trust_app.services.trust import locked_state, record_change, state_save
 from trust_app.strategies import LevelChange, apply_change
@@ -47,6 +49,8 @@ def promotion_decide(
         raise InvalidArgumentError("reason: say why", details={"field": "reason"})
     now = now or timezone.now()
     locked = PromotionRequest.objects.select_for_update().select_related("agent").get(pk=request.pk)
+    if not person_scope(person, DECIDE).admits(locked.agent.team_id):
+        raise NotFoundError(f"no promotion request {request.pk} among your teams' requests")
     if locked.status != PromotionStatus.PENDING:
         who = f" by {locked.decided_by_name}" if locked.decided_by_name else ""
         raise ConflictError(

@@ -33,6 +33,8 @@ class SignedInPerson:
     username: str
     roles: frozenset[Role]
     groups: tuple[str, ...]
+    # Roles in teams: (team name, role).
+    team_roles: frozenset[tuple[str, Role]] = frozenset()
 
 
 def person_from_claims(claims: Mapping[str, Any], oidc: OidcSection) -> SignedInPerson:
@@ -53,13 +55,23 @@ def person_from_claims(claims: Mapping[str, Any], oidc: OidcSection) -> SignedIn
         )
     groups = _groups(claims.get(oidc.groups_claim))
     roles = frozenset(Role(oidc.roles[g]) for g in groups if g in oidc.roles)
-    if not roles:
+    team_roles = frozenset(
+        (oidc.team_roles[g].team, Role(oidc.team_roles[g].role))
+        for g in groups
+        if g in oidc.team_roles
+    )
+    if not roles and not team_roles:
         raise ClaimsRefused(
             "none of your groups at the provider gives a role in this console; an admin "
-            "maps groups to roles in people.oidc.roles"
+            "maps groups to roles in people.oidc.roles (or people.oidc.team_roles)"
         )
     return SignedInPerson(
-        issuer=issuer, subject=subject, username=username, roles=roles, groups=groups
+        issuer=issuer,
+        subject=subject,
+        username=username,
+        roles=roles,
+        groups=groups,
+        team_roles=team_roles,
     )
 
 

@@ -6,6 +6,7 @@ import uuid
 
 from django.conf import settings
 from django.contrib import messages
+from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -16,6 +17,7 @@ from audit_app.record import Actor
 from common.errors import InvalidArgumentError
 from common.page_access import is_admin, page_for
 from common.roles import Role
+from common.team_scope import READ_AGENTS
 from tools_app.registry import tool_catalog
 from trust_app.forms import (
     AgentFilterForm,
@@ -26,12 +28,12 @@ from trust_app.forms import (
 from trust_app.models import Agent
 from trust_app.selectors.agent_pages import (
     AgentListFilters,
-    agent_get,
     agent_list,
     agent_recent_invocations,
     agent_tokens,
 )
 from trust_app.selectors.agents import agent_cap
+from trust_app.selectors.teams import agent_edit_refusal, agent_in_scope, person_scope, team_q
 from trust_app.services.agents import agent_explain
 from trust_app.services.permissions import (
     agent_permissions_effect,
@@ -48,11 +50,21 @@ def _template(request: HttpRequest, partial: str) -> str:
     return f"agents/detail.html#{partial}" if htmx else "agents/detail.html"
 
 
-def _agent_or_404(agent_id: uuid.UUID) -> Agent:
-    agent = agent_get(agent_id)
+def _agent_or_404(request: HttpRequest, agent_id: uuid.UUID, *, edit: bool = False) -> Agent:
+    """The agent when one of the person's teams holds it (404 otherwise); with ``edit``,
+    403 unless they are an admin of its team or organisation-wide."""
+    agent = agent_in_scope(agent_id, person_scope(request.user, READ_AGENTS))
     if agent is None:
-        raise Http404(f"no agent {agent_id}")
+        raise Http404(f"no agent {agent_id} among your teams' agents")
+    if edit:
+        refusal = agent_edit_refusal(request.user, agent)
+        if refusal:
+            raise PermissionDenied(refusal)
     return agent
+
+
+def _may_edit(request: HttpRequest, agent: Agent) -> bool:
+    return is_admin(request) and not agent_edit_refusal(request.user, agent)
 
 
 @page_for(*READERS)
@@ -69,7 +81,8 @@ def agent_index(request: HttpRequest) -> HttpResponse:
             active=data["active"],
             denials=data["denials"],
         )
-    context = {"form": form, "agents": agent_list(filters)}
+    scope = person_scope(request.user, READ_AGENTS)
+    context = {"form": form, "agents": agent_list(filters).filter(team_q(scope))}
     if request.htmx:  # type: ignore[attr-defined]
         return render(request, "agents/list.html#results", context)
     return render(request, "agents/list.html", context)
@@ -84,10 +97,10 @@ def _detail_context(request: HttpRequest, agent: Agent, **extra: object) -> dict
         "calls_at_once": agent_cap(agent),
         "tokens": agent_tokens(agent),
         "invocations": agent_recent_invocations(agent),
-        "can_edit": is_admin(request),
+        "can_edit": _may_edit(request, agent),
         "tool_names": sorted(c.name for c in tool_catalog()),
     }
-    if is_admin(request):
+    if _may_edit(request, agent):
         context.setdefault("form", AgentPermissionsForm.for_state(state))
         context.setdefault("explain_form", ExplainForm())
         context.setdefault("token_form", TokenForm())
@@ -101,7 +114,7 @@ def _detail_context(request: HttpRequest, agent: Agent, **extra: object) -> dict
 @page_for(*READERS)
 def agent_detail(request: HttpRequest, agent_id: uuid.UUID) -> HttpResponse:
     """One agent: level, autonomy, lists, overrides, workspace, tokens, recent calls."""
-    agent = _agent_or_404(agent_id)
+    agent = _agent_or_404(request, agent_id)
     return render(request, "agents/detail.html", _detail_context(request, agent))
 
 
@@ -112,7 +125,7 @@ def agent_edit(request: HttpRequest, agent_id: uuid.UUID) -> HttpResponse:
 
     A GET (a bookmarked or reloaded form address) goes to the editor on the agent's page.
     """
-    agent = _agent_or_404(agent_id)
+    agent = _agent_or_404(request, agent_id, edit=True)
     if request.method == "GET":
         return redirect(reverse("agent-detail", args=[agent.id]) + "#edit")
     form = AgentPermissionsForm(request.POST)
@@ -150,7 +163,7 @@ def agent_edit(request: HttpRequest, agent_id: uuid.UUID) -> HttpResponse:
 @require_POST
 def agent_explain_panel(request: HttpRequest, agent_id: uuid.UUID) -> HttpResponse:
     """The decision and trace for a hypothetical call; nothing runs and nothing is recorded."""
-    agent = _agent_or_404(agent_id)
+    agent = _agent_or_404(request, agent_id, edit=True)
     form = ExplainForm(request.POST)
     explanation = None
     problem = ""

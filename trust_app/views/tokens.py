@@ -49,7 +49,7 @@ def _shown_once(request: HttpRequest, agent: Agent, issued: IssuedAgentToken) ->
 @require_GET
 def agent_token_new(request: HttpRequest, agent_id: uuid.UUID) -> HttpResponse:
     """Show a just-issued token this once; a reload finds it gone and issues nothing."""
-    agent = _agent_or_404(agent_id)
+    agent = _agent_or_404(request, agent_id, edit=True)
     shown = token_take_for_showing(request.session, agent_id=str(agent.id))
     issued = None
     if shown is not None:
@@ -67,7 +67,7 @@ def agent_token_new(request: HttpRequest, agent_id: uuid.UUID) -> HttpResponse:
 @require_POST
 def agent_token_create(request: HttpRequest, agent_id: uuid.UUID) -> HttpResponse:
     """Issue a token, then show its plaintext once on the page redirected to (digest stored)."""
-    agent = _agent_or_404(agent_id)
+    agent = _agent_or_404(request, agent_id, edit=True)
     form = TokenForm(request.POST)
     if not form.is_valid():
         problems = "; ".join(
@@ -97,7 +97,7 @@ def agent_token_rotate_view(
     request: HttpRequest, agent_id: uuid.UUID, token_id: uuid.UUID
 ) -> HttpResponse:
     """Issue the replacement (shown once); the old token keeps the overlap."""
-    agent = _agent_or_404(agent_id)
+    agent = _agent_or_404(request, agent_id, edit=True)
     token = _token_or_404(agent, token_id)
     try:
         issued = agent_token_rotate(token=token, actor=Actor.person(request.user))
@@ -112,7 +112,7 @@ def agent_token_rotate_view(
 def agent_token_revoke_view(
     request: HttpRequest, agent_id: uuid.UUID, token_id: uuid.UUID
 ) -> HttpResponse:
-    agent = _agent_or_404(agent_id)
+    agent = _agent_or_404(request, agent_id, edit=True)
     token = _token_or_404(agent, token_id)
     if request.POST.get("confirm") != token.public_id:
         # The box naming the token is the confirmation, with or without JavaScript.

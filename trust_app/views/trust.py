@@ -14,7 +14,9 @@ from django.views.decorators.http import require_POST
 from common.errors import SynthOrgError
 from common.page_access import page_for
 from common.roles import ROLES_THAT_DECIDE, Role, has_any_role
+from common.team_scope import DECIDE, READ_AGENTS
 from trust_app.models import Agent, PromotionRequest
+from trust_app.selectors.teams import agent_edit_refusal, agent_in_scope, person_scope, team_q
 from trust_app.selectors.trust import agent_trust_summary
 from trust_app.services.promotion import promotion_decide
 from trust_app.services.trust import trust_reset
@@ -27,9 +29,9 @@ RESET_CONFIRM_FIELD = "confirm"
 def _agent_for(request: HttpRequest, agent_id: uuid.UUID) -> Agent:
     if not has_any_role(request.user, ROLES_THAT_DECIDE):
         raise PermissionDenied("operators and admins only")
-    agent = Agent.objects.filter(id=agent_id).first()
+    agent = agent_in_scope(agent_id, person_scope(request.user, READ_AGENTS))
     if agent is None:
-        raise Http404("no such agent")
+        raise Http404("no such agent among your teams' agents")
     return agent
 
 
@@ -42,7 +44,7 @@ def agent_trust_page(request: HttpRequest, agent_id: uuid.UUID) -> HttpResponse:
         "agent": agent,
         "summary": summary,
         "chart": score_chart([(p["at"], p["score"]) for p in summary["chart"]]),
-        "can_reset": has_any_role(request.user, {Role.ADMIN}),
+        "can_reset": not agent_edit_refusal(request.user, agent),
     }
     return render(request, "trust/agent_trust.html", context)
 
@@ -57,6 +59,9 @@ def agent_trust_reset(request: HttpRequest, agent_id: uuid.UUID) -> HttpResponse
             raise PermissionDenied("only admins reset trust")
         messages.error(request, "Trust was not reset: tick the box to confirm starting over.")
         return HttpResponseRedirect(reverse("trust-agent", args=[agent.id]))
+    refusal = agent_edit_refusal(request.user, agent)
+    if refusal:
+        raise PermissionDenied(refusal)
     try:
         trust_reset(agent=agent, person=request.user, reason=request.POST.get("reason", ""))
     except SynthOrgError as exc:
@@ -72,9 +77,11 @@ def promotion_decide_page(request: HttpRequest, promotion_id: uuid.UUID) -> Http
     """Approve or deny a promotion request from the agent's trust page."""
     if not has_any_role(request.user, ROLES_THAT_DECIDE):
         raise PermissionDenied("operators and admins only")
-    promotion = PromotionRequest.objects.filter(id=promotion_id).first()
+    scope = person_scope(request.user, DECIDE)
+    rows = PromotionRequest.objects.filter(team_q(scope, "agent__team_id"))
+    promotion = rows.filter(id=promotion_id).first()
     if promotion is None:
-        raise Http404("no such promotion request")
+        raise Http404("no such promotion request among your teams' requests")
     try:
         promotion_decide(
             request=promotion,

@@ -311,3 +311,44 @@ def test_the_messages_link_survives_sign_in_and_says_who_was_quicker(
     late = browser.get(f"/{path}").content.decode()
     assert f"Already approved by {people['alice'].username}" in late
     assert "decide it in the inbox" not in late
+
+
+def test_a_slack_user_decides_only_their_persons_teams_requests(
+    slack: LoopbackHttpServer, approval_config: Callable[[str], None], submit: Callable[..., Any]
+) -> None:
+    from trust_app.services.agents import agent_create, person_create
+    from trust_app.services.teams import team_create
+
+    team_create(name="team-a")
+    team_create(name="team-b")
+    carol = person_create(username=f"carol-{uuid.uuid4().hex[:6]}", role="operator",
+                          password=None, team="team-a")  # fmt: skip
+    approval_config(yaml.safe_dump({"notifications": {"channels": [{
+        "name": "ops-slack", "type": "slack", "url": slack.url("/webhook"), "interactive": True,
+        "signing_secret_env": SECRET_ENV, "users": {"U0CAROL": carol.username},
+        "response_hosts": [f"127.0.0.1:{slack.port}"],
+    }]}}))  # fmt: skip
+
+    def waiting(team: str) -> ApprovalRequest:
+        agent = agent_create(name=f"{team}-{uuid.uuid4().hex[:6]}", access_level="standard",
+                             autonomy="locked", team=team).agent  # fmt: skip
+        return ApprovalRequest.objects.get(invocation=submit(agent))
+
+    other, own = waiting("team-b"), waiting("team-a")
+    for request in (other, own):
+        row = Notification.objects.get(approval_id=request.id, channel="ops-slack", event="new")
+        channel = synthorg_config().notifications.channel("ops-slack")
+        assert isinstance(channel, SlackChannel)
+        send_slack(channel, str(row.id), row.facts)
+
+    value = _button(_message(slack, other), "synthorg.deny")
+    refused = _post(_click_body(value, "U0CAROL", "synthorg.deny", slack.url("/respond")))
+    assert refused.status_code == 200 and not refused.json()["ok"], refused.content
+    assert "among your teams" in refused.json()["text"]
+    other.refresh_from_db()
+    assert other.status == "pending"
+    # Control: the same person's click on their own team's request decides it.
+    value = _button(_message(slack, own), "synthorg.deny")
+    assert _post(_click_body(value, "U0CAROL", "synthorg.deny", slack.url("/respond"))).json()["ok"]
+    own.refresh_from_db()
+    assert own.status == "denied"

@@ -352,7 +352,7 @@ def test_fields_left_out_are_kept_and_the_plan_says_so(
     assert f"{'permissions':15} rich-agent: access_level: 'standard' -> 'elevated'" in lines
     assert f"{'create':15} fresh-agent: sandboxed, semi" in lines  # new: the defaults
     assert (
-        "left as they are (not in the file): rich-agent: autonomy, owner, active, "
+        "left as they are (not in the file): rich-agent: autonomy, owner, team, active, "
         "allowed_tools, denied_tools, sub_constraints, max_concurrent_calls, secret_grants"
     ) in lines
     assert not any(line.startswith("left as they are") and "fresh-agent" in line for line in lines)
@@ -377,7 +377,7 @@ def test_fields_left_out_are_kept_and_the_plan_says_so(
         "autonomy: 'supervised' -> 'semi'" in plan and "max_concurrent_calls: 6 -> default" in plan
     )
     assert "ungrant_secret" in plan and "'ops-owner' -> None" in plan
-    assert "rich-agent: active, allowed_tools, denied_tools, sub_constraints" in plan
+    assert "rich-agent: team, active, allowed_tools, denied_tools, sub_constraints" in plan
 
 
 def test_a_file_too_long_or_with_too_many_agents_is_refused_before_planning(

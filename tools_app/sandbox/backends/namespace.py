@@ -9,10 +9,11 @@ as the subprocess backend, so a fork bomb or memory bomb meets both.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from common.vocabulary.sandbox import DEFAULT_SANDBOX_USER
@@ -22,7 +23,7 @@ from tools_app.sandbox.env import build_sandbox_env
 from tools_app.sandbox.errors import SandboxError, SandboxUnavailableError
 from tools_app.sandbox.linux.cgroups import CgroupSupport, detect_cgroup_support
 from tools_app.sandbox.linux.etc_view import EtcLayout, etc_view
-from tools_app.sandbox.linux.identity import resolve_identity
+from tools_app.sandbox.linux.identity import SandboxIdentity, resolve_identity
 from tools_app.sandbox.linux.userns import (
     DISABLE_USERNS_FLAG,
     NESTED_USERNS_PROBE,
@@ -45,7 +46,8 @@ from tools_app.sandbox.protocol import (
     WorkspaceMount,
 )
 from tools_app.sandbox.result import result_from_outcome
-from tools_app.sandbox.runner import INFO_FD, run_confined
+from tools_app.sandbox.runner import INFO_FD, StartedProcess, run_confined, start_confined
+from tools_app.sandbox.spawn.client import ExecFailure
 from tools_app.sandbox.workspace import check_workspace_access
 
 WORKSPACE_INSIDE = "/workspace"
@@ -144,11 +146,13 @@ class NamespaceSandbox:
         cwd_inside: str,
         info_fd: int | None = None,
         etc: EtcLayout | None = None,
+        binds: Sequence[tuple[str, str]] = (),
     ) -> list[str]:
         """The full bubblewrap command line for ``spec`` (exposed for inspection).
 
         ``etc`` says how ``/etc`` is made (see ``etc_view``); by default every
-        allowed entry is bound on its own.
+        allowed entry is bound on its own. ``binds``: (host directory, place inside)
+        pairs bound writable, for a standing command's own control directory.
         """
         if self.bwrap_path is None:
             raise SandboxUnavailableError(self.name, "bubblewrap (bwrap) is not installed")
@@ -204,6 +208,7 @@ class NamespaceSandbox:
             str(workspace_real),
             WORKSPACE_INSIDE,
             *egress_args,
+            *[word for host, inside in binds for word in ("--bind", host, inside)],
             # Everything not bound explicitly (/, /etc) becomes read-only too.
             "--remount-ro",
             "/",
@@ -214,8 +219,8 @@ class NamespaceSandbox:
         ]
         return args
 
-    def run(self, spec: SandboxSpec) -> SandboxResult:
-        """Run ``spec`` inside new namespaces; refusals raise a SandboxError."""
+    def _prepared(self, spec: SandboxSpec) -> tuple[SandboxIdentity, Path, str, dict[str, str]]:
+        """Who runs ``spec``, its workspace, its working directory inside, its environment."""
         identity = resolve_identity(self.run_as_user, backend=self.name)
         workspace = resolve_workspace(spec.workspace.host_path)
         cwd = resolve_cwd(workspace, spec.cwd)
@@ -237,6 +242,44 @@ class NamespaceSandbox:
         env["PWD"] = cwd_inside
         if spec.network is NetworkPolicy.PROXY:
             env.update(proxy_env(trust_bundle=sealed_call(spec.egress_dir)))
+        return identity, workspace, cwd_inside, env
+
+    def start(
+        self, spec: SandboxSpec, *, binds: Sequence[tuple[str, str]] = ()
+    ) -> tuple[StartedProcess | ExecFailure, Callable[[], None]]:
+        """Start ``spec`` confined exactly as ``run`` would, and leave it running.
+
+        For a command that stands across calls (a virtual desktop): the caller talks
+        to it through its pipes or ``binds`` and ends it with ``StartedProcess.end``,
+        then calls the returned release. ``spec.timeout_seconds`` is not enforced here.
+        """
+        if spec.network is NetworkPolicy.PROXY:
+            raise SandboxUnavailableError(
+                self.name, "a standing command has no egress proxy: a call's proxy ends with it"
+            )
+        identity, workspace, cwd_inside, env = self._prepared(spec)
+        held = contextlib.ExitStack()
+        try:
+            etc = held.enter_context(self._etc_view.lease())
+            argv = self.bwrap_argv(spec, workspace, cwd_inside, etc=etc, binds=binds)
+            started = start_confined(
+                argv,
+                env=env,
+                cwd=Path("/"),
+                limits=spec.limits,
+                identity=identity,
+                cgroup_support=self._cgroup_support(),
+            )
+        except BaseException:
+            held.close()
+            raise
+        if isinstance(started, ExecFailure):
+            held.close()
+        return started, held.close
+
+    def run(self, spec: SandboxSpec) -> SandboxResult:
+        """Run ``spec`` inside new namespaces; refusals raise a SandboxError."""
+        identity, workspace, cwd_inside, env = self._prepared(spec)
         timeout = spec.timeout_seconds
         if self.max_timeout_seconds is not None:
             timeout = min(timeout, self.max_timeout_seconds)

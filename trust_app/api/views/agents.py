@@ -11,10 +11,11 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from common import openapi
-from common.errors import NotFoundError
+from common.errors import ForbiddenError, NotFoundError
 from common.roles import Role
+from common.team_scope import READ_AGENTS
 from trust_app.api.people import PersonView, roles_required
-from trust_app.models import Agent
+from trust_app.selectors.teams import agent_edit_refusal, agent_in_scope, person_scope
 from trust_app.services.agents import agent_explain
 
 
@@ -32,9 +33,12 @@ class AgentExplainView(PersonView, APIView):
         responses={200: openapi.EXPLAIN},
     )
     def post(self, request: Request, agent_id: uuid.UUID) -> Response:
-        agent = Agent.objects.filter(id=agent_id).first()
+        agent = agent_in_scope(agent_id, person_scope(request.user, READ_AGENTS))
         if agent is None:
-            raise NotFoundError(f"no agent {agent_id}")
+            raise NotFoundError(f"no agent {agent_id} among your teams' agents")
+        refusal = agent_edit_refusal(request.user, agent)
+        if refusal:
+            raise ForbiddenError(refusal)
         body = ExplainSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         return Response(

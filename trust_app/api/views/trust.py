@@ -12,12 +12,14 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from common import openapi
-from common.errors import InvalidArgumentError, NotFoundError
+from common.errors import ForbiddenError, InvalidArgumentError, NotFoundError
 from common.roles import Role
+from common.team_scope import DECIDE, READ_AGENTS
 from common.vocabulary.categories import ALL_CATEGORIES
 from tools_app.models import Invocation
 from trust_app.api.people import PersonView, roles_required
 from trust_app.models import Agent, PromotionRequest, PromotionStatus, TaskDifficulty
+from trust_app.selectors.teams import agent_edit_refusal, agent_in_scope, person_scope, team_q
 from trust_app.selectors.trust import agent_trust_summary, promotion_as_dict, promotion_list
 from trust_app.services.evidence import (
     NOTE_MAX,
@@ -74,10 +76,15 @@ def _body(
     return dict(data)
 
 
-def _agent(agent_id: uuid.UUID) -> Agent:
-    agent = Agent.objects.filter(id=agent_id).first()
+def _agent(request: Request, agent_id: uuid.UUID, *, edit: bool = False) -> Agent:
+    """The agent when one of the person's teams holds it (404); with ``edit``, 403 unless
+    they are an admin of its team or organisation-wide."""
+    agent = agent_in_scope(agent_id, person_scope(request.user, READ_AGENTS))
     if agent is None:
-        raise NotFoundError(f"no agent {agent_id}")
+        raise NotFoundError(f"no agent {agent_id} among your teams' agents")
+    refusal = agent_edit_refusal(request.user, agent) if edit else ""
+    if refusal:
+        raise ForbiddenError(refusal)
     return agent
 
 
@@ -100,7 +107,7 @@ class TaskOutcomeView(PersonView, APIView):
         responses={201: openapi.TASK_OUTCOME},
     )
     def post(self, request: Request, agent_id: uuid.UUID) -> Response:
-        agent = _agent(agent_id)
+        agent = _agent(request, agent_id)
         body = _body(request, ("task_id", "difficulty", "quality", "completed"), ("categories",))
         categories = body.get("categories", [])
         if not isinstance(categories, list):
@@ -140,7 +147,9 @@ class InvocationFeedbackView(PersonView, APIView):
         responses={201: openapi.FEEDBACK},
     )
     def post(self, request: Request, invocation_id: uuid.UUID) -> Response:
-        invocation = Invocation.objects.select_related("agent").filter(id=invocation_id).first()
+        scope = person_scope(request.user, DECIDE)
+        rows = Invocation.objects.select_related("agent").filter(team_q(scope, "agent__team_id"))
+        invocation = rows.filter(id=invocation_id).first()
         if invocation is None:
             raise NotFoundError(f"no invocation {invocation_id}")
         body = _body(request, ("rating",), ("note",))
@@ -177,7 +186,8 @@ class PromotionListView(PersonView, APIView):
         status = request.query_params.get("status") or None
         if status is not None and status not in PromotionStatus.values:
             raise InvalidArgumentError(f"status: one of {', '.join(PromotionStatus.values)}")
-        rows = promotion_list(status=status)[:500]
+        scope = person_scope(request.user, DECIDE)
+        rows = promotion_list(status=status).filter(team_q(scope, "agent__team_id"))[:500]
         return Response({"results": [promotion_as_dict(r) for r in rows]})
 
 
@@ -190,9 +200,11 @@ class PromotionDecideView(PersonView, APIView):
         responses={200: openapi.PROMOTION},
     )
     def post(self, request: Request, promotion_id: uuid.UUID) -> Response:
-        promotion = PromotionRequest.objects.filter(id=promotion_id).first()
+        scope = person_scope(request.user, DECIDE)
+        rows = PromotionRequest.objects.filter(team_q(scope, "agent__team_id"))
+        promotion = rows.filter(id=promotion_id).first()
         if promotion is None:
-            raise NotFoundError(f"no promotion request {promotion_id}")
+            raise NotFoundError(f"no promotion request {promotion_id} among your teams' requests")
         body = _body(request, ("decision", "reason"))
         decided = promotion_decide(
             request=promotion,
@@ -211,7 +223,7 @@ class AgentTrustView(PersonView, APIView):
         responses={200: openapi.TRUST_SUMMARY},
     )
     def get(self, request: Request, agent_id: uuid.UUID) -> Response:
-        return Response(_json(agent_trust_summary(_agent(agent_id))))
+        return Response(_json(agent_trust_summary(_agent(request, agent_id))))
 
 
 class AgentTrustResetView(PersonView, APIView):
@@ -223,7 +235,7 @@ class AgentTrustResetView(PersonView, APIView):
         responses={200: openapi.TRUST_SUMMARY},
     )
     def post(self, request: Request, agent_id: uuid.UUID) -> Response:
-        agent = _agent(agent_id)
+        agent = _agent(request, agent_id, edit=True)
         body = _body(request, ("reason",))
         trust_reset(agent=agent, person=request.user, reason=body["reason"])
         return Response(_json(agent_trust_summary(agent)))

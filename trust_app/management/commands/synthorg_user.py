@@ -1,4 +1,4 @@
-"""manage.py synthorg_user create NAME --role ROLE [--password P] [--token]."""
+"""manage.py synthorg_user create NAME --role ROLE [--team TEAM] [--password P] [--token]."""
 
 from __future__ import annotations
 
@@ -19,6 +19,9 @@ class Command(BaseCommand):
         create = sub.add_parser("create", help="create a person")
         create.add_argument("name")
         create.add_argument("--role", required=True, choices=ROLE_NAMES)
+        create.add_argument(
+            "--team", default=None, help="hold the role in this team only (else organisation-wide)"
+        )
         create.add_argument("--password", default=None)
         create.add_argument(
             "--token", action="store_true", help="print a personal API token once (last line)"
@@ -27,9 +30,13 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         try:
             person = person_create(
-                username=options["name"], role=options["role"], password=options["password"]
+                username=options["name"],
+                role=options["role"],
+                password=options["password"],
+                team=options["team"],
             )
-            self.stdout.write(f"created {options['role']} {person.get_username()}")
+            where = f" of team {options['team']}" if options["team"] else ""
+            self.stdout.write(f"created {options['role']}{where} {person.get_username()}")
             if options["token"]:
                 token = person_token_issue(person=person, label="command line")
                 self.stdout.write("personal token (shown once):")

@@ -1,10 +1,10 @@
 """Runs inside the sandbox: start Chromium, drive one page over the DevTools pipe, answer.
 
 Usage: ``python3 -I -S -c SOURCE REQUEST-JSON``, with on stdin axe-core's source for
-an accessibility scan, or the PNG to keep for ``save`` (a picture the worker made;
-no browser starts for it). Standard library only: the console's
-virtual environment (and Playwright in it) is not visible inside the sandbox, so the
-Chrome DevTools Protocol is spoken here directly, over the two descriptors
+an accessibility scan, a mockup's HTML or SVG for ``mockup``, or the PNG to keep for
+``save`` (a picture the worker made; no browser starts for it). Standard library only:
+the console's virtual environment (and Playwright in it) is not visible inside the
+sandbox, so the Chrome DevTools Protocol is spoken here directly, over the two descriptors
 ``--remote-debugging-pipe`` opens (commands on fd 3, answers on fd 4, each message
 JSON ended by a NUL byte).
 
@@ -36,6 +36,10 @@ from urllib.parse import unquote, urlsplit
 TIMEOUT_EXIT = 124
 WORKSPACE = "/workspace"
 SCREENSHOT_DIR = ".synthorg/screenshots"
+MOCKUP_DIR = ".synthorg/mockups"
+# A mockup is served as this page; the name cannot resolve (.invalid), and every other
+# request the mockup makes is failed here before it leaves the browser.
+MOCKUP_URL = "http://synthorg-mockup.invalid/"
 # The forwarder to the egress proxy listens here (tools_app.egress.mount.FORWARD_PORT).
 PROXY_PORT = 3128
 START_SECONDS = 20.0
@@ -466,10 +470,11 @@ def png_size(data):
     return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
 
 
-def screenshot_dir():
-    """``.synthorg/screenshots`` in the workspace, made here; a link on the way is refused."""
+def screenshot_dir(folder=SCREENSHOT_DIR):
+    """``folder`` (``.synthorg/screenshots``) in the workspace, made here; a link on the way
+    is refused."""
     path = WORKSPACE
-    for part in SCREENSHOT_DIR.split("/"):
+    for part in folder.split("/"):
         path = os.path.join(path, part)
         try:
             os.mkdir(path, 0o755)
@@ -507,12 +512,12 @@ def screenshot(pipe, request):
     return stored
 
 
-def store_png(data, label):
-    """Save a PNG under the screenshot directory, named by time and digest; where it is."""
+def store_png(data, label, folder=SCREENSHOT_DIR):
+    """Save a PNG under ``folder``, named by time and digest; where it is."""
     width, height = png_size(data)
     digest = hashlib.sha256(data).hexdigest()
     name = f"{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}-{label}{digest[:12]}.png"
-    path = os.path.join(screenshot_dir(), name)
+    path = os.path.join(screenshot_dir(folder), name)
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     try:
         fd = os.open(path, flags, 0o644)
@@ -529,6 +534,71 @@ def store_png(data, label):
         "width": width,
         "height": height,
     }
+
+
+def mockup(pipe, request, content):
+    """Draw ``content`` (HTML or SVG) as the only page there is: scripts off, every other
+    request the page makes failed and reported; a PNG of the viewport kept."""
+    target = pipe.call("Target.createTarget", {"url": "about:blank"})["targetId"]
+    session = pipe.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
+    pipe.call("Browser.setDownloadBehavior", {"behavior": "deny"})
+    pipe.call("Page.enable", {}, session)
+    pipe.call("Fetch.enable", {"patterns": [{"urlPattern": "*"}]}, session)
+    pipe.call("Emulation.setScriptExecutionDisabled", {"value": True}, session)
+    viewport = request["viewport"]
+    pipe.call(
+        "Emulation.setDeviceMetricsOverride",
+        {
+            "width": viewport["width"],
+            "height": viewport["height"],
+            "deviceScaleFactor": 1,
+            "mobile": False,
+        },
+        session,
+    )
+    body = base64.b64encode(content).decode("ascii")
+    headers = [{"name": "Content-Type", "value": request["content_type"]}]
+    blocked: list = []
+    served = False
+    pipe.send("Page.navigate", {"url": MOCKUP_URL}, session)
+    while True:
+        event = pipe.wait_event(
+            lambda e: (
+                e.get("sessionId") == session
+                and e.get("method") in ("Fetch.requestPaused", "Page.loadEventFired")
+            )
+        )
+        if event["method"] == "Page.loadEventFired":
+            break
+        params = event["params"]
+        url = str(params.get("request", {}).get("url", ""))
+        if url == MOCKUP_URL and not served:
+            served = True
+            pipe.call(
+                "Fetch.fulfillRequest",
+                {
+                    "requestId": params["requestId"],
+                    "responseCode": 200,
+                    "responseHeaders": headers,
+                    "body": body,
+                },
+                session,
+            )
+            continue
+        pipe.call(
+            "Fetch.failRequest",
+            {"requestId": params["requestId"], "errorReason": "BlockedByClient"},
+            session,
+        )
+        if len(blocked) < request["max_blocked"]:
+            kind = str(params.get("resourceType", "Other"))
+            blocked.append({"url": url[:500], "resource_type": kind})
+    if not served:
+        raise Failure("BROWSER_FAILED", "the browser did not ask for the mockup")
+    data = base64.b64decode(pipe.call("Page.captureScreenshot", {"format": "png"}, session)["data"])
+    stored = store_png(data, "", MOCKUP_DIR)
+    stored.update(blocked_requests=blocked)
+    return stored
 
 
 # axe-core's verdict, cut to what an agent reads: each violated rule with the first
@@ -742,6 +812,8 @@ def main():
     axe_source = (
         sys.stdin.buffer.read().decode("utf-8") if request["action"] == "accessibility_scan" else ""
     )
+    # A mockup's HTML or SVG arrives on stdin too.
+    content = sys.stdin.buffer.read() if request["action"] == "mockup" else b""
     profile = tempfile.mkdtemp(prefix="chromium-profile-")
     pid, write_fd, read_fd = start(request, profile)
     pipe = Pipe(write_fd, read_fd, started + START_SECONDS)
@@ -761,6 +833,8 @@ def main():
             result = accessibility_scan(pipe, request, axe_source)
         elif request["action"] == "spec":
             result = spec(pipe, request)
+        elif request["action"] == "mockup":
+            result = mockup(pipe, request, content)
         else:
             result = navigate(pipe, request)
         result.update(ok=True, elapsed_ms=int((time.monotonic() - started) * 1000))

@@ -1,0 +1,1 @@
+"""Analytics (opt-in): ``metrics_query``, ``chart_render`` and ``report_build``."""
