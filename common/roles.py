@@ -24,9 +24,18 @@ ROLES_THAT_DECIDE = frozenset({Role.OPERATOR, Role.ADMIN})
 ROLES_THAT_READ_AUDIT = frozenset({Role.ADMIN, Role.AUDITOR})
 
 
+def _a_person(user: Any) -> bool:
+    """A signed-in person (an agent's request carries its principal, which holds no role)."""
+    return (
+        user is not None
+        and getattr(user, "is_authenticated", False)
+        and not getattr(user, "is_agent", False)
+    )
+
+
 def org_roles_of(user: Any) -> frozenset[Role]:
     """The roles a signed-in person holds organisation-wide (their groups)."""
-    if user is None or not getattr(user, "is_authenticated", False):
+    if not _a_person(user):
         return frozenset()
     cached = getattr(user, "_synthorg_org_roles", None)
     if cached is not None:
@@ -39,7 +48,7 @@ def org_roles_of(user: Any) -> frozenset[Role]:
 
 def team_roles_of(user: Any) -> dict[str, frozenset[Role]]:
     """The roles a signed-in person holds per team: team id (text) to roles."""
-    if user is None or not getattr(user, "is_authenticated", False):
+    if not _a_person(user):
         return {}
     cached = getattr(user, "_synthorg_team_roles", None)
     if cached is not None:
@@ -59,7 +68,7 @@ def roles_of(user: Any) -> frozenset[Role]:
     """The roles a signed-in person holds anywhere, organisation-wide or in a team (none
     for anonymous users and agents): what pages admit; what objects they show is the
     team scope's (``common.team_scope``)."""
-    if user is None or not getattr(user, "is_authenticated", False):
+    if not _a_person(user):
         return frozenset()
     cached = getattr(user, "_synthorg_roles", None)
     if cached is not None:
