@@ -9,14 +9,13 @@ import structlog
 from celery import Celery, signals
 from kombu import Exchange, Queue
 
-from common.vocabulary.lanes import QUEUES as LANE_QUEUES
 from synthorg_site.broker_repair import broker_repair_apply
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "synthorg_site.settings")
 
-# One queue per sandbox backend and a quick lane beside each (common.vocabulary.lanes);
-# maintenance carries sweeps and heartbeats.
-QUEUES = LANE_QUEUES
+# One queue per sandbox backend, so a slow backend never starves another and each
+# can be scaled with its own workers; maintenance carries sweeps and heartbeats.
+QUEUES = ("default", "sandbox.subprocess", "sandbox.namespace", "sandbox.docker", "maintenance")
 
 # Before any connection exists: a worker must survive a restart of its Redis broker.
 broker_repair_apply()

@@ -22,7 +22,6 @@ from pathlib import Path
 from common.platform import runtime
 from common.platform.metrics.process import ENV_NAME as MULTIPROC_ENV
 from common.platform.metrics.process import multiprocess_dir_tidy
-from common.vocabulary.lanes import QUEUES, QUICK_QUEUES
 from synthorg_site.launcher.children import (
     Child,
     ChildFailedError,
@@ -36,6 +35,8 @@ from synthorg_site.launcher.embedded_redis import RedisBinaryMissingError, redis
 from synthorg_site.launcher.private_state import secure_private_state
 from synthorg_site.launcher.stop_signals import StopSignals
 
+# Every queue of synthorg_site.celery: a launched worker serves them all.
+QUEUES = ("default", "sandbox.subprocess", "sandbox.namespace", "sandbox.docker", "maintenance")
 EXIT_CHILD_DIED = 1
 RESTARTS_PER_WINDOW = 5
 RESTART_WINDOW_SECONDS = 300.0
@@ -75,9 +76,7 @@ def _worker_name(index: int) -> str:
     return "worker" if index == 0 else f"worker{index + 1}"
 
 
-def child_specs(
-    *, host: str, port: int, workers: int = 1, quick_lane: bool = True
-) -> list[ChildSpec]:
+def child_specs(*, host: str, port: int, workers: int = 1) -> list[ChildSpec]:
     env = dict(os.environ)
     python = sys.executable
     specs: list[ChildSpec] = []
@@ -122,23 +121,6 @@ def child_specs(
                 stop_grace=float(os.environ.get("SYNTHORG_WORKER_STOP_GRACE_SECONDS", "90")),
             )
             for n in range(workers)
-        ),
-        *(
-            # The quick lane's own worker: file and memory calls keep moving while every
-            # slot of the others holds a long call (common.vocabulary.lanes).
-            ChildSpec(
-                name="quick",
-                argv=[python, "-m", "celery", "-A", "synthorg_site", "worker",
-                      "-Q", ",".join(QUICK_QUEUES),
-                      "-n", f"quick@{socket.gethostname()}",
-                      "--without-gossip", "--without-mingle", "-l", "INFO"],
-                env=env,
-                ready=lambda: _healthy(url),
-                ready_timeout=180.0,
-                restart=True,
-                stop_grace=float(os.environ.get("SYNTHORG_WORKER_STOP_GRACE_SECONDS", "90")),
-            )
-            for _ in range(1 if quick_lane else 0)
         ),
         ChildSpec(
             name="beat",
@@ -221,9 +203,7 @@ def _say_last_words(child: Child, log_dir: Path | None) -> None:
         print(f"{child.name:>7} | {line}", flush=True)
 
 
-def run(
-    *, host: str, port: int, signals: StopSignals, workers: int = 1, quick_lane: bool = True
-) -> int:
+def run(*, host: str, port: int, signals: StopSignals, workers: int = 1) -> int:
     """Start the children in order, watch them, stop them all; the exit status.
 
     Everything happens here, in the main loop: the signal handlers only wake it.
@@ -233,7 +213,7 @@ def run(
     # a live process's files (another node sharing the directory) are never removed.
     multiprocess_dir_tidy(Path(os.environ.get(MULTIPROC_ENV) or runtime.var_dir() / "metrics"))
     try:
-        specs = child_specs(host=host, port=port, workers=workers, quick_lane=quick_lane)
+        specs = child_specs(host=host, port=port, workers=workers)
     except RedisBinaryMissingError as exc:
         _say(str(exc))
         return EXIT_CANNOT_START
@@ -303,12 +283,6 @@ def main(argv: list[str] | None = None) -> int:
     # Worker processes, each supervising SYNTHORG_WORKER_CALLS calls at once (one per
     # core lets the calls' own Python work use every core).
     parser.add_argument("--workers", type=int, default=int(os.environ.get("SYNTHORG_WORKERS", "1")))
-    # A worker of the quick lane's own besides them (SYNTHORG_QUICK_LANE=false: none).
-    parser.add_argument(
-        "--quick-lane",
-        choices=("true", "false"),
-        default=os.environ.get("SYNTHORG_QUICK_LANE", "true").lower(),
-    )
     args = parser.parse_args(argv)
     if not 1 <= args.workers <= 64:
         parser.error("--workers: a whole number from 1 to 64")
@@ -323,13 +297,7 @@ def main(argv: list[str] | None = None) -> int:
     # manage.py run later without SYNTHORG_ENV then finds the console `make run` started.
     runtime.remember_mode()
     started = time.monotonic()
-    code = run(
-        host=args.host,
-        port=args.port,
-        signals=signals,
-        workers=args.workers,
-        quick_lane=args.quick_lane == "true",
-    )
+    code = run(host=args.host, port=args.port, signals=signals, workers=args.workers)
     if code:
         _say(f"exit {code} after {time.monotonic() - started:.1f}s")
     return code

@@ -24,7 +24,7 @@ import httpx
 from common.testing import BASE_DIR, free_port, http_status, python_argv, wait_until
 
 CHILD_LINE = re.compile(r"synthorg \| (\w+) started \(pid (\d+)\)")
-CHILDREN = frozenset({"redis", "web", "worker", "quick", "beat"})
+CHILDREN = frozenset({"redis", "web", "worker", "beat"})
 # A launcher of the suite's own making never waits this long for health or for a stop.
 START_TIMEOUT = 240.0
 STOP_TIMEOUT = 90.0

@@ -64,7 +64,7 @@ def test_kill_of_its_process_group_stops_everything(
     children = launcher.wait_healthy()
     launcher.signal_group(signal.SIGTERM)
     _assert_clean_stop(launcher, launcher.wait_exit())
-    assert set(children) == {"redis", "web", "worker", "quick", "beat"}
+    assert set(children) == {"redis", "web", "worker", "beat"}
 
 
 def test_a_killed_launcher_takes_its_children_with_it(

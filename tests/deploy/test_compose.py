@@ -13,7 +13,6 @@ import pytest
 import yaml
 
 from common.testing import require
-from common.vocabulary.lanes import QUICK_QUEUES
 from synthorg_site.celery import QUEUES
 from synthorg_site.console_image.build import CONSOLE_IMAGE
 
@@ -75,22 +74,17 @@ def test_every_queue_has_a_worker_and_sandboxes_never_run_as_the_worker(
     services: dict[str, Any],
 ) -> None:
     served: list[str] = []
-    quick_only = False
     for name, service in _console(services).items():
         if service["command"][0] != "worker":
             continue
         queues = service["command"][1].split(",")
         served += queues
-        quick_only = quick_only or set(queues) <= set(QUICK_QUEUES)
         if any(q.startswith("sandbox.") for q in queues):
             # Root in its container so that commands drop to the sandbox user.
             assert service["user"] == "root", name
         else:
             assert "user" not in service, f"{name} needs no root: it runs no command"
-    # Every queue is served; the quick lanes also by a worker of their own, so long
-    # calls never hold every slot that would run a file or memory call.
-    assert set(served) == set(QUEUES), sorted(set(QUEUES) ^ set(served))
-    assert quick_only
+    assert sorted(served) == sorted(QUEUES)
 
 
 def test_web_nodes_are_the_proxys_upstream_and_start_after_migrate(
@@ -134,7 +128,7 @@ def test_every_process_counts_into_the_directory_the_web_nodes_read(
     counting = _counting(services)
     assert set(counting) == {
         "web-1", "web-2", "beat", "worker-default", "worker-subprocess", "worker-namespace",
-        "worker-quick", "worker-docker",
+        "worker-docker",
     }  # fmt: skip
     assert _metrics_layout_refusals(services, compose["volumes"]) == []
     assert "mode=0700" in compose["volumes"]["synthorg-metrics"]["driver_opts"]["o"]
@@ -203,7 +197,7 @@ def test_docker_compose_validates_the_file_and_refuses_a_broken_one(tmp_path: Pa
     assert done.returncode == 0, done.stderr
     # As docker-compose resolves the file (anchors, merges, a service's own volumes).
     resolved = yaml.safe_load(_compose_config(tmp_path, quiet=False).stdout)
-    assert len(_counting(resolved["services"])) == 8
+    assert len(_counting(resolved["services"])) == 7
     assert _metrics_layout_refusals(resolved["services"], resolved["volumes"]) == []
     # Negative control: the validator refuses a service with an unknown key.
     broken = yaml.safe_load((tmp_path / "compose.yaml").read_text())

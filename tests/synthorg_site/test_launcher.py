@@ -80,7 +80,7 @@ def _wait_healthy(process: subprocess.Popen[str], log: Path, port: int) -> dict[
 
     wait_until(healthy, timeout=180, what="the console to say it is ready, /healthz 200")
     children = _children(log)
-    assert set(children) == {"redis", "web", "worker", "quick", "beat"}, log.read_text()
+    assert set(children) == {"redis", "web", "worker", "beat"}, log.read_text()
     return children
 
 
@@ -147,19 +147,3 @@ def test_launched_workers_serve_every_queue_of_the_celery_app() -> None:
     assert all(w.restart for w in workers)
     names = [w.argv[w.argv.index("-n") + 1].split("@")[0] for w in workers]
     assert names == ["worker", "worker2"]
-
-
-def test_the_quick_lane_has_a_worker_of_its_own_unless_switched_off() -> None:
-    from common.vocabulary.lanes import QUICK_QUEUES
-    from synthorg_site.launcher.__main__ import child_specs
-
-    specs = child_specs(host="127.0.0.1", port=8000, workers=2)
-    quick = [spec for spec in specs if spec.name == "quick"]
-    assert len(quick) == 1 and quick[0].restart
-    assert quick[0].argv[quick[0].argv.index("-Q") + 1].split(",") == list(QUICK_QUEUES)
-    # Control: switched off, no such worker; the others still serve the quick lane.
-    plain = child_specs(host="127.0.0.1", port=8000, workers=2, quick_lane=False)
-    assert [s.name for s in plain if s.name == "quick"] == []
-    for worker in (s for s in plain if s.name.startswith("worker")):
-        served = worker.argv[worker.argv.index("-Q") + 1].split(",")
-        assert set(QUICK_QUEUES) <= set(served)

@@ -24,7 +24,6 @@ from common.db_rows import insert_instance
 from common.errors import ConflictError, InvalidArgumentError, NotFoundError, RateLimitedError
 from common.platform.logs import current_request_id
 from common.platform.metrics.instruments import call_decided
-from common.vocabulary.lanes import call_queue
 from secrets_app.broker import SecretNotGrantedError
 from secrets_app.references import SecretReferenceError
 from secrets_app.substitution import secret_names, secret_references_check
@@ -331,7 +330,7 @@ def _record(
         dispatched_at=now if starts else None,
         request_id=current_request_id() or "",
         backend=backend,
-        queue=call_queue(backend=backend, category=contract.category.value),
+        queue=f"sandbox.{backend}",
         finished_at=now if denied else None,
         is_error=True if denied else None,
         error_code="denied" if denied else "",

@@ -16,21 +16,14 @@ from django.conf import settings
 from common.platform.heartbeat import SANDBOX_PROBE_PREFIX
 from common.platform.redis import redis_client
 from common.settings_config import synthorg_config
-from common.vocabulary.lanes import QUICK_SUFFIX
 
 log = structlog.get_logger("synthorg.worker")
 _stop = threading.Event()
 
 
 def backends_for_queues(queues: list[str]) -> list[str]:
-    """The sandbox backends this worker serves, by the queues it consumes (a backend's
-    quick lane is that backend too)."""
-    backends = [
-        q.removeprefix("sandbox.").removesuffix(QUICK_SUFFIX)
-        for q in queues
-        if q.startswith("sandbox.")
-    ]
-    return list(dict.fromkeys(backends))
+    """The sandbox backends this worker serves, by the queues it consumes."""
+    return [q.removeprefix("sandbox.") for q in queues if q.startswith("sandbox.")]
 
 
 def reclaim_orphaned_containers() -> None:
