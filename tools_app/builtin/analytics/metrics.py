@@ -30,7 +30,6 @@ from common.config.connections import Connection
 from common.settings_config import synthorg_config
 from common.vocabulary.categories import SafetyClass, ToolCategory
 from common.vocabulary.sealing import parse_injection
-from secrets_app.broker import SecretUnavailableError, secret_for_connection
 from tools_app.builtin.analytics.prometheus import (
     INSTANT_PATH,
     RANGE_PATH,
@@ -46,6 +45,7 @@ from tools_app.builtin.base import (
     ToolOutcome,
     ToolRefusedError,
 )
+from tools_app.builtin.external_data.connection import connection_credential, connection_guard
 from tools_app.builtin.external_data.limits import connection_rate_hit, connection_slot
 from tools_app.builtin.external_data.tool import external_data_request, resolve_call
 from tools_app.builtin.web.policy import refusal
@@ -53,8 +53,6 @@ from tools_app.contracts import ToolContract, ToolExample
 from tools_app.net import (
     EgressDeadlineError,
     EgressError,
-    EgressGuard,
-    EgressPolicy,
     EgressRequestFailedError,
     FetchLimits,
     FetchResponse,
@@ -252,7 +250,7 @@ class MetricsQueryTool:
         request = metrics_request(
             section, arguments.get("query"), arguments.get("range"), time.time()
         )
-        credential = self._credential(context, connection)
+        credential = connection_credential(context, connection, tool=TOOL_NAME)
         rate = connection.rate
         if rate is not None:
             wait = connection_rate_hit(connection.name, limit=rate[0], window_seconds=rate[1])
@@ -332,32 +330,11 @@ class MetricsQueryTool:
         return structured
 
     @staticmethod
-    def _credential(context: ToolContext, connection: Connection) -> str:
-        if connection.auth is None:
-            return ""
-        try:
-            return secret_for_connection(
-                agent=Agent.objects.get(id=context.agent_id),
-                connection=connection.name,
-                name=connection.auth.secret,
-                tool=TOOL_NAME,
-                invocation_id=context.invocation_uuid,
-            )
-        except SecretUnavailableError as exc:
-            raise ToolFailedError(exc.message, code="CREDENTIAL_UNAVAILABLE") from exc
-
-    @staticmethod
     def _send(
         context: ToolContext, connection: Connection, request: MetricsRequest, credential: str
     ) -> FetchResponse:
         host = connection.host_entry
-        guard = EgressGuard(
-            EgressPolicy.build(
-                restrict_to=[[host]],
-                trusted=[host] if connection.private_network else (),
-                block_private=True,
-            )
-        )
+        guard = connection_guard(connection)
         pairs = list(request.params)
         overrides: dict[str, str] = {}
         if connection.auth is not None and credential:

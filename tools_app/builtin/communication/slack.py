@@ -26,7 +26,6 @@ from common.config.connections import Connection
 from common.settings_config import synthorg_config
 from common.vocabulary.categories import SafetyClass, ToolCategory
 from common.vocabulary.sealing import parse_injection
-from secrets_app.broker import SecretUnavailableError, secret_for_connection
 from tools_app.builtin.base import (
     RefusalCode,
     ToolContext,
@@ -41,14 +40,13 @@ from tools_app.builtin.communication.messages import (
     SlackCall,
     slack_call,
 )
+from tools_app.builtin.external_data.connection import connection_credential, connection_guard
 from tools_app.builtin.external_data.limits import connection_rate_hit, connection_slot
 from tools_app.builtin.web.policy import refusal
 from tools_app.contracts import ToolContract, ToolExample
 from tools_app.net import (
     EgressDeadlineError,
     EgressError,
-    EgressGuard,
-    EgressPolicy,
     EgressRequestFailedError,
     FetchLimits,
     FetchResponse,
@@ -193,7 +191,7 @@ class SlackPostTool:
         call = slack_call(section, context.sub_constraints, arguments)
         connection = synthorg_config().connection(section.connection)
         assert connection is not None  # the config model refuses a dangling name
-        credential = self._credential(context, connection)
+        credential = connection_credential(context, connection, tool=TOOL_NAME)
         rate = connection.rate
         if rate is not None:
             wait = connection_rate_hit(connection.name, limit=rate[0], window_seconds=rate[1])
@@ -247,32 +245,11 @@ class SlackPostTool:
         )
 
     @staticmethod
-    def _credential(context: ToolContext, connection: Connection) -> str:
-        if connection.auth is None:
-            return ""
-        try:
-            return secret_for_connection(
-                agent=Agent.objects.get(id=context.agent_id),
-                connection=connection.name,
-                name=connection.auth.secret,
-                tool=TOOL_NAME,
-                invocation_id=context.invocation_uuid,
-            )
-        except SecretUnavailableError as exc:
-            raise ToolFailedError(exc.message, code="CREDENTIAL_UNAVAILABLE") from exc
-
-    @staticmethod
     def _send(
         context: ToolContext, call: SlackCall, connection: Connection, credential: str
     ) -> FetchResponse:
         host = connection.host_entry
-        guard = EgressGuard(
-            EgressPolicy.build(
-                restrict_to=[[host]],
-                trusted=[host] if connection.private_network else (),
-                block_private=True,
-            )
-        )
+        guard = connection_guard(connection)
         overrides = _auth_header(connection, credential)
         home = host.rpartition(":")[0].strip("[]")
         body = json.dumps(

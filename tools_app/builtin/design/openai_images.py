@@ -33,18 +33,16 @@ from common.config.design import GENERATIONS_PATH, ImageSection
 from common.settings_config import synthorg_config
 from common.vocabulary.categories import ToolCategory
 from common.vocabulary.sealing import parse_injection
-from secrets_app.broker import SecretUnavailableError, secret_for_connection
 from tools_app.builtin.base import RefusalCode, ToolContext, ToolFailedError, ToolRefusedError
 from tools_app.builtin.design.formats import PictureFormat, PictureFormatError, picture_format
 from tools_app.builtin.design.providers import IMAGES_FOLDER, StoredPicture, store_picture
+from tools_app.builtin.external_data.connection import connection_credential, connection_guard
 from tools_app.builtin.external_data.limits import connection_rate_hit, connection_slot
 from tools_app.builtin.external_data.tool import resolve_call
 from tools_app.builtin.web.policy import refusal
 from tools_app.net import (
     EgressDeadlineError,
     EgressError,
-    EgressGuard,
-    EgressPolicy,
     EgressRequestFailedError,
     FetchLimits,
     FetchResponse,
@@ -96,7 +94,7 @@ class OpenAIImagesProvider:
         )
         connection = call.connection
         record = _Recorder(context, connection.name, section, request)
-        credential = self._credential(context, connection)
+        credential = connection_credential(context, connection, tool=TOOL_NAME)
         masked = _Masker(credential)
         rate = connection.rate
         if rate is not None:
@@ -249,21 +247,6 @@ class OpenAIImagesProvider:
         return response.body
 
     @staticmethod
-    def _credential(context: ToolContext, connection: Connection) -> str:
-        if connection.auth is None:
-            return ""
-        try:
-            return secret_for_connection(
-                agent=Agent.objects.get(id=context.agent_id),
-                connection=connection.name,
-                name=connection.auth.secret,
-                tool=TOOL_NAME,
-                invocation_id=context.invocation_uuid,
-            )
-        except SecretUnavailableError as exc:
-            raise ToolFailedError(exc.message, code="CREDENTIAL_UNAVAILABLE") from exc
-
-    @staticmethod
     def _send(
         record: _Recorder,
         masked: _Masker,
@@ -276,13 +259,7 @@ class OpenAIImagesProvider:
         """One request to the connection's host through the SSRF guard, its credential
         added by the console; refusals and failures audited and raised."""
         host = connection.host_entry
-        guard = EgressGuard(
-            EgressPolicy.build(
-                restrict_to=[[host]],
-                trusted=[host] if connection.private_network else (),
-                block_private=True,
-            )
-        )
+        guard = connection_guard(connection)
         overrides: dict[str, str] = {}
         if connection.auth is not None and credential:
             injection = parse_injection(connection.auth.scheme)

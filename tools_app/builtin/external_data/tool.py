@@ -46,7 +46,6 @@ from common.config.connections import (
 from common.settings_config import synthorg_config
 from common.vocabulary.categories import SafetyClass, ToolCategory
 from common.vocabulary.sealing import Injection, parse_injection
-from secrets_app.broker import SecretUnavailableError, secret_for_connection
 from tools_app.builtin.base import (
     RefusalCode,
     ToolContext,
@@ -54,6 +53,7 @@ from tools_app.builtin.base import (
     ToolOutcome,
     ToolRefusedError,
 )
+from tools_app.builtin.external_data.connection import connection_credential, connection_guard
 from tools_app.builtin.external_data.limits import connection_rate_hit, connection_slot
 from tools_app.builtin.external_data.paths import (
     PathRefusedError,
@@ -65,8 +65,6 @@ from tools_app.contracts import ToolContract, ToolExample
 from tools_app.net import (
     EgressDeadlineError,
     EgressError,
-    EgressGuard,
-    EgressPolicy,
     EgressRequestFailedError,
     FetchLimits,
     FetchResponse,
@@ -464,22 +462,11 @@ class ExternalDataRequestTool:
         connection = call.connection
         pairs = _query_pairs(arguments.get("query"))
         injection = parse_injection(connection.auth.scheme if connection.auth else "bearer")
-        credential = ""
-        if connection.auth is not None:
-            try:
-                credential = secret_for_connection(
-                    agent=Agent.objects.get(id=context.agent_id),
-                    connection=connection.name,
-                    name=connection.auth.secret,
-                    tool=TOOL_NAME,
-                    invocation_id=context.invocation_uuid,
-                )
-            except SecretUnavailableError as exc:
-                raise ToolFailedError(exc.message, code="CREDENTIAL_UNAVAILABLE") from exc
-            if injection.kind == "query":
-                # The console's value replaces whatever the call wrote under that name.
-                pairs = [p for p in pairs if not _same_param(p[0], injection.name)]
-                pairs.append((injection.name, credential))
+        credential = connection_credential(context, connection, tool=TOOL_NAME)
+        if connection.auth is not None and injection.kind == "query":
+            # The console's value replaces whatever the call wrote under that name.
+            pairs = [p for p in pairs if not _same_param(p[0], injection.name)]
+            pairs.append((injection.name, credential))
         url = connection.base_url + call.path
         if pairs:
             url += "?" + urlencode(pairs, quote_via=quote)
@@ -506,13 +493,7 @@ class ExternalDataRequestTool:
     ) -> FetchResponse:
         connection = call.connection
         host = connection.host_entry
-        guard = EgressGuard(
-            EgressPolicy.build(
-                restrict_to=[[host]],
-                trusted=[host] if connection.private_network else (),
-                block_private=True,
-            )
-        )
+        guard = connection_guard(connection)
         overrides: dict[str, str] = {}
         if credential and injection.kind != "query":
             overrides[injection.header] = injection.header_value(credential)
