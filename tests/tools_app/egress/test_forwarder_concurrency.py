@@ -179,8 +179,10 @@ class EchoServer:
                     conn.sendall(data)
             except OSError:
                 pass
-        with self._lock:
-            self.open -= 1
+            # Counted closed before the close is sent: the client that reads the close
+            # and opens the next one finds this one gone from the count.
+            with self._lock:
+                self.open -= 1
 
     def __enter__(self) -> EchoServer:
         self._thread.start()
