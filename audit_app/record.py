@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -100,7 +101,47 @@ def audit_record(
     """
     if not transaction.get_connection().in_atomic_block:
         raise RuntimeError("audit_record must run inside the transaction it records")
-    first_key = not audit_keys_configured()  # this call makes the console's first key
+    key, prev = _chain_open()
+    fields = _event_fields(
+        kind=kind, actor=actor, agent=agent, invocation_id=invocation_id, tool=tool,
+        category=category, action_type=action_type, arguments_hash=arguments_hash,
+        outcome=outcome, status=status, reason=reason, rule=rule, duration_ms=duration_ms,
+        data=data,
+    )  # fmt: skip
+    event = _append(key, prev, fields)
+    _subjects_write([event])
+    return event
+
+
+def audit_record_many(entries: Sequence[Mapping[str, Any]]) -> list[AuditEvent]:
+    """Append several events, in order, as one writer: the chain is locked and its head
+    read once, and the rows inserted together. Each entry holds ``audit_record``'s
+    arguments; the events are exactly those ``audit_record`` would write one by one.
+    Must run inside the transaction of the changes they record."""
+    if not transaction.get_connection().in_atomic_block:
+        raise RuntimeError("audit_record_many must run inside the transaction it records")
+    if not entries:
+        return []
+    key, prev = _chain_open()
+    events: list[AuditEvent] = []
+    for entry in entries:
+        fields = _event_fields(**entry)
+        digest = keyed_event_hash(key, prev, chained_values(fields))
+        events.append(AuditEvent(**fields, prev_hash=prev, hash=digest, key_id=key.id))
+        prev = digest
+    AuditEvent.objects.bulk_create(events)
+    _subjects_write(events)
+    return events
+
+
+def _chain_open() -> tuple[AuditKey, str]:
+    """Lock the chain for this transaction; the key to sign with and the hash to follow.
+
+    Events are hashed under the newest audit key. After unkeyed events, one
+    AUDIT_CHAIN_KEYED marker comes first only when this append makes the console's
+    first key; with a key configured already it refuses (AuditChainUnkeyedError).
+    """
+    first_key = not audit_keys_configured()  # this append makes the console's first key
     key = audit_key_ring().newest  # before the lock: a missing key refuses the change
     head = _lock_chain_and_read_head()
     prev = head[0] if head else GENESIS_HASH
@@ -117,7 +158,27 @@ def audit_record(
             "events are genuine history, `manage.py synthorg_audit start-keyed` marks where "
             "keyed events begin"
         )
-    fields: dict[str, Any] = {
+    return key, prev
+
+
+def _event_fields(
+    *,
+    kind: str,
+    actor: Actor,
+    agent: Any | None = None,
+    invocation_id: uuid.UUID | None = None,
+    tool: str = "",
+    category: str = "",
+    action_type: str = "",
+    arguments_hash: str = "",
+    outcome: str = "",
+    status: str = "",
+    reason: str = "",
+    rule: str = "",
+    duration_ms: int | None = None,
+    data: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    return {
         **_blank_fields(),
         "kind": kind,
         "actor_type": actor.type,
@@ -137,21 +198,21 @@ def audit_record(
         "duration_ms": duration_ms,
         "data": data or {},
     }
-    event = _append(key, prev, fields)
-    _subjects_write(event)
-    return event
 
 
-def _subjects_write(event: AuditEvent) -> None:
-    """Index what `event` itself acted on (models/subject.py). The other events of its
+def _subjects_write(events: Sequence[AuditEvent]) -> None:
+    """Index what each event itself acted on (models/subject.py). The other events of its
     call are found through the call: nothing is read or copied here, so an event that
     names nothing (a call's finishing) costs no statement."""
-    own = sorted(set(event_subjects(event.kind, event.tool, event.category, event.data or {})))
-    if own:
-        AuditSubject.objects.bulk_create(
-            AuditSubject(event=event, invocation_id=event.invocation_id, kind=k, value=v)
-            for k, v in own
+    rows = [
+        AuditSubject(event=event, invocation_id=event.invocation_id, kind=k, value=v)
+        for event in events
+        for k, v in sorted(
+            set(event_subjects(event.kind, event.tool, event.category, event.data or {}))
         )
+    ]
+    if rows:
+        AuditSubject.objects.bulk_create(rows)
 
 
 def audit_chain_start_keyed(*, actor: Actor) -> AuditEvent | None:

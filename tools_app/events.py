@@ -6,10 +6,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
-from common.platform.status_messages import Listener, listening, publish
+from common.platform.status_messages import Listener, listening, publish, publish_each
 from tools_app.models import TERMINAL_STATUSES
 
 
@@ -36,6 +36,13 @@ def publish_invocation_status(
     if body is not None and _rendered_size(body) <= CARRIED_BODY_MAX_CHARS:
         message["invocation"] = body
     publish(invocation_channel(invocation_id), message, wait=status in TERMINAL_STATUSES)
+
+
+def publish_invocations_status(invocation_ids: Iterable[Any], status: str) -> None:
+    """``publish_invocation_status`` without a body for many calls at once, in one round
+    trip, before the caller goes on."""
+    message = {"type": "invocation.status", "status": status}
+    publish_each([(invocation_channel(i), message) for i in invocation_ids])
 
 
 def _rendered_size(body: dict[str, Any]) -> int:

@@ -9,6 +9,7 @@ A denial needs a reason; the agent reads it in the invocation's error.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +20,11 @@ from approvals_app.events import approval_change_on_commit
 from approvals_app.models import ApprovalDecision, ApprovalRequest, ApprovalStatus, Verdict
 from approvals_app.services.expiry import settle_expiry
 from approvals_app.services.grants import GrantSpec, approval_grant_create
-from approvals_app.services.redecide import approval_verdict_now, request_withdraw
+from approvals_app.services.redecide import (
+    VerdictReads,
+    approval_verdict_now,
+    request_withdraw,
+)
 from approvals_app.services.settle import (
     audit_settlement,
     close_request,
@@ -47,22 +52,22 @@ class Decided:
 
 
 @dataclass(frozen=True)
-class _Refusal:
+class Refusal:
     error: type[ConflictError] | type[ForbiddenError]
     message: str
     details: dict[str, Any]
 
 
-def _check_person(person: Any) -> None:
+def check_person(person: Any) -> None:
     if person is None or not getattr(person, "is_authenticated", False):
         raise ForbiddenError("only a signed-in person can decide an approval")
     if not has_any_role(person, ROLES_THAT_DECIDE):
         raise ForbiddenError("deciding approvals needs the operators or admins role")
 
 
-def _already(request: ApprovalRequest) -> _Refusal:
+def already_settled(request: ApprovalRequest) -> Refusal:
     if request.verdict == Verdict.WITHDRAWN:
-        return _Refusal(
+        return Refusal(
             ConflictError,
             f"this request was withdrawn: the current policy refuses the call "
             f"({request.verdict_reason}); nobody can approve it",
@@ -77,7 +82,57 @@ def _already(request: ApprovalRequest) -> _Refusal:
         if request.status == ApprovalStatus.EXPIRED
         else f"this request was already {verb} by {who}"
     )
-    return _Refusal(ConflictError, message, {"status": request.status, "decided_by": who})
+    return Refusal(ConflictError, message, {"status": request.status, "decided_by": who})
+
+
+def standing_refusal(
+    request: ApprovalRequest,
+    person: Any,
+    *,
+    decision: str,
+    arguments_hash: str | None,
+    now: Any,
+    decided_before: Callable[[], bool],
+    reads: VerdictReads | None = None,
+) -> Refusal | None:
+    """The checks every decision of a locked request passes, in order; None when it may
+    be recorded. An expired request is settled on the way, and one the current policy
+    refuses is withdrawn (an approval is decided again first)."""
+    invocation = request.invocation
+    if not request.owner_may_approve and invocation.agent.owner_id == person.pk:
+        return Refusal(
+            ForbiddenError,
+            f"you own agent {invocation.agent.name}; another operator must decide its calls",
+            {},
+        )
+    if request.status != ApprovalStatus.PENDING:
+        return already_settled(request)
+    if request.expires_at <= now:
+        settle_expiry(request, now)
+        return already_settled(request)
+    if arguments_hash is not None and arguments_hash != request.arguments_hash:
+        return Refusal(
+            ConflictError,
+            "the decision names other arguments than the request holds; reload and decide again",
+            {"arguments_hash": request.arguments_hash},
+        )
+    if invocation.arguments_hash != request.arguments_hash:
+        return Refusal(ConflictError, "the call's arguments changed; it cannot be approved", {})
+    if decision == "approve":
+        # Decided again first: a change whose re-decision has not run yet is not approved past.
+        found = approval_verdict_now(invocation, invocation.agent, reads)
+        if found.verdict == Verdict.WITHDRAWN and request_withdraw(
+            request, found=found, cause="the policy changed since it was asked",
+            actor=Actor.system("approvals"),
+        ):  # fmt: skip
+            return already_settled(request)
+    if decided_before():
+        return Refusal(
+            ConflictError,
+            "you already approved this request; it needs another person's approval",
+            {"status": request.status},
+        )
+    return None
 
 
 @transaction.atomic
@@ -89,7 +144,7 @@ def _decide_locked(
     reason: str,
     arguments_hash: str | None,
     remember: GrantSpec | None,
-) -> Decided | _Refusal:
+) -> Decided | Refusal:
     request = (
         ApprovalRequest.objects.select_for_update(of=("self",))
         .select_related("invocation", "invocation__agent")
@@ -101,40 +156,13 @@ def _decide_locked(
         raise NotFoundError(f"no approval request {request_id} among your teams' requests")
     invocation = request.invocation
     name = person.get_username()
-    if not request.owner_may_approve and invocation.agent.owner_id == person.pk:
-        return _Refusal(
-            ForbiddenError,
-            f"you own agent {invocation.agent.name}; another operator must decide its calls",
-            {},
-        )
-    if request.status != ApprovalStatus.PENDING:
-        return _already(request)
     now = timezone.now()
-    if request.expires_at <= now:
-        settle_expiry(request, now)
-        return _already(request)
-    if arguments_hash is not None and arguments_hash != request.arguments_hash:
-        return _Refusal(
-            ConflictError,
-            "the decision names other arguments than the request holds; reload and decide again",
-            {"arguments_hash": request.arguments_hash},
-        )
-    if invocation.arguments_hash != request.arguments_hash:
-        return _Refusal(ConflictError, "the call's arguments changed; it cannot be approved", {})
-    if decision == "approve":
-        # Decided again first: a change whose re-decision has not run yet is not approved past.
-        found = approval_verdict_now(invocation, invocation.agent)
-        if found.verdict == Verdict.WITHDRAWN and request_withdraw(
-            request, found=found, cause="the policy changed since it was asked",
-            actor=Actor.system("approvals"),
-        ):  # fmt: skip
-            return _already(request)
-    if request.decisions.filter(person=person).exists():
-        return _Refusal(
-            ConflictError,
-            "you already approved this request; it needs another person's approval",
-            {"status": request.status},
-        )
+    refusal = standing_refusal(
+        request, person, decision=decision, arguments_hash=arguments_hash, now=now,
+        decided_before=lambda: request.decisions.filter(person=person).exists(),
+    )  # fmt: skip
+    if refusal is not None:
+        return refusal
     if remember is not None and (decision != "approve" or request.required_approvals > 1):
         raise InvalidArgumentError("approve and remember applies to approvals by one person only")
     actor = Actor.person(person)
@@ -176,7 +204,7 @@ def _decide_locked(
         return Decided(request, False)
     if not release_invocation(invocation):
         close_request(request, status=ApprovalStatus.CANCELLED, decided_by="the agent", now=now)
-        return _Refusal(ConflictError, "the agent withdrew this call", {"status": "cancelled"})
+        return Refusal(ConflictError, "the agent withdrew this call", {"status": "cancelled"})
     close_request(
         request,
         status=ApprovalStatus.APPROVED,
@@ -213,7 +241,7 @@ def approval_decide(
     ``request`` is a request or its id. 409 when it is already settled or expired
     (naming who settled it), 403 for people who may not decide it.
     """
-    _check_person(person)
+    check_person(person)
     if decision not in DECISIONS:
         raise InvalidArgumentError("decision must be 'approve' or 'deny'")
     reason = (reason or "").strip()[:REASON_MAX]
@@ -230,6 +258,6 @@ def approval_decide(
         arguments_hash=arguments_hash,
         remember=remember,
     )
-    if isinstance(outcome, _Refusal):
+    if isinstance(outcome, Refusal):
         raise outcome.error(outcome.message, details=outcome.details)
     return outcome

@@ -20,8 +20,9 @@ re-decision has not run yet cannot be approved past.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 import structlog
@@ -30,7 +31,8 @@ from django.utils import timezone
 
 from approvals_app.events import approval_change_on_commit
 from approvals_app.models import ApprovalRequest, ApprovalStatus, Verdict
-from approvals_app.services.routing import approval_route_now
+from approvals_app.policy import GrantView
+from approvals_app.services.routing import approval_route_now, live_grant_views
 from approvals_app.services.settle import audit_settlement, close_request, refuse_invocation
 from audit_app.record import Actor
 from common.inbox import ApprovalChange
@@ -42,7 +44,7 @@ from tools_app.registry import tool_catalog, tool_view
 from tools_app.selectors.invocations import disabled_tool_keys
 from tools_app.services.runnable import preflight_refusal
 from trust_app.models import Agent
-from trust_app.policy import Outcome, decide, name_key
+from trust_app.policy import AgentPolicy, Outcome, decide, name_key
 from trust_app.policy_changes import PolicyChange
 from trust_app.selectors.agents import agent_policy
 
@@ -61,9 +63,44 @@ class VerdictNow:
     reason: str = ""
 
 
-def approval_verdict_now(invocation: Invocation, agent: Agent) -> VerdictNow:
-    """Decide ``invocation``'s call again for ``agent`` as it is now, writing nothing."""
-    if name_key(invocation.tool) in disabled_tool_keys():
+@dataclass
+class VerdictReads:
+    """What deciding many pending calls again in one transaction reads once: the tools
+    switched off, each agent's policy and each agent's live grants for a tool."""
+
+    disabled: frozenset[str] | None = None
+    policies: dict[Any, AgentPolicy] = field(default_factory=dict)
+    grants: dict[tuple[Any, str], Sequence[GrantView]] = field(default_factory=dict)
+
+    def disabled_keys(self) -> frozenset[str]:
+        if self.disabled is None:
+            self.disabled = disabled_tool_keys()
+        return self.disabled
+
+    def policy(self, agent: Agent) -> AgentPolicy:
+        if agent.id not in self.policies:
+            self.policies[agent.id] = agent_policy(agent)
+        return self.policies[agent.id]
+
+    def grant_views(self, agent: Agent, tool: str) -> Callable[[datetime], Sequence[GrantView]]:
+        def read(now: datetime) -> Sequence[GrantView]:
+            key = (agent.id, tool)
+            if key not in self.grants:
+                self.grants[key] = list(live_grant_views(agent, tool, now))
+            return self.grants[key]
+
+        return read
+
+
+def approval_verdict_now(
+    invocation: Invocation, agent: Agent, reads: VerdictReads | None = None
+) -> VerdictNow:
+    """Decide ``invocation``'s call again for ``agent`` as it is now, writing nothing.
+
+    ``reads``: shared by the calls decided again in one transaction (read once for all).
+    """
+    reads = reads or VerdictReads()
+    if name_key(invocation.tool) in reads.disabled_keys():
         return VerdictNow(Verdict.WITHDRAWN, f"the tool {invocation.tool} is disabled")
     contract = tool_catalog().contract(invocation.tool)
     if contract is None:
@@ -77,7 +114,7 @@ def approval_verdict_now(invocation: Invocation, agent: Agent) -> VerdictNow:
         return VerdictNow(Verdict.WITHDRAWN, exc.reason)
     except SecretNotGrantedError as exc:
         return VerdictNow(Verdict.WITHDRAWN, exc.message)
-    decision = decide(agent_policy(agent), tool_view(contract), arguments)
+    decision = decide(reads.policy(agent), tool_view(contract), arguments)
     if not decision.denied:
         decision = (
             preflight_refusal(
@@ -90,6 +127,7 @@ def approval_verdict_now(invocation: Invocation, agent: Agent) -> VerdictNow:
     routed = approval_route_now(
         agent=agent, contract=contract, decision=decision, arguments=arguments,
         digest=invocation.arguments_hash, excluding=invocation.id,
+        grants=reads.grant_views(agent, contract.name),
     )  # fmt: skip
     if routed.decision.outcome is Outcome.DENY:
         return VerdictNow(Verdict.WITHDRAWN, routed.decision.reason)

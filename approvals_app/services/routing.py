@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import os
 import posixpath
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -105,7 +105,7 @@ def call_facts(agent: Agent, contract: ToolContract, arguments: Mapping[str, Any
     )
 
 
-def _grant_views(agent: Agent, tool: str, now: datetime) -> Sequence[GrantView]:
+def live_grant_views(agent: Agent, tool: str, now: datetime) -> Sequence[GrantView]:
     return [
         GrantView(
             id=str(g.id),
@@ -157,7 +157,7 @@ def approval_route(
         now=now,
         digest=digest,
         budget_used=budget_used,
-        grants=lambda: _grant_views(agent, contract.name, now),
+        grants=lambda: live_grant_views(agent, contract.name, now),
     )
     if routed.grant_id:
         ApprovalGrant.objects.filter(id=routed.grant_id).update(uses=F("uses") + 1)
@@ -172,9 +172,12 @@ def approval_route_now(
     arguments: Mapping[str, Any],
     digest: str,
     excluding: Any = None,
+    grants: Callable[[datetime], Sequence[GrantView]] | None = None,
 ) -> Route:
     """How the approval policy would route this call now, writing nothing: no grant's
-    use counted, no budget locked (a pending call re-decided; ``excluding``: its id)."""
+    use counted, no budget locked (a pending call re-decided; ``excluding``: its id).
+    ``grants``: the agent's live grants for the tool at a time, when the caller has
+    read them already."""
     now = timezone.now()
     config = synthorg_config()
 
@@ -192,7 +195,9 @@ def approval_route_now(
         now=now,
         digest=digest,
         budget_used=budget_used,
-        grants=lambda: _grant_views(agent, contract.name, now),
+        grants=(lambda: grants(now))
+        if grants
+        else (lambda: live_grant_views(agent, contract.name, now)),
     )
 
 

@@ -5,7 +5,9 @@ Callers hold the request's row lock inside their transaction.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
 from approvals_app.events import approval_change_on_commit
 from approvals_app.models import ApprovalRequest, ApprovalStatus
@@ -68,6 +70,35 @@ def close_request(
     notifications_queue(request, NotificationEvent.DECIDED)
 
 
+def close_requests(
+    requests: Sequence[ApprovalRequest], *, status: str, now: datetime, **fields: object
+) -> None:
+    """``close_request`` for many locked requests, each with its ``decided_by`` already
+    set: those alike are written in one statement."""
+    alike: dict[tuple[str, tuple[object, ...]], list[ApprovalRequest]] = {}
+    for request in requests:
+        request.status = status
+        request.decided_by = request.decided_by[:300]
+        request.decided_at = now
+        request.updated_at = now
+        for name, value in fields.items():
+            setattr(request, name, value)
+        key = (request.decided_by, tuple(getattr(request, n) for n in sorted(fields)))
+        alike.setdefault(key, []).append(request)
+    for group in alike.values():
+        first = group[0]
+        ApprovalRequest.objects.filter(id__in=[r.id for r in group]).update(
+            status=status,
+            decided_by=first.decided_by,
+            decided_at=now,
+            updated_at=now,
+            **{name: getattr(first, name) for name in fields},
+        )
+    for request in requests:
+        approval_change_on_commit(request.id, ApprovalChange.SETTLED, request=request)
+        notifications_queue(request, NotificationEvent.DECIDED)
+
+
 def audit_settlement(
     request: ApprovalRequest,
     *,
@@ -78,29 +109,54 @@ def audit_settlement(
     data: dict[str, object] | None = None,
 ) -> None:
     """The audit row of one settlement, in the caller's transaction."""
-    invocation = request.invocation
-    status = Invocation.objects.values_list("status", flat=True).get(id=invocation.id)
+    status = Invocation.objects.values_list("status", flat=True).get(id=request.invocation.id)
     audit_record(
-        kind=kind,
-        actor=actor,
-        agent=invocation.agent,
-        invocation_id=invocation.id,
-        tool=invocation.tool,
-        category=invocation.category,
-        action_type=invocation.action_type,
-        arguments_hash=request.arguments_hash,
-        outcome=outcome,
-        status=status,
-        reason=reason,
-        rule=request.rule,
-        data={
+        **settlement_entry(
+            request,
+            kind=kind,
+            actor=actor,
+            outcome=outcome,
+            status=status,
+            reason=reason,
+            data=data,
+        )
+    )
+
+
+def settlement_entry(
+    request: ApprovalRequest,
+    *,
+    kind: str,
+    actor: Actor,
+    outcome: str,
+    status: str,
+    reason: str = "",
+    data: dict[str, object] | None = None,
+) -> dict[str, Any]:
+    """The audit record of one settlement (``audit_record``'s arguments); ``status``:
+    the invocation's status once the settlement is written."""
+    invocation = request.invocation
+    return {
+        "kind": kind,
+        "actor": actor,
+        "agent": invocation.agent,
+        "invocation_id": invocation.id,
+        "tool": invocation.tool,
+        "category": invocation.category,
+        "action_type": invocation.action_type,
+        "arguments_hash": request.arguments_hash,
+        "outcome": outcome,
+        "status": status,
+        "reason": reason,
+        "rule": request.rule,
+        "data": {
             "approval": str(request.id),
             "risk_tier": request.risk_tier,
             "required_approvals": request.required_approvals,
             "approvals": request.approvals,
             **(data or {}),
         },
-    )
+    }
 
 
 PENDING = ApprovalStatus.PENDING

@@ -309,3 +309,19 @@ def publish(name: str, message: dict[str, Any], *, wait: bool = True) -> bool:
         return _send(channel, payload)
     _background.submit(channel, payload)
     return True
+
+
+def publish_each(messages: list[tuple[str, dict[str, Any]]]) -> bool:
+    """Publish each ``(name, message)`` in one round trip; False (logged) when they could
+    not be sent. For many calls changing together (a person's decision on hundreds)."""
+    if not messages:
+        return True
+    try:
+        pipe = redis_client().pipeline(transaction=False)
+        for name, message in messages:
+            pipe.publish(CHANNEL_PREFIX + name, json.dumps(message, cls=JSONEncoder))
+        pipe.execute()
+    except (RedisError, OSError) as exc:
+        log.warning("live_messages_not_sent", count=len(messages), reason=repr(exc))
+        return False
+    return True

@@ -9,7 +9,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from tools_app.events import publish_invocation_status
+from tools_app.events import publish_invocation_status, publish_invocations_status
 from tools_app.models import Invocation
 
 
@@ -40,3 +40,33 @@ def invocation_transition(
         body = dict(announce) if announce is not None else None
         transaction.on_commit(lambda: publish_invocation_status(invocation_id, to_status, body))
     return bool(updated)
+
+
+def invocations_transition(
+    *,
+    invocation_ids: Iterable[uuid.UUID],
+    from_statuses: Iterable[str],
+    to_status: str,
+    **fields: Any,
+) -> set[uuid.UUID]:
+    """``invocation_transition`` for many calls at once; the ids of those that moved.
+
+    The rows still in one of ``from_statuses`` are locked, then moved in one statement;
+    each moved call's waiters hear of it after commit, as for a single transition.
+    """
+    ids = list(invocation_ids)
+    if not ids:
+        return set()
+    statuses = list(from_statuses)
+    moving = set(
+        Invocation.objects.select_for_update()
+        .filter(id__in=ids, status__in=statuses)
+        .values_list("id", flat=True)
+    )
+    if not moving:
+        return moving
+    fields.setdefault("updated_at", timezone.now())
+    Invocation.objects.filter(id__in=list(moving)).update(status=to_status, **fields)
+
+    transaction.on_commit(lambda: publish_invocations_status(moving, to_status))
+    return moving
