@@ -64,8 +64,12 @@ def _custom_action_types(data: Mapping[str, Any]) -> ActionTypeRegistry:
     return DEFAULT_ACTION_TYPES.with_custom(v for v in valid if v)
 
 
-def parse_config(data: object, *, source: str = "<config>") -> SynthOrgConfig:
-    """Validate already-parsed config data; raise ``ConfigError`` listing every problem."""
+def parse_config(
+    data: object, *, source: str = "<config>", base_dir: Path | None = None
+) -> SynthOrgConfig:
+    """Validate already-parsed config data; raise ``ConfigError`` listing every problem.
+    Files the config names (a connection's OpenAPI document) are relative to
+    ``base_dir``."""
     if data is None:
         data = {}
     if not isinstance(data, Mapping):
@@ -74,7 +78,9 @@ def parse_config(data: object, *, source: str = "<config>") -> SynthOrgConfig:
         )
     registry = _custom_action_types(data)
     try:
-        return SynthOrgConfig.model_validate(dict(data), context={"action_types": registry})
+        return SynthOrgConfig.model_validate(
+            dict(data), context={"action_types": registry, "config_dir": base_dir}
+        )
     except ValidationError as exc:
         raise ConfigError(source, problems_from(exc)) from exc
 
@@ -95,4 +101,4 @@ def load_config(path: str | Path) -> SynthOrgConfig:
         raise ConfigError(source, (ConfigProblem("", f"{where}invalid YAML: {problem}"),)) from exc
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(source, (ConfigProblem("", f"cannot read the file: {exc}"),)) from exc
-    return parse_config(data, source=source)
+    return parse_config(data, source=source, base_dir=file.resolve().parent)

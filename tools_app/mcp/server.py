@@ -41,7 +41,7 @@ from tools_app.mcp.results import (
 from tools_app.mcp.taking import call_outcome, call_take
 from tools_app.mcp.waiting import McpExchange, ProgressSink, wait_for_outcome
 from tools_app.registry import tool_catalog
-from tools_app.selectors.invocations import permitted_tools
+from tools_app.selectors.invocations import agent_contract, permitted_tools
 from tools_app.services.invocation_submit import PURPOSE_MAX, CallRequest
 from trust_app.models import Agent
 from trust_app.selectors.agents import agent_policy
@@ -123,8 +123,9 @@ def _tool(contract: ToolContract, words: ServerWords | None = None) -> types.Too
 def mcp_tools_for(agent: Agent) -> list[types.Tool]:
     """Exactly the tools `GET /api/v1/tools/` lists for this agent, with their schemas."""
     catalog = tool_catalog()
-    contracts = [catalog.contract(entry["name"]) for entry in permitted_tools(agent_policy(agent))]
-    listed = [c for c in contracts if c is not None]
+    policy = agent_policy(agent)
+    contracts = [catalog.contract(entry["name"]) for entry in permitted_tools(policy)]
+    listed = [agent_contract(policy, c) for c in contracts if c is not None]
     words = upstream_server_words(c.name for c in listed if c.category.value == BRIDGE_CATEGORY)
     return [_tool(contract, words.get(contract.name)) for contract in listed]
 

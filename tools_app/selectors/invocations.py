@@ -9,7 +9,7 @@ from django.db import connection
 from tools_app.bridge.selectors import unlisted_upstream_tools
 from tools_app.contracts import ToolContract
 from tools_app.models import Invocation, ToolDefinition
-from tools_app.registry import tool_catalog, tool_view
+from tools_app.registry import builtin_catalog, tool_catalog, tool_view
 from trust_app.models import Agent
 from trust_app.policy import AgentPolicy, Outcome, decide, list_permitted, name_key
 
@@ -59,7 +59,21 @@ def permitted_contract(policy: AgentPolicy, name: str) -> ToolContract | None:
         return None
     if decide(policy, tool_view(contract)).outcome is Outcome.DENY:
         return None
-    return contract
+    return agent_contract(policy, contract)
+
+
+def agent_contract(policy: AgentPolicy, contract: ToolContract) -> ToolContract:
+    """The contract as this agent sees it: a tool that tells each agent about its own
+    grants (``disclosed``, e.g. the connections of ``external_data_request``) fills
+    them in; any other tool's contract is the same for every agent."""
+    disclose = getattr(builtin_catalog().implementation(contract.name), "disclosed", None)
+    if disclose is None:
+        return contract
+    sub_constraints = policy.for_category(contract.category.value).constraints.model_dump(
+        mode="json"
+    )
+    disclosed: ToolContract = disclose(contract, sub_constraints)
+    return disclosed
 
 
 def invocation_for_agent(agent: Agent, invocation_id: Any) -> Invocation | None:

@@ -19,7 +19,6 @@ import json
 import time
 from collections.abc import Mapping
 from typing import Any, Final
-from urllib.parse import quote, urlencode
 
 from django.db import transaction
 
@@ -29,7 +28,6 @@ from common.config.analytics import MetricsSection
 from common.config.connections import Connection
 from common.settings_config import synthorg_config
 from common.vocabulary.categories import SafetyClass, ToolCategory
-from common.vocabulary.sealing import parse_injection
 from tools_app.builtin.analytics.prometheus import (
     INSTANT_PATH,
     RANGE_PATH,
@@ -45,26 +43,20 @@ from tools_app.builtin.base import (
     ToolOutcome,
     ToolRefusedError,
 )
-from tools_app.builtin.external_data.connection import connection_credential, connection_guard
-from tools_app.builtin.external_data.limits import connection_rate_hit, connection_slot
-from tools_app.builtin.external_data.tool import external_data_request, resolve_call
-from tools_app.builtin.web.policy import refusal
-from tools_app.contracts import ToolContract, ToolExample
-from tools_app.net import (
-    EgressDeadlineError,
-    EgressError,
-    EgressRequestFailedError,
-    FetchLimits,
-    FetchResponse,
-    fetch,
+from tools_app.builtin.external_data.exchange import (
+    ConnectionAnswer,
+    ConnectionCredential,
+    connection_exchange,
+    connection_url,
 )
+from tools_app.builtin.external_data.tool import external_data_request, resolve_call
+from tools_app.contracts import ToolContract, ToolExample
 from trust_app.models import Agent
 from trust_app.policy import Decision
 
 TOOL_NAME: Final = "metrics_query"
 AUDIT_KIND: Final = "analytics.metrics_query"
 ACTION_TYPE: Final = "db:query"
-REDACTED: Final = "[REDACTED]"
 _DURATION_PROPERTY: Final = {"type": "string", "minLength": 2, "maxLength": 32}
 
 
@@ -250,33 +242,22 @@ class MetricsQueryTool:
         request = metrics_request(
             section, arguments.get("query"), arguments.get("range"), time.time()
         )
-        credential = connection_credential(context, connection, tool=TOOL_NAME)
-        rate = connection.rate
-        if rate is not None:
-            wait = connection_rate_hit(connection.name, limit=rate[0], window_seconds=rate[1])
-            if wait:
-                reason = (
-                    f"connection {connection.name} is over its rate limit of "
-                    f"{connection.rate_limit}; nothing was sent; retry in {wait}s"
-                )
-                _record(context, connection.name, request, outcome="rate_limited", reason=reason)
-                raise ToolRefusedError(RefusalCode.LIMIT_EXCEEDED, reason)
-        with connection_slot(
-            connection.name,
-            limit=connection.max_concurrency,
-            hold_seconds=connection.timeout_seconds,
-        ) as taken:
-            if not taken:
-                reason = (
-                    f"connection {connection.name} already has {connection.max_concurrency} "
-                    "requests in flight; nothing was sent; retry in a few seconds"
-                )
-                _record(
-                    context, connection.name, request, outcome="concurrency_limited", reason=reason
-                )
-                raise ToolRefusedError(RefusalCode.LIMIT_EXCEEDED, reason)
-            response = self._send(context, connection, request, credential)
-        structured = self._answer(context, section, connection, request, response, credential)
+        credential = ConnectionCredential.for_call(context, connection, tool=TOOL_NAME)
+
+        def record(outcome: str, reason: str) -> None:
+            _record(context, connection.name, request, outcome=outcome, reason=reason)
+
+        exchanged = connection_exchange(
+            connection,
+            credential,
+            method="GET",
+            url=connection_url(connection, request.path, request.params),
+            headers={"Accept": "application/json"},
+            body=None,
+            record=record,
+            agent=context.agent_id,
+        )
+        structured = self._answer(context, section, connection, request, exchanged)
         shown = len(structured["series"])
         return ToolOutcome(
             content=(
@@ -295,13 +276,10 @@ class MetricsQueryTool:
         section: MetricsSection,
         connection: Connection,
         request: MetricsRequest,
-        response: FetchResponse,
-        credential: str,
+        exchanged: ConnectionAnswer,
     ) -> dict[str, Any]:
         """The bounded answer, recorded; the API's refusal raised with its words."""
-        text = response.text()
-        if credential:
-            text = text.replace(credential, REDACTED)
+        response, text = exchanged.response, exchanged.text
         try:
             if response.truncated:
                 raise MetricsAnswerError(
@@ -328,56 +306,6 @@ class MetricsQueryTool:
             status=response.status, bytes=len(response.body), truncated=structured["truncated"],
         )  # fmt: skip
         return structured
-
-    @staticmethod
-    def _send(
-        context: ToolContext, connection: Connection, request: MetricsRequest, credential: str
-    ) -> FetchResponse:
-        host = connection.host_entry
-        guard = connection_guard(connection)
-        pairs = list(request.params)
-        overrides: dict[str, str] = {}
-        if connection.auth is not None and credential:
-            injection = parse_injection(connection.auth.scheme)
-            if injection.kind == "query":
-                pairs.append((injection.name, credential))
-            else:
-                overrides[injection.header] = injection.header_value(credential)
-        home = host.rpartition(":")[0].strip("[]")
-        url = connection.base_url + request.path + "?" + urlencode(pairs, quote_via=quote)
-
-        def credential_for(hop_host: str) -> Mapping[str, str]:
-            return overrides if hop_host == home else {}
-
-        def masked(text: str) -> str:
-            return text.replace(credential, REDACTED) if credential else text
-
-        try:
-            return fetch(
-                guard,
-                method="GET",
-                url=url,
-                headers={"Accept": "application/json"},
-                body=None,
-                limits=FetchLimits(
-                    timeout_seconds=connection.timeout_seconds,
-                    max_response_bytes=connection.max_response_bytes,
-                ),
-                header_overrides=credential_for,
-            )
-        except EgressError as exc:
-            refused = refusal(exc)
-            reason = masked(refused.reason)
-            _record(context, connection.name, request, outcome="refused", reason=reason)
-            raise ToolRefusedError(refused.code, reason) from exc
-        except EgressDeadlineError as exc:
-            message = masked(exc.message)
-            _record(context, connection.name, request, outcome="timed_out", reason=message)
-            raise ToolFailedError(message, code="TIMEOUT", timed_out=True) from exc
-        except EgressRequestFailedError as exc:
-            message = masked(exc.message)
-            _record(context, connection.name, request, outcome="failed", reason=message)
-            raise ToolFailedError(message, code="REQUEST_FAILED") from exc
 
 
 metrics_query = MetricsQueryTool()

@@ -27,11 +27,9 @@ from common.settings_config import synthorg_config
 from common.vocabulary.categories import SafetyClass, ToolCategory
 from common.vocabulary.sealing import parse_injection
 from tools_app.builtin.base import (
-    RefusalCode,
     ToolContext,
     ToolFailedError,
     ToolOutcome,
-    ToolRefusedError,
 )
 from tools_app.builtin.communication.gate import judged, refused
 from tools_app.builtin.communication.messages import (
@@ -40,25 +38,18 @@ from tools_app.builtin.communication.messages import (
     SlackCall,
     slack_call,
 )
-from tools_app.builtin.external_data.connection import connection_credential, connection_guard
-from tools_app.builtin.external_data.limits import connection_rate_hit, connection_slot
-from tools_app.builtin.web.policy import refusal
-from tools_app.contracts import ToolContract, ToolExample
-from tools_app.net import (
-    EgressDeadlineError,
-    EgressError,
-    EgressRequestFailedError,
-    FetchLimits,
-    FetchResponse,
-    fetch,
+from tools_app.builtin.external_data.exchange import (
+    ConnectionCredential,
+    connection_exchange,
+    connection_url,
 )
+from tools_app.contracts import ToolContract, ToolExample
 from trust_app.models import Agent
 from trust_app.policy import Decision
 
 TOOL_NAME: Final = "slack_post"
 AUDIT_KIND: Final = "communication.slack"
 METHOD_PATH: Final = "/chat.postMessage"
-REDACTED: Final = "[REDACTED]"
 
 
 def _record(
@@ -96,17 +87,13 @@ def _channel_argument(channel: str) -> str:
     return channel if channel[:1].isupper() else f"#{channel}"
 
 
-def _auth_header(connection: Connection, credential: str) -> dict[str, str]:
-    if connection.auth is None or not credential:
-        return {}
-    injection = parse_injection(connection.auth.scheme)
-    if injection.kind == "query":
+def _refuse_query_credential(connection: Connection) -> None:
+    if connection.auth is not None and parse_injection(connection.auth.scheme).kind == "query":
         raise ToolFailedError(
             f"connection {connection.name} injects its credential in the query, which "
             "Slack's Web API does not take; use bearer",
             code="CREDENTIAL_UNAVAILABLE",
         )
-    return {injection.header: injection.header_value(credential)}
 
 
 class SlackPostTool:
@@ -191,33 +178,29 @@ class SlackPostTool:
         call = slack_call(section, context.sub_constraints, arguments)
         connection = synthorg_config().connection(section.connection)
         assert connection is not None  # the config model refuses a dangling name
-        credential = connection_credential(context, connection, tool=TOOL_NAME)
-        rate = connection.rate
-        if rate is not None:
-            wait = connection_rate_hit(connection.name, limit=rate[0], window_seconds=rate[1])
-            if wait:
-                reason = (
-                    f"connection {connection.name} is over its rate limit of "
-                    f"{connection.rate_limit}; nothing was sent; retry in {wait}s"
-                )
-                _record(context, call, connection.name, outcome="rate_limited", reason=reason)
-                raise ToolRefusedError(RefusalCode.LIMIT_EXCEEDED, reason)
-        with connection_slot(
-            connection.name,
-            limit=connection.max_concurrency,
-            hold_seconds=connection.timeout_seconds,
-        ) as taken:
-            if not taken:
-                reason = (
-                    f"connection {connection.name} already has {connection.max_concurrency} "
-                    "requests in flight; nothing was sent; retry in a few seconds"
-                )
-                _record(
-                    context, call, connection.name, outcome="concurrency_limited", reason=reason
-                )
-                raise ToolRefusedError(RefusalCode.LIMIT_EXCEEDED, reason)
-            response = self._send(context, call, connection, credential)
-        text = response.text().replace(credential, REDACTED) if credential else response.text()
+        _refuse_query_credential(connection)
+        credential = ConnectionCredential.for_call(context, connection, tool=TOOL_NAME)
+
+        def record(outcome: str, reason: str) -> None:
+            _record(context, call, connection.name, outcome=outcome, reason=reason)
+
+        body = json.dumps(
+            {"channel": _channel_argument(call.channel), "text": call.text}, ensure_ascii=False
+        ).encode("utf-8")
+        exchanged = connection_exchange(
+            connection,
+            credential,
+            method="POST",
+            url=connection_url(connection, METHOD_PATH),
+            headers={
+                "Content-Type": "application/json; charset=utf-8",
+                "Accept": "application/json",
+            },
+            body=body,
+            record=record,
+            agent=context.agent_id,
+        )
+        response, text = exchanged.response, exchanged.text
         try:
             answer = json.loads(text) if not response.truncated else None
         except ValueError:
@@ -243,54 +226,6 @@ class SlackPostTool:
             structured={"ok": True, "channel": channel, "ts": ts},
             duration_ms=int((time.monotonic() - started) * 1000),
         )
-
-    @staticmethod
-    def _send(
-        context: ToolContext, call: SlackCall, connection: Connection, credential: str
-    ) -> FetchResponse:
-        host = connection.host_entry
-        guard = connection_guard(connection)
-        overrides = _auth_header(connection, credential)
-        home = host.rpartition(":")[0].strip("[]")
-        body = json.dumps(
-            {"channel": _channel_argument(call.channel), "text": call.text}, ensure_ascii=False
-        ).encode("utf-8")
-
-        def credential_for(hop_host: str) -> Mapping[str, str]:
-            return overrides if hop_host == home else {}
-
-        def masked(text: str) -> str:
-            return text.replace(credential, REDACTED) if credential else text
-
-        try:
-            return fetch(
-                guard,
-                method="POST",
-                url=connection.base_url + METHOD_PATH,
-                headers={
-                    "Content-Type": "application/json; charset=utf-8",
-                    "Accept": "application/json",
-                },
-                body=body,
-                limits=FetchLimits(
-                    timeout_seconds=connection.timeout_seconds,
-                    max_response_bytes=connection.max_response_bytes,
-                ),
-                header_overrides=credential_for,
-            )
-        except EgressError as exc:
-            refused_call = refusal(exc)
-            reason = masked(refused_call.reason)
-            _record(context, call, connection.name, outcome="refused", reason=reason)
-            raise ToolRefusedError(refused_call.code, reason) from exc
-        except EgressDeadlineError as exc:
-            message = masked(exc.message)
-            _record(context, call, connection.name, outcome="timed_out", reason=message)
-            raise ToolFailedError(message, code="TIMEOUT", timed_out=True) from exc
-        except EgressRequestFailedError as exc:
-            message = masked(exc.message)
-            _record(context, call, connection.name, outcome="failed", reason=message)
-            raise ToolFailedError(message, code="REQUEST_FAILED") from exc
 
 
 slack_post = SlackPostTool()

@@ -23,7 +23,7 @@ import hashlib
 import json
 from collections.abc import Mapping
 from typing import Any, Final
-from urllib.parse import quote, urlencode, urlsplit
+from urllib.parse import urlsplit
 
 from django.db import transaction
 
@@ -32,21 +32,19 @@ from common.config.connections import Connection
 from common.config.design import GENERATIONS_PATH, ImageSection
 from common.settings_config import synthorg_config
 from common.vocabulary.categories import ToolCategory
-from common.vocabulary.sealing import parse_injection
 from tools_app.builtin.base import RefusalCode, ToolContext, ToolFailedError, ToolRefusedError
 from tools_app.builtin.design.formats import PictureFormat, PictureFormatError, picture_format
 from tools_app.builtin.design.providers import IMAGES_FOLDER, StoredPicture, store_picture
-from tools_app.builtin.external_data.connection import connection_credential, connection_guard
-from tools_app.builtin.external_data.limits import connection_rate_hit, connection_slot
+from tools_app.builtin.external_data.exchange import (
+    ConnectionCredential,
+    CredentialMask,
+    Record,
+    connection_limits,
+    connection_send,
+)
 from tools_app.builtin.external_data.tool import resolve_call
-from tools_app.builtin.web.policy import refusal
 from tools_app.net import (
-    EgressDeadlineError,
-    EgressError,
-    EgressRequestFailedError,
-    FetchLimits,
     FetchResponse,
-    fetch,
 )
 from tools_app.sanitize import redact_secrets
 from tools_app.secrets import known_secrets_now
@@ -94,18 +92,8 @@ class OpenAIImagesProvider:
         )
         connection = call.connection
         record = _Recorder(context, connection.name, section, request)
-        credential = connection_credential(context, connection, tool=TOOL_NAME)
-        masked = _Masker(credential)
-        rate = connection.rate
-        if rate is not None:
-            wait = connection_rate_hit(connection.name, limit=rate[0], window_seconds=rate[1])
-            if wait:
-                reason = (
-                    f"connection {connection.name} is over its rate limit of "
-                    f"{connection.rate_limit}; nothing was sent; retry in {wait}s"
-                )
-                record(outcome="rate_limited", reason=reason)
-                raise ToolRefusedError(RefusalCode.LIMIT_EXCEEDED, reason)
+        credential = ConnectionCredential.for_call(context, connection, tool=TOOL_NAME)
+        masked = credential.mask
         body: dict[str, Any] = {
             "model": section.model,
             "prompt": request["prompt"],
@@ -114,20 +102,9 @@ class OpenAIImagesProvider:
         }
         if section.request_b64_json:
             body["response_format"] = "b64_json"
-        with connection_slot(
-            connection.name,
-            limit=connection.max_concurrency,
-            hold_seconds=connection.timeout_seconds,
-        ) as taken:
-            if not taken:
-                reason = (
-                    f"connection {connection.name} already has {connection.max_concurrency} "
-                    "requests in flight; nothing was sent; retry in a few seconds"
-                )
-                record(outcome="concurrency_limited", reason=reason)
-                raise ToolRefusedError(RefusalCode.LIMIT_EXCEEDED, reason)
+        with connection_limits(connection, _noted(record), agent=context.agent_id):
             url = connection.base_url + GENERATIONS_PATH
-            response = self._send(record, masked, connection, credential, "POST", url, body)
+            response = self._send(record, connection, credential, "POST", url, body)
             try:
                 data, revised = self._picture_bytes(
                     record, masked, connection, credential, response
@@ -163,9 +140,9 @@ class OpenAIImagesProvider:
     def _picture_bytes(
         self,
         record: _Recorder,
-        masked: _Masker,
+        masked: CredentialMask,
         connection: Connection,
-        credential: str,
+        credential: ConnectionCredential,
         response: FetchResponse,
     ) -> tuple[bytes, str | None]:
         """The picture's bytes and the provider's revised prompt, from its answer."""
@@ -215,9 +192,9 @@ class OpenAIImagesProvider:
     def _fetched(
         self,
         record: _Recorder,
-        masked: _Masker,
+        masked: CredentialMask,
         connection: Connection,
-        credential: str,
+        credential: ConnectionCredential,
         url: str,
     ) -> bytes:
         """A ``url`` answer's picture, fetched only from the connection's own origin."""
@@ -237,7 +214,7 @@ class OpenAIImagesProvider:
         link = f"{home.scheme}://{home.netloc}{there.path}" + (
             f"?{there.query}" if there.query else ""
         )
-        response = self._send(record, masked, connection, credential, "GET", link, None)
+        response = self._send(record, connection, credential, "GET", link, None)
         if response.status >= 400 or response.truncated:
             raise ImageAnswerError(
                 "NOT_AN_IMAGE",
@@ -249,62 +226,36 @@ class OpenAIImagesProvider:
     @staticmethod
     def _send(
         record: _Recorder,
-        masked: _Masker,
         connection: Connection,
-        credential: str,
+        credential: ConnectionCredential,
         method: str,
         url: str,
         body: Mapping[str, Any] | None,
     ) -> FetchResponse:
-        """One request to the connection's host through the SSRF guard, its credential
-        added by the console; refusals and failures audited and raised."""
-        host = connection.host_entry
-        guard = connection_guard(connection)
-        overrides: dict[str, str] = {}
-        if connection.auth is not None and credential:
-            injection = parse_injection(connection.auth.scheme)
-            if injection.kind == "query":
-                pair = urlencode([(injection.name, credential)], quote_via=quote)
-                url += ("&" if "?" in url else "?") + pair
-            else:
-                overrides[injection.header] = injection.header_value(credential)
-        home = host.rpartition(":")[0].strip("[]")
-
-        def credential_for(hop_host: str) -> Mapping[str, str]:
-            # Only ever the connection's own host (the guard refuses any other anyway).
-            return overrides if hop_host == home else {}
-
+        """One request to the connection's host (``connection_send``: the SSRF guard, its
+        credential added by the console); refusals and failures audited and raised."""
         headers = {"Accept": "application/json" if body is not None else "image/*"}
         payload = None
         if body is not None:
             headers["Content-Type"] = "application/json"
             payload = json.dumps(body, ensure_ascii=False).encode("utf-8")
-        try:
-            return fetch(
-                guard,
-                method=method,
-                url=url,
-                headers=headers,
-                body=payload,
-                limits=FetchLimits(
-                    timeout_seconds=connection.timeout_seconds,
-                    max_response_bytes=connection.max_response_bytes,
-                ),
-                header_overrides=credential_for,
-            )
-        except EgressError as exc:
-            refused = refusal(exc)
-            reason = masked(refused.reason)
-            record(outcome="refused", reason=reason)
-            raise ToolRefusedError(refused.code, reason) from exc
-        except EgressDeadlineError as exc:
-            message = masked(exc.message)
-            record(outcome="timed_out", reason=message)
-            raise ToolFailedError(message, code="TIMEOUT", timed_out=True) from exc
-        except EgressRequestFailedError as exc:
-            message = masked(exc.message)
-            record(outcome="failed", reason=message)
-            raise ToolFailedError(message, code="REQUEST_FAILED") from exc
+        answer = connection_send(
+            connection,
+            credential,
+            method=method,
+            url=url,
+            headers=headers,
+            body=payload,
+            record=_noted(record),
+        )
+        return answer.response
+
+
+def _noted(record: _Recorder) -> Record:
+    def noted(outcome: str, reason: str) -> None:
+        record(outcome=outcome, reason=reason)
+
+    return noted
 
 
 def _checked_picture(section: ImageSection, data: bytes) -> PictureFormat:
@@ -327,16 +278,6 @@ def _checked_picture(section: ImageSection, data: bytes) -> PictureFormat:
             f"{section.max_pixels} pixels (design.images.max_pixels); nothing was kept",
         )
     return shape
-
-
-class _Masker:
-    """The connection's credential masked in text that may carry it back."""
-
-    def __init__(self, credential: str) -> None:
-        self.credential = credential
-
-    def __call__(self, text: str) -> str:
-        return text.replace(self.credential, REDACTED) if self.credential else text
 
 
 class _Recorder:

@@ -17,7 +17,13 @@ and optionally query parameters and a body; everything else is the console's:
   on every worker together; over either, the request is refused (nothing sent) with
   the seconds to wait, never queued;
 - approval: a ``write`` or ``sensitive`` operation asks a person (one approval, as a
-  floor the approval rules cannot lower).
+  floor the approval rules cannot lower);
+- redaction: the response fields the connection and operation name by JSON pointer
+  (``redact``) are replaced before the result is made, so neither the agent, the stored
+  result nor the audit ever holds them.
+
+Each agent is told its own granted connections and operations (``disclosed``): in the
+description and as the L3 resource ``connections``.
 
 Every request the worker makes or refuses at run time is audited
 (``external_data.request``: connection, operation, method, path, status, bytes).
@@ -25,13 +31,11 @@ Every request the worker makes or refuses at run time is audited
 
 from __future__ import annotations
 
-import base64
 import json
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Final
-from urllib.parse import quote, quote_plus, urlencode
 
 from django.db import transaction
 
@@ -41,35 +45,36 @@ from common.config.connections import (
     CONNECTION_METHODS,
     Connection,
     ConnectionOperation,
-    parse_grant,
 )
 from common.settings_config import synthorg_config
 from common.vocabulary.categories import SafetyClass, ToolCategory
-from common.vocabulary.sealing import Injection, parse_injection
 from tools_app.builtin.base import (
     RefusalCode,
     ToolContext,
-    ToolFailedError,
     ToolOutcome,
     ToolRefusedError,
 )
-from tools_app.builtin.external_data.connection import connection_credential, connection_guard
-from tools_app.builtin.external_data.limits import connection_rate_hit, connection_slot
+from tools_app.builtin.external_data.disclosure import (
+    RESOURCE_ID,
+    disclosure_json,
+    disclosure_text,
+    granted_operations,
+)
+from tools_app.builtin.external_data.exchange import (
+    REDACTED,
+    ConnectionAnswer,
+    ConnectionCredential,
+    connection_exchange,
+    connection_url,
+)
+from tools_app.builtin.external_data.grants import granted_connections
 from tools_app.builtin.external_data.paths import (
     PathRefusedError,
     checked_segments,
     matching_operation,
 )
-from tools_app.builtin.web.policy import refusal
-from tools_app.contracts import ToolContract, ToolExample
-from tools_app.net import (
-    EgressDeadlineError,
-    EgressError,
-    EgressRequestFailedError,
-    FetchLimits,
-    FetchResponse,
-    fetch,
-)
+from tools_app.builtin.external_data.redaction import redacted
+from tools_app.contracts import ToolContract, ToolExample, ToolResource
 from trust_app.models import Agent
 from trust_app.policy import Decision, Outcome
 
@@ -78,7 +83,6 @@ AUDIT_KIND: Final = "external_data.request"
 RULE_NOT_GRANTED: Final = "connection_not_granted"
 RULE_OPERATION: Final = "connection_operation"
 RULE_ASKS: Final = "connection_operation_approval"
-REDACTED: Final = "[REDACTED]"
 MAX_QUERY_PARAMETERS: Final = 64
 
 _SCALAR: Final = {"type": ["string", "number", "integer", "boolean"]}
@@ -101,24 +105,6 @@ class CallRefusedError(ToolRefusedError):
     def __init__(self, code: RefusalCode, reason: str, rule: str) -> None:
         super().__init__(code, reason)
         self.rule = rule
-
-
-def granted_connections(sub_constraints: Mapping[str, Any]) -> dict[str, set[str] | None]:
-    """``name -> granted operation labels`` (None: every operation) from the agent's
-    ``connections`` sub-constraint."""
-    granted: dict[str, set[str] | None] = {}
-    for entry in sub_constraints.get("connections") or ():
-        try:
-            name, operation = parse_grant(str(entry))
-        except ValueError:
-            continue  # refused when the permissions were written; never widens a grant
-        if operation is None:
-            granted[name] = None
-        elif name not in granted or granted[name] is not None:
-            operations = granted.get(name) or set()
-            operations.add(operation)
-            granted[name] = operations
-    return granted
 
 
 def resolve_call(
@@ -195,41 +181,28 @@ def _query_pairs(query: object) -> list[tuple[str, str]]:
     return pairs
 
 
-def _same_param(a: str, b: str) -> bool:
-    return a.strip().casefold() == b.strip().casefold()
-
-
-def _credential_forms(value: str, injection: Injection) -> list[str]:
-    """Each spelling of the credential a response might carry back."""
-    forms = {value, quote(value, safe=""), quote_plus(value)}
-    if injection.kind == "basic":
-        pair = f"{injection.name}:{value}" if injection.name else value
-        forms.add(base64.b64encode(pair.encode("utf-8")).decode("ascii"))
-    return sorted((f for f in forms if f), key=len, reverse=True)
-
-
-def _masked(text: str, forms: list[str]) -> str:
-    for form in forms:
-        text = text.replace(form, REDACTED)
-    return text
-
-
-def _joined_headers(response: FetchResponse, forms: list[str]) -> dict[str, str]:
-    joined: dict[str, str] = {}
-    for name, value in response.headers:
-        value = _masked(value, forms)
-        joined[name] = f"{joined[name]}, {value}" if name in joined else value
-    return joined
-
-
-def _body_value(response: FetchResponse, text: str) -> Any:
-    content_type = next((v for k, v in response.headers if k.lower() == "content-type"), "").lower()
-    if not response.truncated and ("json" in content_type.split(";")[0]):
+def _redacted_body(answer: ConnectionAnswer, pointers: tuple[str, ...]) -> tuple[Any, str, int]:
+    """The body as the agent gets it (JSON parsed when it is JSON), its text, and how many
+    fields were redacted. With fields to redact, a body that is not JSON (or was cut)
+    cannot be checked, so none of it is given."""
+    text = answer.text
+    content_type = answer.header("content-type").lower().split(";")[0]
+    value: Any = text
+    if not answer.response.truncated and "json" in content_type:
         try:
-            return json.loads(text)
+            value = json.loads(text)
         except ValueError:
-            return text
-    return text
+            value = text
+    if not pointers:
+        return value, text, 0
+    if value is text and text:
+        withheld = (
+            f"{REDACTED}: the connection redacts fields of this response, and a body that "
+            "is not complete JSON cannot be checked, so none of it is shown"
+        )
+        return withheld, withheld, 1
+    value, hidden = redacted(value, pointers)
+    return value, json.dumps(value, ensure_ascii=False), hidden
 
 
 def _record(
@@ -242,6 +215,7 @@ def _record(
     received: int = 0,
     truncated: bool = False,
     reason: str = "",
+    redacted: int = 0,
 ) -> None:
     agent = Agent.objects.get(id=context.agent_id)
     shown_status = "" if status is None else str(status)
@@ -270,6 +244,7 @@ def _record(
                 "bytes_sent": sent,
                 "bytes": received,
                 "truncated": truncated,
+                "redacted_fields": redacted,
             },
         )
 
@@ -350,6 +325,20 @@ class ExternalDataRequestTool:
         """Registered only when the config names at least one connection."""
         return bool(config.connections)
 
+    def disclosed(self, contract: ToolContract, sub_constraints: Mapping[str, Any]) -> ToolContract:
+        """The contract as one agent sees it: its granted connections and operations in the
+        description, the whole list as the resource ``connections``."""
+        granted = granted_operations(synthorg_config().connections, sub_constraints)
+        resource = ToolResource(
+            id=RESOURCE_ID, media_type="application/json", content=disclosure_json(granted)
+        )
+        return contract.model_copy(
+            update={
+                "description": f"{contract.description}\n\n{disclosure_text(granted)}",
+                "resources": (*contract.resources, resource),
+            }
+        )
+
     def gate(
         self,
         *,
@@ -388,7 +377,8 @@ class ExternalDataRequestTool:
         )
 
     def run(self, context: ToolContext, arguments: Mapping[str, Any]) -> ToolOutcome:
-        """Check the call again, take the connection's limits, send it and mask the answer."""
+        """Check the call again, take the connection's limits, send it, mask the answer
+        and redact the fields the connection names."""
         started = time.monotonic()
         if context.sub_constraints.get("network") not in ("allowlist_only", "open"):
             raise ToolRefusedError(
@@ -397,42 +387,33 @@ class ExternalDataRequestTool:
             )
         call = resolve_call(synthorg_config().connections, context.sub_constraints, arguments)
         connection = call.connection
-        url, injection, credential = self._target(context, call, arguments)
-        forms = _credential_forms(credential, injection) if credential else []
+        credential = ConnectionCredential.for_call(context, connection, tool=TOOL_NAME)
+        url = connection_url(connection, call.path, _query_pairs(arguments.get("query")))
         body, content_type = self._body(arguments.get("body"))
         headers = {"Accept": "application/json, text/plain;q=0.9, */*;q=0.1"}
         if content_type:
             headers["Content-Type"] = content_type
-        rate = connection.rate
-        if rate is not None:
-            wait = connection_rate_hit(connection.name, limit=rate[0], window_seconds=rate[1])
-            if wait:
-                reason = (
-                    f"connection {connection.name} is over its rate limit of "
-                    f"{connection.rate_limit} (every agent together); nothing was sent; "
-                    f"retry in {wait}s"
-                )
-                _record(context, call, outcome="rate_limited", reason=reason)
-                raise ToolRefusedError(RefusalCode.LIMIT_EXCEEDED, reason)
-        with connection_slot(
-            connection.name,
-            limit=connection.max_concurrency,
-            hold_seconds=connection.timeout_seconds,
-        ) as taken:
-            if not taken:
-                reason = (
-                    f"connection {connection.name} already has {connection.max_concurrency} "
-                    "requests in flight (its concurrency limit, every agent together); nothing "
-                    "was sent; retry in a few seconds"
-                )
-                _record(context, call, outcome="concurrency_limited", reason=reason)
-                raise ToolRefusedError(RefusalCode.LIMIT_EXCEEDED, reason)
-            response = self._send(context, call, url, headers, body, injection, credential, forms)
-        text = _masked(response.text(), forms)
+
+        def record(outcome: str, reason: str) -> None:
+            _record(context, call, outcome=outcome, reason=reason)
+
+        answer = connection_exchange(
+            connection,
+            credential,
+            method=call.method,
+            url=url,
+            headers=headers,
+            body=body,
+            record=record,
+            agent=context.agent_id,
+        )
+        response = answer.response
+        pointers = connection.redactions(call.operation)
+        value, text, hidden = _redacted_body(answer, pointers)
         structured = {
             "status": response.status,
-            "headers": _joined_headers(response, forms),
-            "body": _body_value(response, text),
+            "headers": answer.headers(),
+            "body": value,
             "truncated": response.truncated,
         }
         _record(
@@ -443,6 +424,7 @@ class ExternalDataRequestTool:
             sent=len(body or b""),
             received=len(response.body),
             truncated=response.truncated,
+            redacted=hidden,
         )
         return ToolOutcome(
             content=f"HTTP {response.status} from {connection.name} {call.method} {call.path}"
@@ -455,80 +437,12 @@ class ExternalDataRequestTool:
         )
 
     @staticmethod
-    def _target(
-        context: ToolContext, call: ResolvedCall, arguments: Mapping[str, Any]
-    ) -> tuple[str, Injection, str]:
-        """The URL to send, the injection and the credential's value ('' without auth)."""
-        connection = call.connection
-        pairs = _query_pairs(arguments.get("query"))
-        injection = parse_injection(connection.auth.scheme if connection.auth else "bearer")
-        credential = connection_credential(context, connection, tool=TOOL_NAME)
-        if connection.auth is not None and injection.kind == "query":
-            # The console's value replaces whatever the call wrote under that name.
-            pairs = [p for p in pairs if not _same_param(p[0], injection.name)]
-            pairs.append((injection.name, credential))
-        url = connection.base_url + call.path
-        if pairs:
-            url += "?" + urlencode(pairs, quote_via=quote)
-        return url, injection, credential
-
-    @staticmethod
     def _body(body: object) -> tuple[bytes | None, str]:
         if body is None:
             return None, ""
         if isinstance(body, str):
             return body.encode("utf-8"), "text/plain; charset=utf-8"
         return json.dumps(body, ensure_ascii=False).encode("utf-8"), "application/json"
-
-    @staticmethod
-    def _send(
-        context: ToolContext,
-        call: ResolvedCall,
-        url: str,
-        headers: dict[str, str],
-        body: bytes | None,
-        injection: Injection,
-        credential: str,
-        forms: list[str],
-    ) -> FetchResponse:
-        connection = call.connection
-        host = connection.host_entry
-        guard = connection_guard(connection)
-        overrides: dict[str, str] = {}
-        if credential and injection.kind != "query":
-            overrides[injection.header] = injection.header_value(credential)
-        home = host.rpartition(":")[0].strip("[]")
-
-        def credential_for(hop_host: str) -> Mapping[str, str]:
-            # Only ever the connection's own host (the guard refuses any other anyway).
-            return overrides if hop_host == home else {}
-
-        try:
-            return fetch(
-                guard,
-                method=call.method,
-                url=url,
-                headers=headers,
-                body=body,
-                limits=FetchLimits(
-                    timeout_seconds=connection.timeout_seconds,
-                    max_response_bytes=connection.max_response_bytes,
-                ),
-                header_overrides=credential_for,
-            )
-        except EgressError as exc:
-            refused = refusal(exc)
-            reason = _masked(refused.reason, forms)
-            _record(context, call, outcome="refused", reason=f"refused: {reason}")
-            raise ToolRefusedError(refused.code, reason) from exc
-        except EgressDeadlineError as exc:
-            message = _masked(exc.message, forms)
-            _record(context, call, outcome="timed_out", reason=message)
-            raise ToolFailedError(message, code="TIMEOUT", timed_out=True) from exc
-        except EgressRequestFailedError as exc:
-            message = _masked(exc.message, forms)
-            _record(context, call, outcome="failed", reason=message)
-            raise ToolFailedError(message, code="REQUEST_FAILED") from exc
 
 
 external_data_request = ExternalDataRequestTool()

@@ -4,13 +4,24 @@ concurrency slots in the real Redis. Each refusal sits beside what is accepted."
 from __future__ import annotations
 
 import uuid
+from contextlib import AbstractContextManager
 
 import pytest
 
 from common.config import ConfigError, parse_config
 from common.config.connections import pattern_segments
 from common.vocabulary.levels import SubConstraintOverrides
-from tools_app.builtin.external_data.limits import connection_slot
+from tools_app.builtin.external_data.disclosure import disclosure_text, granted_operations
+from tools_app.builtin.external_data.exchange import (
+    concurrency_limits,
+    limits_refusal,
+    rate_limits,
+)
+from tools_app.builtin.external_data.limits import (
+    Exceeded,
+    connection_admission,
+    connection_slot,
+)
 from tools_app.builtin.external_data.paths import (
     PathRefusedError,
     checked_segments,
@@ -157,3 +168,101 @@ def test_concurrency_slots_are_shared_and_freed() -> None:
         # Control: a slot given back is taken again.
         with connection_slot(name, limit=2, hold_seconds=30) as again:
             assert again is True
+
+
+def test_per_agent_limits_load_beside_everyones() -> None:
+    (connection,) = parse_config(
+        {"connections": [_connection(per_agent={"rate_limit": "3/min", "max_concurrency": 1})]}
+    ).connections
+    assert connection.rate == (10, 60) and connection.agent_rate == (3, 60)
+    assert connection.max_concurrency == 4 and connection.agent_concurrency == 1
+    # A longer window binds even with more requests: 100/hour holds an agent that keeps
+    # to 10/min for ten minutes.
+    (longer,) = parse_config(
+        {"connections": [_connection(per_agent={"rate_limit": "100/hour"})]}
+    ).connections
+    assert longer.agent_rate == (100, 3600) and longer.agent_concurrency is None
+    # Without per_agent, only every agent's limits apply.
+    (plain,) = parse_config({"connections": [_connection()]}).connections
+    assert plain.per_agent is None and plain.agent_rate is None
+    assert [r.scope for r in rate_limits(plain)] == ["everyone"]
+    assert [c.scope for c in concurrency_limits(connection)] == ["agent", "everyone"]
+
+
+@pytest.mark.parametrize(
+    ("per_agent", "field", "words"),
+    [
+        ({"rate_limit": "fast"}, "connections[0].per_agent.rate_limit", "N/min"),
+        ({"max_concurrency": 0}, "connections[0].per_agent.max_concurrency", "1"),
+        ({"concurrency": 1}, "connections[0].per_agent.concurrency", "unknown field"),
+        ({"max_concurrency": 4}, "connections[0]", "must be below max_concurrency 4"),
+        ({"rate_limit": "10/min"}, "connections[0]", "never holds an agent back"),
+        ({"rate_limit": "20/s"}, "connections[0]", "never holds an agent back"),
+    ],
+)
+def test_a_bad_per_agent_limit_is_refused_naming_the_field(
+    per_agent: dict[str, object], field: str, words: str
+) -> None:
+    problems = _problems(_connection(per_agent=per_agent))
+    assert field in problems and words in problems, problems
+
+
+def test_an_agent_is_told_its_own_limits() -> None:
+    (connection,) = parse_config(
+        {"connections": [_connection(per_agent={"rate_limit": "3/min", "max_concurrency": 1})]}
+    ).connections
+    granted = granted_operations((connection,), {"connections": ["billing"]})
+    assert granted[0]["per_agent"] == {"rate_limit": "3/min", "max_concurrency": 1}
+    text = disclosure_text(granted)
+    assert "10/min for every agent together; 3/min for you; 1 of your requests at once" in text
+
+
+@pytest.mark.integration
+def test_one_agents_limits_leave_the_others_room() -> None:
+    (connection,) = parse_config(
+        {
+            "connections": [
+                _connection(
+                    name=f"lim-{uuid.uuid4().hex[:8]}",
+                    rate_limit="3/min",
+                    max_concurrency=2,
+                    per_agent={"rate_limit": "1/min", "max_concurrency": 1},
+                )
+            ]
+        }
+    ).connections
+    rates, slots = rate_limits(connection), concurrency_limits(connection)
+
+    def admit(agent: str) -> AbstractContextManager[tuple[Exceeded, ...]]:
+        return connection_admission(
+            connection.name, agent, rates=rates, concurrency=slots, hold_seconds=30
+        )
+
+    with admit("a") as first:
+        assert first == ()
+        # Agent a is at its own limits: refused, naming both of its own and no other.
+        with admit("a") as again:
+            assert {(o.limit.scope, o.wait is None) for o in again} == {
+                ("agent", False),
+                ("agent", True),
+            }
+            reason = limits_refusal(connection, again)
+            assert "this agent is over its own rate limit of 1/min" in reason, reason
+            assert "its own concurrency limit (per_agent.max_concurrency)" in reason
+            assert "every agent together" not in reason and "retry in " in reason
+        # Control: agent b goes; a's refusal used none of everyone's budget.
+        with admit("b") as second:
+            assert second == ()
+            # Everyone's two slots are taken: agent c is refused by everyone's limit only.
+            with admit("c") as third:
+                assert [o.limit.scope for o in third] == ["everyone"], third
+                assert "every agent together already has 2 requests in flight" in (
+                    limits_refusal(connection, third)
+                )
+    # Slots given back; the rate windows keep a and b. c takes the third of everyone's.
+    with admit("c") as fourth:
+        assert fourth == ()
+    with admit("d") as fifth:
+        reason = limits_refusal(connection, fifth)
+        assert [o.limit.scope for o in fifth] == ["everyone"], reason
+        assert "every agent together is over its rate limit of 3/min (rate_limit)" in reason
