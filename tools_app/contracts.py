@@ -8,6 +8,12 @@ arguments are paths, URLs, hosts or commands. ``definition_hash`` is the
 SHA-256 of the canonical JSON of the definition, stored and shown so that a
 swapped description is detectable.
 
+A tool whose effect depends on its arguments (a deploy to staging or to
+production) declares the action types its calls may have and a resolver, a pure
+function of the arguments and the config; ``for_call`` answers the contract of
+one call, whose ``resolved_action_type`` is that call's, so the permission check,
+the approval rules and the audit all read the same type.
+
 ``ToolRegistry.register`` refuses, with the reason, a schema that does not
 compile, text over its length limit or carrying injection signatures, and a
 name that collides with another after NFKC, case and confusable folding.
@@ -19,14 +25,14 @@ import hashlib
 import json
 import re
 import unicodedata
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
-from pydantic import Field, model_validator
+from pydantic import Field, PrivateAttr, model_validator
 from referencing import Registry
 from referencing.exceptions import Unresolvable
 from referencing.jsonschema import DRAFT202012
@@ -36,6 +42,9 @@ from common.vocabulary.action_types import DEFAULT_ACTION_TYPES, ActionTypeRegis
 from common.vocabulary.categories import DEFAULT_ACTION_TYPE, SafetyClass, ToolCategory
 from common.vocabulary.names import name_key, name_skeleton
 from trust_app.policy.tool_view import ArgumentRole, ToolView
+
+if TYPE_CHECKING:
+    from common.config import SynthOrgConfig
 
 CostTier = Literal["low", "medium", "high"]
 Idempotency = Literal["required", "optional"]
@@ -75,6 +84,21 @@ class ContractArgumentRoleError(ContractError):
 
 class ContractActionTypeError(ContractError):
     """The action type is unknown, or the category has no default and none was given."""
+
+
+class CallActionTypeError(ContractError):
+    """A call's action type cannot be resolved from its arguments; the call is refused
+    before anyone is asked. ``rule`` names the decision rule it is recorded under."""
+
+    def __init__(self, reason: str, rule: str = "action_type_unresolved") -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.rule = rule
+
+
+ActionTypeResolver = Callable[[Mapping[str, Any], Any], str]
+"""``(arguments, config) -> action type``: pure; raises ``CallActionTypeError`` for a
+call it cannot place."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +154,12 @@ class ToolContract(StrictModel):
     failure_modes: tuple[str, ...] = ()
     resources: tuple[ToolResource, ...] = ()
     argument_roles: dict[str, ArgumentRole] = Field(default_factory=dict)
+    # Per-call action types: what a call may resolve to, and how. Not part of the
+    # definition's hash (a function has no canonical form); registration checks each
+    # type is known, and resolution that each answer is one of them.
+    call_action_types: tuple[str, ...] = Field(default=(), exclude=True)
+    action_type_of_call: ActionTypeResolver | None = Field(default=None, exclude=True, repr=False)
+    _call_action_type: str | None = PrivateAttr(default=None)
 
     @model_validator(mode="before")
     @classmethod
@@ -149,6 +179,13 @@ class ToolContract(StrictModel):
         ids = [r.id for r in self.resources]
         if len(ids) != len(set(ids)):
             raise ValueError("resource ids must be unique")
+        if (self.action_type_of_call is None) != (not self.call_action_types):
+            raise ValueError("call_action_types and action_type_of_call go together")
+        if self.call_action_types and self.action_type not in self.call_action_types:
+            raise ValueError(
+                f"the declared action type {self.action_type!r} must be one of "
+                "call_action_types (the type a listing shows is one a call can have)"
+            )
         return self
 
     @property
@@ -170,9 +207,32 @@ class ToolContract(StrictModel):
 
     @property
     def resolved_action_type(self) -> str:
-        """The action type, defaulted from the category when not declared."""
+        """The action type of this call (``for_call``), else the declared one (defaulted
+        from the category when not declared)."""
+        if self._call_action_type is not None:
+            return self._call_action_type
         assert self.action_type is not None
         return self.action_type
+
+    def for_call(self, arguments: Mapping[str, Any], config: SynthOrgConfig) -> ToolContract:
+        """The contract of one call: its action type resolved from ``arguments`` and
+        ``config`` when the tool resolves per call, else this contract itself.
+
+        Raises ``CallActionTypeError`` when the resolver cannot place the call, or
+        answers a type the contract does not declare.
+        """
+        resolver = self.action_type_of_call
+        if resolver is None:
+            return self
+        resolved = resolver(arguments, config)
+        if resolved not in self.call_action_types:
+            raise CallActionTypeError(
+                f"{self.name} resolved its call to action type {resolved!r}, which it does "
+                f"not declare ({', '.join(self.call_action_types)}); the call is refused"
+            )
+        call = self.model_copy()
+        call._call_action_type = resolved
+        return call
 
     def l1(self) -> dict[str, str]:
         """Level 1: what ``GET /api/v1/tools/`` lists."""
@@ -364,6 +424,8 @@ def validate_contract(
     _check_name(contract.name, limits)
     try:
         action_types.check_action_type(contract.resolved_action_type)
+        for action_type in contract.call_action_types:
+            action_types.check_action_type(action_type)
     except ValueError as exc:
         raise ContractActionTypeError(str(exc)) from exc
     if contract.input_schema.get("type") != "object":

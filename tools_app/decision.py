@@ -4,6 +4,9 @@ REST, MCP and batches all decide through here, so no door can skip or reorder a 
 
 1. the agent's own rate limit (``SYNTHORG_AGENT_RATE_LIMIT_PER_MINUTE``), before anything
    else is read (``agent_rate_check``);
+   then the call's own contract: a tool that resolves its action type per call
+   (``ToolContract.for_call``) answers it here, and every later step reads that type; a
+   call it cannot place is refused before anyone is asked (a permission denial first);
 2. permission and sub-constraints (``trust_app.policy.decide``, PURE);
 3. preflight: what the tool's settings refuse whatever people decide;
 4. the configured rate windows (``approval.rate_limits``, a tool's ``max_calls_per_minute``);
@@ -22,8 +25,9 @@ from typing import Any
 from django.conf import settings
 
 from common.errors import RateLimitedError
+from common.settings_config import synthorg_config
 from tools_app.approval_desk import RateRefusal, RoutedCall, approval_desk
-from tools_app.contracts import ToolContract
+from tools_app.contracts import CallActionTypeError, ToolContract
 from tools_app.ratelimit import rate_limit_hit
 from tools_app.registry import tool_view
 from tools_app.services.runnable import preflight_refusal, sandbox_refusal
@@ -47,17 +51,41 @@ def agent_rate_check(agent: Agent, calls: int = 1) -> None:
 
 @dataclass(frozen=True)
 class CallDecision:
-    """Steps 2-4: the decision before routing, or the rate window the call is over."""
+    """Steps 2-4: the decision before routing, or the rate window the call is over, and
+    the call's contract (its action type resolved) that routing and the record read."""
 
     decision: Decision
+    contract: ToolContract
     rate_limited: RateRefusal | None = None
+
+
+def call_contract(
+    contract: ToolContract, arguments: Mapping[str, Any]
+) -> tuple[ToolContract, CallActionTypeError | None]:
+    """The contract of this call, or the declared one and why the call's action type
+    cannot be resolved."""
+    try:
+        return contract.for_call(arguments, synthorg_config()), None
+    except CallActionTypeError as exc:
+        return contract, exc
+
+
+def unplaced(decision: Decision, exc: CallActionTypeError | None) -> Decision:
+    """``decision``, or the refusal of a call whose action type cannot be resolved. A
+    permission denial stands first, so an agent not permitted the tool learns nothing of
+    its configured targets."""
+    if exc is None or decision.denied:
+        return decision
+    return Decision(Outcome.DENY, exc.reason, exc.rule, (*decision.trace, f"{exc.rule}: deny"))
 
 
 def call_decide(
     *, agent: Agent, contract: ToolContract, arguments: Mapping[str, Any]
 ) -> CallDecision:
-    """Permission, then preflight, then the rate windows (counted only for a call not denied)."""
-    decision = decide(agent_policy(agent), tool_view(contract), arguments)
+    """The call's action type, permission, then preflight, then the rate windows (counted
+    only for a call not denied)."""
+    contract, unresolved = call_contract(contract, arguments)
+    decision = unplaced(decide(agent_policy(agent), tool_view(contract), arguments), unresolved)
     if not decision.denied:
         decision = (
             preflight_refusal(
@@ -68,8 +96,8 @@ def call_decide(
     if not decision.denied:
         limited = approval_desk().rate_limited(agent=agent, contract=contract, arguments=arguments)
         if limited is not None:
-            return CallDecision(decision=decision, rate_limited=limited)
-    return CallDecision(decision=decision)
+            return CallDecision(decision=decision, contract=contract, rate_limited=limited)
+    return CallDecision(decision=decision, contract=contract)
 
 
 def call_route(

@@ -39,6 +39,7 @@ from common.inbox import ApprovalChange
 from secrets_app.broker import SecretNotGrantedError
 from secrets_app.references import SecretReferenceError
 from secrets_app.substitution import secret_references_check
+from tools_app.decision import call_contract, unplaced
 from tools_app.models import Invocation, InvocationStatus
 from tools_app.registry import tool_catalog, tool_view
 from tools_app.selectors.invocations import disabled_tool_keys
@@ -114,7 +115,9 @@ def approval_verdict_now(
         return VerdictNow(Verdict.WITHDRAWN, exc.reason)
     except SecretNotGrantedError as exc:
         return VerdictNow(Verdict.WITHDRAWN, exc.message)
-    decision = decide(reads.policy(agent), tool_view(contract), arguments)
+    # The call's own action type (a pipeline's environment, say), as when it was asked.
+    contract, unresolved = call_contract(contract, arguments)
+    decision = unplaced(decide(reads.policy(agent), tool_view(contract), arguments), unresolved)
     if not decision.denied:
         decision = (
             preflight_refusal(

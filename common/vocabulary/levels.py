@@ -160,6 +160,19 @@ class SubConstraintOverrides(StrictModel):
     # slack_post's channels; the communication section's own lists bound both.
     email_recipients: tuple[str, ...] | None = None
     slack_channels: tuple[str, ...] | None = None
+    # The CI pipelines (deployment.ci) ci_trigger and ci_status may use, by name.
+    ci_pipelines: tuple[str, ...] | None = None
+
+    @field_validator("ci_pipelines")
+    @classmethod
+    def _pipeline_grants(cls, value: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        for entry in value or ():
+            if not _CONNECTION_NAME.fullmatch(entry):
+                raise ValueError(
+                    f"pipeline grant {entry!r} must be a pipeline's name (lowercase letters, "
+                    "digits, '_' and '-', starting with a letter)"
+                )
+        return value
 
     @field_validator("email_recipients")
     @classmethod
@@ -228,6 +241,7 @@ class AccessLevelPolicy(StrictModel):
     connections: tuple[str, ...] = ()
     email_recipients: tuple[str, ...] = ()
     slack_channels: tuple[str, ...] = ()
+    ci_pipelines: tuple[str, ...] = ()
 
     def merged(self, override: SubConstraintOverrides | None) -> AccessLevelPolicy:
         """This level with the non-None fields of ``override`` applied."""

@@ -241,7 +241,8 @@ def invocation_submit(
     _check_secret_references(agent=agent, call=call, tool=contract.name)
 
     decided = call_decide(agent=agent, contract=contract, arguments=call.arguments)
-    decision, limited = decided.decision, decided.rate_limited
+    # The call's own contract from here on: its action type as resolved for these arguments.
+    decision, limited, contract = decided.decision, decided.rate_limited, decided.contract
     if limited is not None:
         _refuse(
             agent=agent, call=call, kind="invocation.refused", outcome="rate_limited",

@@ -9,9 +9,11 @@ rule and a reason the agent can act on, and appends its steps to the trace.
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Mapping
 from typing import Final
+from urllib.parse import unquote, urlsplit
 
 from common.vocabulary.categories import NETWORK_CATEGORIES, SafetyClass, ToolCategory
 from common.vocabulary.levels import (
@@ -38,6 +40,11 @@ from trust_app.policy.paths import check_path_characters, check_path_scope
 from trust_app.policy.tool_view import ToolView
 
 Violation = tuple[Rule, str]
+
+# A browser opens pages from the workspace too, as the sandbox mounts it.
+SANDBOX_WORKSPACE: Final = "/workspace"
+_FILE_URL: Final = re.compile(r"(?i)file:")
+_CONTROL_RE: Final = re.compile(r"[\x00-\x1f\x7f\\]")
 
 _SHELL_METACHARACTERS: Final = frozenset(";&|`$<>(){}*?!#\n\r")
 _QUOTING: Final = frozenset("'\"\\")
@@ -181,6 +188,32 @@ def _network_violation(agent: AgentPolicy, argument: str, value: object, url: bo
     return None if problem is None else f"argument {argument!r}: {problem}"
 
 
+def _workspace_page_violation(agent: AgentPolicy, argument: str, value: str) -> str | None:
+    """A browser's ``file://`` page: only ``file:///workspace/...`` (the workspace as the
+    sandbox shows it), with file-system access, naming a path inside the workspace."""
+    parts = urlsplit(value)
+    where = f"argument {argument!r}"
+    if parts.netloc not in ("", "localhost") or parts.query or parts.fragment:
+        return f"{where}: a file:// page names no host, query or fragment"
+    path = unquote(parts.path)
+    if not path.startswith(SANDBOX_WORKSPACE + "/") or _CONTROL_RE.search(path):
+        return (
+            f"{where}: only files inside the workspace can be opened "
+            f"(file://{SANDBOX_WORKSPACE}/...)"
+        )
+    relative = path[len(SANDBOX_WORKSPACE) + 1 :]
+    if any(part in ("", ".", "..") for part in relative.split("/")):
+        return f"{where}: a file:// page is named by a plain path in the workspace"
+    if agent.constraints.file_system is FileSystemScope.NONE:
+        return f"{where}: file-system access is not permitted at level {agent.level}"
+    if not agent.workspace:
+        return f"{where}: this agent has no workspace"
+    problem = check_path_characters(relative) or check_path_scope(
+        relative, base=agent.workspace, roots=(agent.workspace,), resolver=agent.path_resolver
+    )
+    return None if problem is None else f"{where}: {problem}; use a file inside the workspace"
+
+
 def _pointed(agent: AgentPolicy, refusal: str, program: object) -> str:
     """``refusal``, pointing to code_runner when ``program`` is an interpreter it offers
     and this agent may call it."""
@@ -239,10 +272,16 @@ def argument_violation(
                 if problem:
                     return Rule.FILE_SYSTEM_SCOPE, problem
             trace.append(f"argument {name!r}: path inside scope")
+    pages = tool.category == ToolCategory.BROWSER
     for names, is_url in ((tool.url_arguments, True), (tool.host_arguments, False)):
         for name in names:
             if name in arguments:
                 for value in _values(arguments[name]):
+                    if is_url and pages and isinstance(value, str) and _FILE_URL.match(value):
+                        problem = _workspace_page_violation(agent, name, value)
+                        if problem:
+                            return Rule.FILE_SYSTEM_SCOPE, problem
+                        continue
                     problem = _network_violation(agent, name, value, is_url)
                     if problem:
                         return Rule.NETWORK_MODE, problem

@@ -111,5 +111,6 @@ def stricter(earned: AccessLevelPolicy, ceiling: AccessLevelPolicy) -> AccessLev
             "connections": ceiling.connections,
             "email_recipients": ceiling.email_recipients,
             "slack_channels": ceiling.slack_channels,
+            "ci_pipelines": ceiling.ci_pipelines,
         }
     )

@@ -204,6 +204,7 @@ def person_token_issue(*, person: Any, label: str = "", actor: Actor | None = No
 
 def agent_explain(*, agent: Agent, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
     """The Decision and trace for a hypothetical call; nothing is run or recorded."""
+    from tools_app.decision import call_contract, unplaced
     from tools_app.registry import tool_catalog, tool_view
     from tools_app.selectors.invocations import disabled_tool_keys
     from trust_app.policy import decide, name_key
@@ -212,6 +213,10 @@ def agent_explain(*, agent: Agent, tool: str, arguments: dict[str, Any]) -> dict
     contract = tool_catalog().contract(tool)
     if contract is None:
         raise InvalidArgumentError(f"unknown tool {tool!r}")
+    # The call's own action type, as a live call is decided with it.
+    contract, unresolved = call_contract(contract, arguments)
     enabled = name_key(contract.name) not in disabled_tool_keys()
-    decision = decide(agent_policy(agent), tool_view(contract, enabled=enabled), arguments)
+    decision = unplaced(
+        decide(agent_policy(agent), tool_view(contract, enabled=enabled), arguments), unresolved
+    )
     return {"tool": contract.name, "agent": agent.name, "decision": decision.as_dict()}

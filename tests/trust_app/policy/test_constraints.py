@@ -369,3 +369,71 @@ def test_terminal_levels() -> None:
     no_command = tool("shell2", category="terminal", roles={})
     assert decide(agent("standard"), no_command).rule == Rule.TERMINAL_ACCESS
     assert decide(agent("elevated"), no_command).outcome is Outcome.ALLOW
+
+
+# --- a browser's file:// pages ---------------------------------------------------
+
+BROWSE = tool(
+    "browser_navigate",
+    category="browser",
+    action_type="browser:navigate",
+    safety_class="network",
+    roles={"url": "url"},
+)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "file:///etc/passwd",
+        "file:///proc/self/environ",
+        "file:///workspace/../etc/passwd",
+        "file:///workspace/%2e%2e/etc/passwd",
+        "file:///workspace/./page.html",
+        "file:///workspace//page.html",
+        "file:///workspace",
+        "file:///workspace-evil/page.html",
+        "file://otherhost/workspace/page.html",
+        "file:///workspace/page.html?x=1",
+        "file:///workspace/a%00b.html",
+        "FILE:///etc/passwd",
+        "file:/etc/passwd",
+    ],
+)
+def test_a_browser_opens_no_file_page_outside_the_workspace(url: str) -> None:
+    policy = agent("standard", allowed=["browser_navigate"])
+    decision = decide(policy, BROWSE, {"url": url})
+    assert decision.outcome is Outcome.DENY, (url, decision.reason)
+
+
+def test_a_browser_opens_file_pages_inside_the_workspace_and_other_tools_none() -> None:
+    policy = agent("standard", allowed=["browser_navigate", "fetch"])
+    for url in ("file:///workspace/site/index.html", "file://localhost/workspace/a%20b.html"):
+        allowed = decide(policy, BROWSE, {"url": url})
+        assert allowed.outcome is Outcome.ALLOW, (url, allowed.reason)
+    # A fetching tool takes no file:// URL, even inside the workspace.
+    assert decide(policy, FETCH, {"url": "file:///workspace/site/index.html"}).outcome is (
+        Outcome.DENY
+    )
+    # Without file-system access, no file page either.
+    closed = agent("standard", allowed=["browser_navigate"], file_system="none")
+    assert decide(closed, BROWSE, {"url": "file:///workspace/site/index.html"}).outcome is (
+        Outcome.DENY
+    )
+
+
+def test_a_file_page_linked_out_of_the_workspace_is_refused(tmp_path: Path) -> None:
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    (workspace / "page.html").write_text("<p>mine</p>")
+    os.symlink("/etc/passwd", workspace / "passwd.html")
+    policy = agent(
+        "standard",
+        allowed=["browser_navigate"],
+        workspace=str(workspace),
+        path_resolver=os.path.realpath,
+    )
+    denied = decide(policy, BROWSE, {"url": "file:///workspace/passwd.html"})
+    assert denied.outcome is Outcome.DENY, denied.reason
+    # Control: the plain file beside it.
+    assert decide(policy, BROWSE, {"url": "file:///workspace/page.html"}).outcome is Outcome.ALLOW

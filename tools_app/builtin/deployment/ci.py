@@ -11,12 +11,13 @@ That path writes its own ``external_data.request`` row; these tools add theirs
 the run.
 
 Only configured pipelines run, on the refs their patterns allow, with the inputs
-they name. A run is ``deploy:staging`` or ``deploy:production`` by its pipeline's
-environment: production always waits for a person, and a ``privileged`` pipeline
-for two distinct people, a floor that neither approval rules nor autonomy ``full``
-lowers. The routing engine reads one action type per tool, so the contract declares
-the stricter one (a rule about production deploys is never skipped); the gate's
-trace, the card and the audit row name the pipeline's own.
+they name, and only those the agent's ``ci_pipelines`` grant lists. A run is
+``deploy:staging`` or ``deploy:production`` by its pipeline's environment, resolved
+per call by the contract before the call is decided: the permission check, the
+approval rules, the invocation, its card and the audit rows all read the pipeline's
+own type. Production always waits for a person, and a ``privileged`` pipeline for
+two distinct people, a floor that neither approval rules nor autonomy ``full``
+lowers. Listings show the stricter type, ``deploy:production``.
 """
 
 from __future__ import annotations
@@ -29,19 +30,22 @@ from django.db import transaction
 
 from audit_app.record import Actor, audit_record
 from common.config import SynthOrgConfig
-from common.config.deployment import CiSection
+from common.config.deployment import CiPipeline, CiSection
 from common.settings_config import synthorg_config
 from common.vocabulary.categories import SafetyClass, ToolCategory
 from tools_app.builtin.base import ToolContext, ToolFailedError, ToolOutcome, ToolRefusedError
 from tools_app.builtin.deployment.gate import judged, refused, refused_by
 from tools_app.builtin.deployment.pipelines import (
+    DEPLOY_ACTION_TYPES,
     PRODUCTION,
     CiAnswerError,
     DeployRefusedError,
     TriggerCall,
+    granted_pipeline,
     run_state,
     started_run,
     status_call,
+    trigger_action_type,
     trigger_call,
 )
 from tools_app.builtin.external_data.tool import (
@@ -62,6 +66,21 @@ _NULLABLE_TEXT: Final = {"type": ["string", "null"]}
 def _section() -> CiSection | None:
     deployment = synthorg_config().deployment
     return deployment.ci if deployment is not None else None
+
+
+def _call_action_type(arguments: Mapping[str, Any], config: SynthOrgConfig) -> str:
+    """``deploy:staging`` or ``deploy:production``: the named pipeline's environment."""
+    return trigger_action_type(config.deployment.ci if config.deployment else None, arguments)
+
+
+def _grant_refusal(
+    pipeline: CiPipeline, section: CiSection, sub_constraints: Mapping[str, Any]
+) -> DeployRefusedError | None:
+    try:
+        granted_pipeline(pipeline, section, sub_constraints.get("ci_pipelines"))
+    except DeployRefusedError as exc:
+        return exc
+    return None
 
 
 def _kind() -> str:
@@ -137,8 +156,10 @@ class CiTriggerTool:
     contract = ToolContract(
         name=TRIGGER,
         category=ToolCategory.DEPLOYMENT,
-        # The stricter of the two; the gate and the audit name the pipeline's own.
+        # Listed as the stricter of the two; each call is its pipeline's own.
         action_type=PRODUCTION,
+        call_action_types=DEPLOY_ACTION_TYPES,
+        action_type_of_call=_call_action_type,
         safety_class=SafetyClass.NETWORK,
         idempotency="required",
         summary="Start a run of a configured CI/CD pipeline on an allowed branch or tag.",
@@ -198,8 +219,9 @@ class CiTriggerTool:
             ),
         ),
         failure_modes=(
-            "HOST_NOT_ALLOWED: the pipeline is not configured, the ref is not one it may "
-            "run on, or its connection is not granted to you; nothing is started.",
+            "HOST_NOT_ALLOWED: the pipeline is not configured or not granted to you, the "
+            "ref is not one it may run on, or its connection is not granted to you; nothing "
+            "is started.",
             "INVALID_ARGUMENT: the ref is not a branch or tag name, or an input is not one "
             "the pipeline takes.",
             "LIMIT_EXCEEDED: an input is too long, or the connection's rate or concurrency "
@@ -220,9 +242,17 @@ class CiTriggerTool:
         sub_constraints: Mapping[str, Any],
         decision: Decision,
     ) -> Decision | None:
-        """At decision time: refuse a pipeline, ref or input not allowed, or a connection
-        not granted; ask one person for production, two for a privileged pipeline."""
+        """At decision time: refuse a pipeline not granted, a ref or input not allowed, or
+        a connection not granted; ask one person for production, two for a privileged
+        pipeline."""
         section = _section()
+        named = arguments.get("pipeline")
+        pipeline = section.pipeline(named) if section and isinstance(named, str) else None
+        # The grant first: an agent learns nothing of a pipeline it may not use.
+        if section is not None and pipeline is not None:
+            ungranted = _grant_refusal(pipeline, section, sub_constraints)
+            if ungranted is not None:
+                return refused_by(decision, ungranted)
         try:
             call = trigger_call(section, _kind(), arguments)
         except DeployRefusedError as exc:
@@ -353,8 +383,8 @@ class CiStatusTool:
         ),
         failure_modes=(
             "INVALID_ARGUMENT: run is not <pipeline>/<id>.",
-            "HOST_NOT_ALLOWED: the pipeline is not configured, or its connection is not "
-            "granted to you.",
+            "HOST_NOT_ALLOWED: the pipeline is not configured or not granted to you, or its "
+            "connection is not granted to you.",
             "CI_REFUSED: the CI service does not know the run, or refused (HTTP status and "
             "message given).",
         ),
@@ -372,14 +402,17 @@ class CiStatusTool:
         sub_constraints: Mapping[str, Any],
         decision: Decision,
     ) -> Decision | None:
-        """At decision time: refuse a malformed run, an unknown pipeline or a connection
-        not granted."""
+        """At decision time: refuse a malformed run, a pipeline unknown or not granted,
+        or a connection not granted."""
         section = _section()
         try:
             call = status_call(section, _kind(), arguments)
         except DeployRefusedError as exc:
             return refused_by(decision, exc)
         assert section is not None
+        ungranted = _grant_refusal(call.pipeline, section, sub_constraints)
+        if ungranted is not None:
+            return refused_by(decision, ungranted)
         gated, sensitive = _connection_gate(section, "GET", call.path, sub_constraints, decision)
         if gated is not None:
             return gated

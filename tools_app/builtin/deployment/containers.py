@@ -7,7 +7,9 @@ container is used only when its own name is exactly that one (the engine would a
 take an ID prefix). The engine is never the one the console's sandboxes run on: the
 config refuses it at load and the worker checks again before it connects, against its
 own environment. A restart is ``deploy:staging`` or ``deploy:production`` by the
-container's environment: production always waits for a person, ``privileged`` for
+container's environment, resolved per call by the contract before the call is
+decided (rules, the invocation and the audit read it): production always waits for
+a person, ``privileged`` for
 two distinct people (a floor no approval rule or autonomy preset lowers). Logs are
 the last lines, cut to ``max_log_bytes``, terminal escapes dropped; like every result
 they pass the sanitiser, which redacts stored secrets and credentials. Every call is
@@ -43,8 +45,10 @@ from tools_app.builtin.deployment.inspection import (
     allowed_container,
     bounded_log,
     container_state,
+    restart_action_type,
 )
 from tools_app.builtin.deployment.pipelines import (
+    DEPLOY_ACTION_TYPES,
     PRODUCTION,
     RULE_TARGET,
     DeployRefusedError,
@@ -69,6 +73,12 @@ _TARGET_FAILURES: Final = (
 def _section() -> ContainersSection | None:
     deployment = synthorg_config().deployment
     return deployment.containers if deployment is not None else None
+
+
+def _restart_action_type(arguments: Mapping[str, Any], config: SynthOrgConfig) -> str:
+    return restart_action_type(
+        config.deployment.containers if config.deployment else None, arguments
+    )
 
 
 def _record(
@@ -268,8 +278,10 @@ class ContainerRestartTool(_ContainerTool):
     contract = ToolContract(
         name="container_restart",
         category=ToolCategory.DEPLOYMENT,
-        # The stricter of the two; the gate and the audit name the container's own.
+        # Listed as the stricter of the two; each call is its container's own.
         action_type=PRODUCTION,
+        call_action_types=DEPLOY_ACTION_TYPES,
+        action_type_of_call=_restart_action_type,
         safety_class=SafetyClass.WRITE,
         idempotency="required",
         summary="Restart an allowlisted container (production restarts wait for a person).",

@@ -1,6 +1,8 @@
 """PURE: what agents may name and what the engine's answers say, bounded.
 
-``allowed_container`` judges a name against the allowlist; ``container_state`` reads an
+``allowed_container`` judges a name against the allowlist (``restart_action_type``
+places a restart by the container's environment before the call is decided);
+``container_state`` reads an
 inspect answer as the tools' output; ``bounded_log`` keeps the last bytes of a log
 stream, terminal escapes and controls dropped (the sanitiser then redacts secrets).
 """
@@ -18,7 +20,9 @@ from tools_app.builtin.deployment.pipelines import (
     RULE_NOT_CONFIGURED,
     RULE_TARGET,
     DeployRefusedError,
+    action_type,
 )
+from tools_app.contracts import CallActionTypeError
 
 # CSI and OSC terminal sequences, and the other C0 controls but tab and newline.
 _ESCAPES: Final = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b.")
@@ -73,6 +77,15 @@ def allowed_container(section: ContainersSection | None, name: object) -> Allowe
             RULE_TARGET,
         )
     return entry
+
+
+def restart_action_type(section: ContainersSection | None, arguments: Mapping[str, Any]) -> str:
+    """``deploy:staging`` or ``deploy:production``: the named container's environment;
+    ``CallActionTypeError`` (with the allowlist) for a container not on it."""
+    try:
+        return action_type(allowed_container(section, arguments.get("name")).environment)
+    except DeployRefusedError as exc:
+        raise CallActionTypeError(exc.reason, exc.rule) from None
 
 
 def container_state(entry: AllowedContainer, attrs: Mapping[str, Any]) -> dict[str, Any]:

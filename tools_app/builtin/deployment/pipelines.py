@@ -4,9 +4,12 @@ and its answer read.
 ``trigger_call`` and ``status_call`` answer the checked call, or raise
 ``DeployRefusedError`` naming the decision rule it is recorded under. The gate asks
 them when the call is decided and the tool again before anything is sent, so both
-read a call the same way. A run is named ``<pipeline>/<id>`` (``web-staging/4242``):
-the pipeline fixes where the run is, so an agent can only read runs of pipelines it
-may trigger.
+read a call the same way. ``trigger_action_type`` places a trigger before that: its
+pipeline's environment is the call's action type, which the permission check, the
+approval rules and the audit read. ``granted_pipeline`` holds a pipeline to the
+agent's ``ci_pipelines`` grant. A run is named ``<pipeline>/<id>``
+(``web-staging/4242``): the pipeline fixes where the run is, so an agent can only
+read runs of pipelines it may trigger.
 
 GitHub: ``POST /repos/{owner}/{repo}/actions/workflows/{workflow}/dispatches`` with
 ``{ref, inputs, return_run_details: true}`` answers 200 with ``workflow_run_id`` (or
@@ -26,12 +29,15 @@ from typing import Any, Final
 
 from common.config.deployment import CiPipeline, CiSection
 from tools_app.builtin.base import RefusalCode, ToolRefusedError
+from tools_app.contracts import CallActionTypeError
 
 RULE_NOT_CONFIGURED: Final = "deployment_not_configured"
 RULE_TARGET: Final = "deployment_target"
+RULE_NOT_GRANTED: Final = "pipeline_not_granted"
 RULE_ASKS: Final = "deployment_approval"
 STAGING: Final = "deploy:staging"
 PRODUCTION: Final = "deploy:production"
+DEPLOY_ACTION_TYPES: Final = (STAGING, PRODUCTION)
 _REF: Final = re.compile(r"[A-Za-z0-9._/-]{1,255}")
 _RUN: Final = re.compile(r"([a-z][a-z0-9_-]{0,62})/([0-9]{1,20})")
 # A run state that will not change any more (GitHub's status, GitLab's status).
@@ -112,6 +118,33 @@ def _pipeline(section: CiSection, name: object) -> CiPipeline:
             RULE_TARGET,
         )
     return pipeline
+
+
+def trigger_action_type(section: CiSection | None, arguments: Mapping[str, Any]) -> str:
+    """The action type of a ``ci_trigger`` call: its pipeline's environment.
+
+    Raises ``CallActionTypeError`` for a pipeline not configured, with the configured
+    ones: such a call is refused before anyone is asked.
+    """
+    try:
+        return action_type(_pipeline(_section(section), arguments.get("pipeline")).environment)
+    except DeployRefusedError as exc:
+        raise CallActionTypeError(exc.reason, exc.rule) from None
+
+
+def granted_pipeline(pipeline: CiPipeline, section: CiSection, granted: object) -> None:
+    """Refuse ``pipeline`` unless the agent's ``ci_pipelines`` grant lists it."""
+    names = {str(entry) for entry in granted or ()} if isinstance(granted, list | tuple) else set()
+    if pipeline.name in names:
+        return
+    allowed = [p.name for p in section.pipelines if p.name in names]
+    raise DeployRefusedError(
+        RefusalCode.HOST_NOT_ALLOWED,
+        f"pipeline {pipeline.name} is not one this agent may use (granted: "
+        f"{', '.join(allowed) or 'none'}); nothing was sent; ask an admin to add it to "
+        "the agent's ci_pipelines",
+        RULE_NOT_GRANTED,
+    )
 
 
 def checked_ref(pipeline: CiPipeline, ref: object) -> str:

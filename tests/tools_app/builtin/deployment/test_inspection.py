@@ -9,8 +9,10 @@ from tools_app.builtin.deployment.inspection import (
     allowed_container,
     bounded_log,
     container_state,
+    restart_action_type,
 )
 from tools_app.builtin.deployment.pipelines import DeployRefusedError
+from tools_app.contracts import CallActionTypeError
 
 SECTION = ContainersSection.model_validate(
     {"docker_host": "tcp://127.0.0.1:2999", "allowed": [
@@ -26,6 +28,13 @@ def test_only_allowlisted_names_and_their_people() -> None:
             allowed_container(SECTION, name)
     assert allowed_container(SECTION, "web").required_people == 0
     assert allowed_container(SECTION, "db").required_people == 2
+
+
+def test_a_restart_is_placed_by_its_containers_environment() -> None:
+    assert restart_action_type(SECTION, {"name": "web"}) == "deploy:staging"
+    assert restart_action_type(SECTION, {"name": "db"}) == "deploy:production"
+    with pytest.raises(CallActionTypeError, match="allowed: web, db"):
+        restart_action_type(SECTION, {"name": "cache"})
 
 
 def test_the_inspect_answer_reads_as_a_state() -> None:

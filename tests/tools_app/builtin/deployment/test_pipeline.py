@@ -251,10 +251,20 @@ def token() -> str:
     return value
 
 
-def _agent(make_agent: Callable[..., AgentClient], grants: list[str] | None = None) -> AgentClient:
+def _agent(
+    make_agent: Callable[..., AgentClient],
+    grants: list[str] | None = None,
+    *,
+    pipelines: list[str] | None = None,
+    **more: Any,
+) -> AgentClient:
     client = make_agent("elevated", autonomy="full")
     if grants is not None:
-        AgentPermissions.objects.create(agent=client.agent, sub_constraints={"connections": grants})
+        granted = list(WORKFLOWS) if pipelines is None else pipelines
+        AgentPermissions.objects.create(
+            agent=client.agent,
+            sub_constraints={"connections": grants, "ci_pipelines": granted, **more},
+        )
     return client
 
 
@@ -360,6 +370,61 @@ def test_a_pipeline_ref_input_or_connection_not_allowed_is_refused_before_anythi
     assert _call(client, "ci_trigger", pipeline="web-staging", ref="main")["status"] == "succeeded"
     run = f"web-staging/{max(github.runs)}"
     assert _call(ungranted, "ci_status", run=run)["status"] == "succeeded"
+    assert len(github.dispatched()) == before + 1
+
+
+def test_an_agent_triggers_only_the_pipelines_it_is_granted(
+    make_agent: Callable[..., AgentClient], github: FakeGitHub, token: str
+) -> None:
+    staging_only = _agent(make_agent, ["github"], pipelines=["web-staging"])
+    none = _agent(make_agent, ["github"], pipelines=[])
+    before = len(github.dispatched())
+
+    refused = _denied(staging_only, "ci_trigger", pipeline="web-production", ref="main")
+    assert refused["rule"] == "pipeline_not_granted", refused
+    assert "(granted: web-staging)" in refused["message"]
+    # The grant is judged first: nothing about the other pipeline's refs is told.
+    hidden = _denied(staging_only, "ci_trigger", pipeline="web-production", ref="feature/x")
+    assert hidden["rule"] == "pipeline_not_granted" and "may run on" not in hidden["message"]
+    shown = _denied(staging_only, "ci_trigger", pipeline="web-staging", ref="feature/x")
+    assert shown["rule"] == "deployment_target" and "may run on" in shown["message"]
+    assert _denied(none, "ci_trigger", pipeline="web-staging", ref="main")["rule"] == (
+        "pipeline_not_granted"
+    )
+    assert len(github.dispatched()) == before
+    # Control: the listed pipeline goes, and its runs are read.
+    done = _call(staging_only, "ci_trigger", pipeline="web-staging", ref="main")
+    assert done["status"] == "succeeded", done
+    assert len(github.dispatched()) == before + 1
+    run = done["result"]["structured"]["run"]
+    assert _call(staging_only, "ci_status", run=run)["status"] == "succeeded"
+    read = _denied(none, "ci_status", run=run)
+    assert read["rule"] == "pipeline_not_granted", read
+
+
+def test_the_permission_check_reads_each_calls_own_deploy_type(
+    make_agent: Callable[..., AgentClient], github: FakeGitHub, token: str
+) -> None:
+    # An agent whose level asks a person for production deploys only: its staging runs
+    # go at once; one that asks for staging deploys waits for its staging run.
+    production_asks = _agent(make_agent, ["github"], requires_approval=["deploy:production"])
+    staging_asks = _agent(make_agent, ["github"], requires_approval=["deploy:staging"])
+    before = len(github.dispatched())
+
+    waits = _call(staging_asks, "ci_trigger", pipeline="web-staging", ref="main")
+    assert waits["status"] == "pending_approval", waits
+    assert "requires approval for deploy:staging" in waits["decision"]["reason"]
+    decided = AuditEvent.objects.get(kind="invocation.decided", invocation_id=waits["id"])
+    assert decided.action_type == "deploy:staging"
+    assert len(github.dispatched()) == before
+
+    goes = _call(production_asks, "ci_trigger", pipeline="web-staging", ref="main")
+    assert goes["status"] == "succeeded", goes
+    decided = AuditEvent.objects.get(kind="invocation.decided", invocation_id=goes["id"])
+    assert decided.action_type == "deploy:staging"
+    asks = _call(production_asks, "ci_trigger", pipeline="web-production", ref="main")
+    assert asks["status"] == "pending_approval", asks
+    assert "requires approval for deploy:production" in asks["decision"]["reason"]
     assert len(github.dispatched()) == before + 1
 
 

@@ -10,11 +10,14 @@ from common.config.deployment import CiSection
 from tools_app.builtin.deployment.pipelines import (
     CiAnswerError,
     DeployRefusedError,
+    granted_pipeline,
     run_state,
     started_run,
     status_call,
+    trigger_action_type,
     trigger_call,
 )
+from tools_app.contracts import CallActionTypeError
 
 GITHUB = CiSection.model_validate(
     {"connection": "ci", "kind": "github", "pipelines": [
@@ -87,3 +90,34 @@ def test_a_run_must_name_a_configured_pipeline_and_a_number(run: str) -> None:
     assert (
         status_call(GITHUB, "github", {"run": "web/99"}).path == "/repos/acme/web/actions/runs/99"
     )
+
+
+TWO = CiSection.model_validate(
+    {"connection": "ci", "kind": "gitlab", "pipelines": [
+        {"name": "api-staging", "environment": "staging", "project": "7", "refs": ["main"]},
+        {"name": "api-production", "environment": "production", "project": "7",
+         "refs": ["main"]},
+    ]}
+)  # fmt: skip
+
+
+def test_a_trigger_is_placed_by_its_pipelines_environment() -> None:
+    assert trigger_action_type(TWO, {"pipeline": "api-staging"}) == "deploy:staging"
+    assert trigger_action_type(TWO, {"pipeline": "api-production"}) == "deploy:production"
+    for name in ("api-canary", None, 7):
+        with pytest.raises(CallActionTypeError, match="pipelines: api-staging, api-production"):
+            trigger_action_type(TWO, {"pipeline": name})
+    with pytest.raises(CallActionTypeError, match="not configured"):
+        trigger_action_type(None, {"pipeline": "api-staging"})
+
+
+def test_only_the_pipelines_an_agent_is_granted_go() -> None:
+    staging, production = TWO.pipelines
+    for granted in (None, [], ["api-staging"], "api-production", ["api-production-2"]):
+        with pytest.raises(DeployRefusedError, match="api-production is not one this agent"):
+            granted_pipeline(production, TWO, granted)
+    with pytest.raises(DeployRefusedError, match=r"\(granted: api-staging\)"):
+        granted_pipeline(production, TWO, ["api-staging", "gone"])
+    # Controls: a listed pipeline goes.
+    granted_pipeline(production, TWO, ["api-production"])
+    granted_pipeline(staging, TWO, ("api-staging", "api-production"))
