@@ -51,3 +51,25 @@ def sweep_dispatch() -> dict[str, int]:
     from tools_app.services.invocation_admission import invocations_dispatch_sweep
 
     return invocations_dispatch_sweep()
+
+
+@shared_task(name="tools_app.desktop_capture", quiet=True)
+def desktop_capture(agent_id: str) -> bool:
+    """A fresh picture of the agent's desktop for its page."""
+    from tools_app.services.desktop_watch import desktop_capture_store
+
+    try:
+        return desktop_capture_store(agent_id=agent_id)
+    finally:
+        database_connections_release()
+
+
+@shared_task(name="tools_app.desktop_person_act")
+def desktop_person_act(agent_id: str, person_id: str, request: dict[str, object]) -> str:
+    """A person's click, typing or keys on the agent's desktop they took over."""
+    from tools_app.services.desktop_control import desktop_person_act as act
+
+    try:
+        return act(agent_id=uuid.UUID(agent_id), person_id=int(person_id), request=dict(request))
+    finally:
+        database_connections_release()

@@ -17,6 +17,7 @@ from typing import Any, Final
 
 from approvals_app.cards.bound import card_bounded
 from approvals_app.cards.characters import char_flags
+from approvals_app.cards.desktop import DESKTOP_RENDERERS
 from approvals_app.cards.effect import effect_of, resolved_path, shell_words
 from approvals_app.cards.model import (
     Block,
@@ -264,6 +265,7 @@ RENDERERS: Final[Mapping[str, Renderer]] = {
     "db_mutate": render_sql,
     "send_email": render_send_email,
     "slack_post": render_slack_post,
+    **DESKTOP_RENDERERS,
 }
 
 

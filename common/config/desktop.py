@@ -54,6 +54,9 @@ class DesktopSection(StrictModel):
     cpu_seconds: StrictInt = Field(default=1800, ge=10, le=86400)
     # How often the worker holding a session checks it (idle, age, agent switched off).
     check_seconds: float = Field(default=2.0, gt=0, le=60)
+    # How often the agent's page refreshes the picture of a live session: at most one
+    # capture per session in this time, however many people watch it.
+    watch_seconds: float = Field(default=3.0, ge=1, le=600)
     # Where sessions' control sockets live, reachable by every worker of the machine
     # (null: /run/synthorg-desktop for a worker running as root, else a directory of
     # the worker's user under /tmp).

@@ -31,7 +31,7 @@ def read_screenshot(workspace: Path, relative: str) -> bytes:
         try:
             # O_NONBLOCK: a FIFO planted in the file's place must not hold the reader.
             flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK
-            file_fd = os.open(relative.rsplit("/", 1)[1], flags, dir_fd=fd)
+            file_fd = os.open(relative.rsplit("/", 1)[-1], flags, dir_fd=fd)
         except OSError as exc:
             raise ToolFailedError(f"the screenshot cannot be read: {exc.strerror}",
                                   code="DESKTOP_FAILED") from exc  # fmt: skip

@@ -147,16 +147,20 @@ def ask(
     *,
     timeout: float,
     cancelled: Callable[[], bool] = lambda: False,
+    touch: bool = True,
 ) -> dict[str, Any]:
     """Send one request to the session; its answer. No session: ``desktop_app_not_running``.
 
     While it waits, ``cancelled`` is asked now and then: a cancelled call stops the
     whole session at once (what it was doing may be half done) and raises ``cancelled``.
+    Without ``touch`` the request is no use of the session (a person watching it): its
+    idle time goes on.
     """
     if not live(place):
         raise DesktopSessionError(NOT_RUNNING, _not_running())
-    with contextlib.suppress(OSError):
-        os.utime(place.lease_path)  # the session was used: its idle time starts again
+    if touch:
+        with contextlib.suppress(OSError):
+            os.utime(place.lease_path)  # the session was used: its idle time starts again
     line = (json.dumps(dict(request), separators=(",", ":")) + "\n").encode()
     deadline = time.monotonic() + timeout
     try:

@@ -6,7 +6,9 @@ has Xvfb, xdotool and scrot. ``desktop_launch`` starts the agent's session (see
 (the agent's workspace writable, no network, the section's memory, process and CPU
 ceilings over its whole life) with the program on it; later calls of the same
 agent and workspace, taken by any worker process of the machine, drive that session.
-A call with no live session fails ``desktop_app_not_running``.
+A call with no live session fails ``desktop_app_not_running``; a call while a person has
+taken over the agent's desktop (its page, ``tools_app.views.desktop``) fails
+``desktop_taken_over`` naming them, until they hand it back.
 
 Walls, in order: the arguments (program allowlist, key grammar, bounded printable
 text, coordinates on the screen) are checked here; the session is looked up by the
@@ -79,6 +81,7 @@ SCREENSHOT_DIR: Final = ".synthorg/screenshots"
 SESSION_PATH: Final = "/usr/local/bin:/usr/bin:/bin"
 # Xvfb and toolkits reserve address space they never touch; the memory cgroup bounds use.
 ADDRESS_SPACE_BYTES: Final = 1 << 38
+TAKEN_OVER: Final = "desktop_taken_over"
 
 
 def missing_programs(section: DesktopSection) -> list[str]:
@@ -165,11 +168,29 @@ def _cancelled(context: ToolContext) -> bool:
     ).exists()
 
 
+def _not_taken_over(context: ToolContext) -> None:
+    """Refuse the call while a person holds the agent's desktop (they hand it back)."""
+    from tools_app.models import DesktopTakeover
+
+    holder = (
+        DesktopTakeover.objects.filter(agent_id=context.agent_id)
+        .values_list("person_name", flat=True)
+        .first()
+    )
+    if holder is not None:
+        raise ToolFailedError(
+            f"{holder} has taken over this agent's desktop: its desktop calls are refused "
+            "until they hand it back; try again later",
+            code=TAKEN_OVER,
+        )
+
+
 def _drive(
     context: ToolContext, request: dict[str, Any], *, extra_seconds: float = 0.0
 ) -> dict[str, Any]:
     """Send ``request`` to the agent's session; failures raised with their code."""
     section = desktop_section()
+    _not_taken_over(context)
     place = _place(context, section)
     try:
         answer = ask(
@@ -265,6 +286,7 @@ class DesktopLaunchTool:
             arguments.get("argv"), section.allowed_programs, context.sub_constraints
         )
         env = checked_env(arguments.get("env"))
+        _not_taken_over(context)
         place = _place(context, section)
         began = time.monotonic()
         try:
