@@ -25,7 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.measure import emit_row, p50_p95_row, time_runs
 from common.config.browser import BrowserSection
-from tools_app.builtin.browser.tools import answer_of, driver_spec
+from tools_app.builtin.browser.driving import answer_of, driver_spec
 from tools_app.egress import LocalEgressGateway, NetworkGrant
 from tools_app.sandbox.backends.namespace import NamespaceSandbox
 from tools_app.sandbox.protocol import NetworkPolicy

@@ -28,6 +28,7 @@ from approvals_app.cards.render import flagged_values, render_card
 from approvals_app.cards.text import ordered
 from approvals_app.cards.workspace import read_current_file
 from approvals_app.policy.risk_words import RiskReason
+from approvals_app.selectors.pictures import CardPicture, card_pictures
 from tools_app.builtin.file_system.paths import workspace_roots
 from tools_app.sanitize.known import known_secrets_for
 from trust_app.strategies.effective import EffectiveLevel
@@ -113,6 +114,8 @@ class CardView:
     claim: AgentClaim = field(default_factory=lambda: AgentClaim())
     # What the call would touch, looked at when it was asked.
     previews: tuple[PreviewFact, ...] = ()
+    # The pictures the call depends on, checked against their recorded digests.
+    pictures: tuple[CardPicture, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +126,8 @@ class PreviewFact:
     label: str
     text: str
     available: bool
+    # Lines shown below the text (a commit's diff), as stored.
+    detail: str = ""
 
 
 def _when(stamp: Any) -> str:
@@ -145,6 +150,7 @@ def preview_facts(request: Any) -> tuple[PreviewFact, ...]:
             ),
             text=str(item.get("text", "")),
             available=bool(item.get("available", False)),
+            detail=str(item.get("detail") or ""),
         )
         for item in (getattr(request, "previews", None) or [])
         if isinstance(item, dict)
@@ -321,7 +327,13 @@ def _build(request: Any, whole: bool = False) -> CardView:
         risk=risk_view(request),
         claim=agent_claim(invocation),
         previews=preview_facts(request),
+        pictures=call_pictures(invocation),
     )
+
+
+def call_pictures(invocation: Any) -> tuple[CardPicture, ...]:
+    """The pictures ``invocation``'s call depends on (see ``selectors.pictures``)."""
+    return card_pictures(invocation)
 
 
 def whole_card_view(request: Any) -> CardView:

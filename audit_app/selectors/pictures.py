@@ -1,83 +1,90 @@
-"""The picture a design tool kept, as its audit row names it: path and SHA-256.
+"""The pictures an audit row names (a screenshot, a diff, a chart, a design), as they
+stand now in the agent's workspace.
 
-A picture is read from the agent's workspace without following links, as a regular
-file (the reader the MCP picture uses), and given out only when its bytes have the
-digest the audit row recorded and their headers say PNG, JPEG or WebP: a file changed
-or swapped since the call is not shown.
+Each is read without following links, as a regular file (``tools_app.builtin.pictures``),
+and given out only when its bytes have the digest the row recorded and are the kind of
+picture it recorded; otherwise the page says what changed.
 """
 
 from __future__ import annotations
 
-import hashlib
-import re
 from dataclasses import dataclass
-from pathlib import Path
-from types import MappingProxyType
-from typing import Final
 
 from audit_app.models import AuditEvent
-from tools_app.builtin.base import ToolFailedError
-from tools_app.builtin.design.formats import PictureFormatError, picture_format
-from tools_app.builtin.desktop.screenshots import read_screenshot
-from trust_app.models import Agent
-
-# The audit rows that name a picture, and the one folder each keeps its pictures in.
-PICTURE_EVENTS: Final = MappingProxyType(
-    {
-        "design.image_generate": ".synthorg/images/",
-        "design.mockup_render": ".synthorg/mockups/",
-    }
+from tools_app.builtin.pictures import (
+    SVG,
+    KeptPicture,
+    PictureCheck,
+    kept_pictures,
+    picture_check,
 )
-MAX_SHOWN_BYTES: Final = 16 * 1024 * 1024
-_DIGEST: Final = re.compile(r"[0-9a-f]{64}")
+from trust_app.models import Agent
 
 
 @dataclass(frozen=True, slots=True)
 class EventPicture:
-    """Where the picture of an audit row is (relative to the agent's workspace)."""
+    """One picture of an audit row, with its place in the row's list and its state."""
 
-    path: str
-    sha256: str
+    event_id: int
+    index: int
+    check: PictureCheck
+
+    @property
+    def picture(self) -> KeptPicture:
+        return self.check.picture
+
+    @property
+    def path(self) -> str:
+        return self.check.picture.path
+
+    @property
+    def sha256(self) -> str:
+        return self.check.picture.sha256
+
+    @property
+    def label(self) -> str:
+        return self.check.picture.label
+
+    @property
+    def shown(self) -> bool:
+        return self.check.shown
+
+    @property
+    def is_svg(self) -> bool:
+        return self.check.picture.media_type == SVG
 
 
-@dataclass(frozen=True, slots=True)
-class PictureBytes:
-    data: bytes
-    media_type: str
+def event_kept_pictures(event: AuditEvent) -> tuple[KeptPicture, ...]:
+    """What ``event`` says it kept, without looking at the files."""
+    if event.agent_id is None:
+        return ()
+    return kept_pictures(event.kind, event.outcome, event.data)
 
 
-def event_picture(event: AuditEvent) -> EventPicture | None:
-    """The picture ``event`` names, when it is a design row that kept one."""
-    folder = PICTURE_EVENTS.get(event.kind)
-    data = event.data or {}
-    path, digest = data.get("path"), data.get("sha256")
-    if folder is None or event.outcome != "stored" or event.agent_id is None:
+def _workspace(event: AuditEvent) -> str | None:
+    if event.agent_id is None:
         return None
-    if not isinstance(path, str) or not isinstance(digest, str) or not _DIGEST.fullmatch(digest):
-        return None
-    if not path.startswith(folder) or any(p in ("", ".", "..") for p in path.split("/")):
-        return None
-    return EventPicture(path, digest)
+    agent = Agent.objects.filter(id=event.agent_id).only("workspace").first()
+    return agent.workspace if agent is not None else None
 
 
-def event_picture_bytes(event: AuditEvent) -> PictureBytes | None:
-    """The bytes of ``event``'s picture and their media type; None when there is none, it
-    cannot be read, or it is not the picture the row recorded."""
-    picture = event_picture(event)
-    if picture is None:
+def event_pictures(event: AuditEvent) -> list[EventPicture]:
+    """Every picture ``event`` names, each checked against the file there now."""
+    kept = event_kept_pictures(event)
+    if not kept:
+        return []
+    workspace = _workspace(event)
+    return [
+        EventPicture(event.id, index, picture_check(workspace, picture))
+        for index, picture in enumerate(kept)
+    ]
+
+
+def event_picture_bytes(event: AuditEvent, index: int = 0) -> PictureCheck | None:
+    """Picture ``index`` of ``event`` with its bytes, when they are still the recorded
+    ones; None otherwise (none, changed, a link, not a picture)."""
+    kept = event_kept_pictures(event)
+    if not 0 <= index < len(kept):
         return None
-    agent_id = event.agent_id
-    agent = Agent.objects.filter(id=agent_id).first() if agent_id is not None else None
-    if agent is None or not agent.workspace:
-        return None
-    try:
-        data = read_screenshot(Path(agent.workspace), picture.path)
-    except (ToolFailedError, OSError):
-        return None
-    if len(data) > MAX_SHOWN_BYTES or hashlib.sha256(data).hexdigest() != picture.sha256:
-        return None
-    try:
-        media_type = picture_format(data).media_type
-    except PictureFormatError:
-        return None
-    return PictureBytes(data, media_type)
+    check = picture_check(_workspace(event), kept[index])
+    return check if check.shown else None

@@ -11,9 +11,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from tools_app.builtin.base import RefusalCode, ToolRefusedError
-from tools_app.quota.guard import QUOTA_SETTING
+from tools_app.builtin.base import RefusalCode, ToolFailedError, ToolRefusedError
+from tools_app.quota.guard import QUOTA_SETTING, SandboxQuotaExceededError
 from tools_app.quota.usage import human_size, workspace_usage
+from tools_app.sandbox.errors import SandboxError
 
 
 def refuse_write_over_quota(*, quota_bytes: int | None, workspace: Path, new_bytes: int) -> None:
@@ -28,3 +29,12 @@ def refuse_write_over_quota(*, quota_bytes: int | None, workspace: Path, new_byt
             f"{human_size(used + new_bytes)}, over its quota of {human_size(quota_bytes)} "
             f"({QUOTA_SETTING}); it holds {human_size(used)} now. Delete files to make room",
         )
+
+
+def sandbox_failure(exc: SandboxError, *, code: str) -> ToolRefusedError | ToolFailedError:
+    """What a tool answers when its sandbox run was refused: a write past the workspace
+    quota is LIMIT_EXCEEDED with the guard's numbers (as ``write_file`` answers it),
+    anything else a failure with ``code``."""
+    if isinstance(exc, SandboxQuotaExceededError):
+        return ToolRefusedError(RefusalCode.LIMIT_EXCEEDED, exc.reason)
+    return ToolFailedError(exc.reason, code=code)

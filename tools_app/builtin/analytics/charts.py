@@ -25,10 +25,12 @@ from tools_app.builtin.base import (
     ToolOutcome,
     ToolRefusedError,
 )
+from tools_app.builtin.pictures import SVG, picture_record, read_kept
 from tools_app.contracts import ToolContract, ToolExample
 from trust_app.policy.tool_view import ArgumentRole
 
 TOOL_NAME: Final = "chart_render"
+AUDIT_KIND: Final = "analytics.chart_render"
 CHART_SOURCE: Final = program("chart.py")
 MAX_TITLE_CHARS: Final = 200
 _FILE: Final = {
@@ -167,6 +169,32 @@ class ChartRenderTool:
             memory_bytes=section.memory_bytes,
         )
         png, svg = answer["png"], answer["svg"]
+        for drawn in (png, svg):
+            # Read back by the worker: the digests recorded are of the bytes really there.
+            digest, data = read_kept(
+                context, str(drawn["path"]), what="the chart", code="RENDER_FAILED"
+            )
+            if digest != drawn["sha256"] or len(data) != drawn["bytes"]:
+                raise ToolFailedError(
+                    "the chart in the workspace is not the one drawn", code="RENDER_FAILED"
+                )
+        picture_record(
+            context,
+            kind=AUDIT_KIND,
+            tool=TOOL_NAME,
+            category=ToolCategory.ANALYTICS.value,
+            action_type="docs:write",
+            pictures=[
+                {
+                    "label": "png",
+                    "path": png["path"],
+                    "sha256": png["sha256"],
+                    "media_type": "image/png",
+                },
+                {"label": "svg", "path": svg["path"], "sha256": svg["sha256"], "media_type": SVG},
+            ],
+            reason=f"{kind} chart kept at {png['path']} and {svg['path']}",
+        )
         structured = {
             "png": {k: png[k] for k in ("path", "sha256", "bytes")},
             "svg": {k: svg[k] for k in ("path", "sha256", "bytes")},

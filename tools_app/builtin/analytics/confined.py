@@ -30,6 +30,7 @@ from tools_app.builtin.file_system.execution import (
     resolve_path,
     run_operation,
 )
+from tools_app.quota.precheck import sandbox_failure
 from tools_app.sandbox.errors import SandboxError
 from tools_app.sandbox.protocol import (
     MIB,
@@ -111,7 +112,7 @@ def run_renderer(
     try:
         result = context.sandbox.run(spec)
     except SandboxError as exc:
-        raise ToolFailedError(exc.reason, code="SANDBOX_REFUSED") from exc
+        raise sandbox_failure(exc, code="SANDBOX_REFUSED") from exc
     lines = [line for line in result.stdout.splitlines() if line.startswith("{")]
     answer: dict[str, Any] = {}
     if lines:

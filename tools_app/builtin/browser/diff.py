@@ -12,6 +12,7 @@ screenshots are, so it belongs to the sandbox's user and a planted link is refus
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Mapping
 from typing import Any, Final
@@ -24,14 +25,13 @@ from tools_app.builtin.base import (
     ToolOutcome,
     ToolRefusedError,
 )
+from tools_app.builtin.browser.driving import answer_png, browser_section, keep_png, run_driver
 from tools_app.builtin.browser.tools import (
     TIMEOUT_PROPERTY,
     URL_PROPERTY,
     browser_offered,
-    browser_section,
     call_timeout,
     checked_url,
-    run_driver,
 )
 from tools_app.builtin.browser.visual_diff import PictureError, compare, decode_png
 from tools_app.builtin.file_system.execution import file_system_scope
@@ -44,13 +44,13 @@ from tools_app.builtin.file_system.inside.runner import (
     resolve,
 )
 from tools_app.builtin.file_system.paths import PathRules, check_agent_path, workspace_roots
+from tools_app.builtin.pictures import picture_record, workspace_relative
 from tools_app.contracts import ToolContract
 from trust_app.policy.tool_view import ArgumentRole
 
 DEFAULT_THRESHOLD: Final = 0.99
+DIFF_KIND: Final = "browser.diff"
 MAX_PNG_BYTES: Final = 32 * 1024 * 1024
-# Time for the driver that saves the diff picture (no browser starts for it).
-SAVE_SECONDS: Final = 30.0
 _DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 _PATH_PROPERTY: Final = {"type": "string", "minLength": 1, "maxLength": 4096}
 _REGION: Final = {"type": "integer", "minimum": 0}
@@ -179,6 +179,41 @@ def _picture(data: bytes, what: str) -> Any:
         raise ToolRefusedError(code, str(exc)) from None
 
 
+def _record(
+    context: ToolContext,
+    compared: tuple[tuple[str, str, bytes], ...],
+    *,
+    diff_path: str,
+    diff_digest: str,
+    ssim: float,
+) -> None:
+    """The diff's audit row: the two pictures compared, as the worker read them, and the
+    diff picture (a path outside the workspace is named in the reason only)."""
+    pictures = [
+        {
+            "label": label,
+            "path": relative,
+            "sha256": hashlib.sha256(data).hexdigest(),
+            "media_type": "image/png",
+        }
+        for label, shown, data in compared
+        if (relative := workspace_relative(context.workspace, shown)) is not None
+    ]
+    pictures.append(
+        {"label": "diff", "path": diff_path, "sha256": diff_digest, "media_type": "image/png"}
+    )
+    picture_record(
+        context,
+        kind=DIFF_KIND,
+        tool=DIFF_CONTRACT.name,
+        category=ToolCategory.BROWSER.value,
+        action_type=DIFF_CONTRACT.resolved_action_type,
+        pictures=pictures,
+        reason=f"{compared[1][1]} against {compared[0][1]}: SSIM {ssim:.4f}; diff at {diff_path}",
+        data={"ssim": ssim},
+    )
+
+
 class BrowserDiffTool:
     """``browser_diff``: SSIM, changed regions and a diff picture of two screenshots."""
 
@@ -221,28 +256,31 @@ class BrowserDiffTool:
                     },
                     "full_page": full_page,
                     "selector": None,
+                    "keep": False,
                 },
                 needs_network=needs_network,
-                writes=True,
+                writes=False,
             )
             duration += int(shot.get("duration_ms") or 0)
-            candidate_path, candidate_data = read_workspace_file(
-                context, str(shot["path"]), "the new screenshot"
-            )
+            candidate_data = answer_png(shot)
+            candidate_path = keep_png(context, candidate_data, label="")["path"]
         else:
             candidate_path, candidate_data = read_workspace_file(
                 context, arguments.get("candidate"), "candidate"
             )
         candidate = _picture(candidate_data, "candidate")
         result = compare(baseline, candidate, threshold=threshold)
-        saved = run_driver(
+        saved = keep_png(context, result.diff_png, label="diff-")
+        _record(
             context,
-            {"action": "save", "timeout_seconds": SAVE_SECONDS},
-            needs_network=False,
-            writes=True,
-            stdin=result.diff_png,
+            (
+                ("baseline", baseline_path, baseline_data),
+                ("candidate", candidate_path, candidate_data),
+            ),
+            diff_path=saved["path"],
+            diff_digest=saved["sha256"],
+            ssim=result.ssim,
         )
-        duration += int(saved.get("duration_ms") or 0)
         regions = [
             {"x": r.x, "y": r.y, "width": r.width, "height": r.height} for r in result.regions
         ]

@@ -18,67 +18,43 @@ pipeline sanitises what remains like any tool's output.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any, Final
 from urllib.parse import quote, unquote, urlsplit
 
 from common.config import SynthOrgConfig
 from common.config.browser import BrowserSection
-from common.settings_config import synthorg_config
 from common.vocabulary.categories import SafetyClass, ToolCategory
 from tools_app.builtin.base import (
     RefusalCode,
     ToolContext,
-    ToolFailedError,
     ToolOutcome,
     ToolRefusedError,
 )
-from tools_app.builtin.browser.inside.driver import TIMEOUT_EXIT, WORKSPACE
-from tools_app.builtin.sandbox_network import sandbox_network
-from tools_app.contracts import ToolContract
-from tools_app.sandbox.errors import SandboxError
-from tools_app.sandbox.protocol import (
-    KilledBy,
-    Limits,
-    MountMode,
-    NetworkPolicy,
-    Owner,
-    SandboxResult,
-    SandboxSpec,
-    WorkspaceMount,
+from tools_app.builtin.browser.driving import (
+    answer_png,
+    browser_section,
+    keep_png,
+    run_driver,
 )
+from tools_app.builtin.browser.inside.driver import WORKSPACE
+from tools_app.builtin.pictures import picture_record
+from tools_app.contracts import ToolContract
 from trust_app.policy.tool_view import ArgumentRole
 
-DRIVER_SOURCE: Final = (Path(__file__).parent / "inside" / "driver.py").read_text(encoding="utf-8")
-# Chromium reserves tens of GiB of address space it never touches; the memory cgroup
-# bounds what it really uses (``Limits.address_space_bytes``).
-ADDRESS_SPACE_BYTES: Final = 1 << 40
-# Time beyond the page's own for the sandbox and the browser to start and stop.
-START_MARGIN_SECONDS: Final = 30.0
 WAIT_UNTIL: Final = ("load", "domcontentloaded", "networkidle")
 URL_MAX: Final = 8192
 STATUS_OR_NULL: Final = {"type": ["integer", "null"]}
 
 URL_PROPERTY: Final = {"type": "string", "minLength": 1, "maxLength": URL_MAX}
 TIMEOUT_PROPERTY: Final = {"type": "number", "exclusiveMinimum": 0}
+SCREENSHOT_KIND: Final = "browser.screenshot"
 
 
 def browser_offered(config: SynthOrgConfig) -> bool:
     """The category is on only when the config has a ``browser`` section."""
     return config.browser is not None
-
-
-def browser_section() -> BrowserSection:
-    section = synthorg_config().browser
-    if section is None:
-        raise ToolFailedError(
-            "the browser tools are off: the config has no 'browser' section",
-            code="BROWSER_UNAVAILABLE",
-        )
-    return section
 
 
 def checked_url(context: ToolContext, url: object) -> tuple[str, bool]:
@@ -149,122 +125,6 @@ def page_viewport(section: BrowserSection, value: object) -> dict[str, int]:
     if not isinstance(value, Mapping):
         raise ToolRefusedError(RefusalCode.INVALID_ARGUMENT, "viewport must be an object")
     return {"width": int(value["width"]), "height": int(value["height"])}
-
-
-def run_driver(
-    context: ToolContext,
-    request: dict[str, Any],
-    *,
-    needs_network: bool,
-    writes: bool,
-    stdin: bytes = b"",
-) -> dict[str, Any]:
-    """Run the driver in the sandbox with ``request`` (and ``stdin``, data it reads whole);
-    its answer, or the failure raised."""
-    if getattr(context.sandbox, "name", "") != "namespace":
-        raise ToolFailedError(
-            "the browser runs only on the namespace sandbox; the browser category here uses "
-            f"{getattr(context.sandbox, 'name', 'an unknown backend')!r}. Ask an admin to set "
-            "sandboxing.overrides.browser to namespace",
-            code="SANDBOX_NOT_ISOLATED",
-        )
-    section = browser_section()
-    with sandbox_network(context) as network:
-        if needs_network and network["network"] is not NetworkPolicy.PROXY:
-            raise ToolRefusedError(
-                RefusalCode.HOST_NOT_ALLOWED, "this agent has no network grant for the browser"
-            )
-        spec = driver_spec(
-            section,
-            request,
-            context.workspace,
-            writes=writes,
-            owner=context.owner,
-            stdin=stdin,
-            **network,
-        )
-        try:
-            result = context.sandbox.run(spec)
-        except SandboxError as exc:
-            raise ToolFailedError(exc.reason, code="SANDBOX_REFUSED") from exc
-    return answer_of(result, request["timeout_seconds"])
-
-
-def driver_spec(
-    section: BrowserSection,
-    request: Mapping[str, Any],
-    workspace: Path,
-    *,
-    writes: bool,
-    owner: Owner | None = None,
-    network: NetworkPolicy = NetworkPolicy.NONE,
-    egress_dir: Path | None = None,
-    stdin: bytes = b"",
-) -> SandboxSpec:
-    """The sandbox command that runs the driver on ``request`` with the section's ceilings."""
-    full = dict(
-        request,
-        chromium=section.chromium_path,
-        max_text_chars=section.max_text_chars,
-        max_links=section.max_links,
-        max_full_page_height=section.max_full_page_height,
-        proxy=network is NetworkPolicy.PROXY,
-    )
-    return SandboxSpec(
-        argv=("python3", "-I", "-S", "-c", DRIVER_SOURCE, json.dumps(full)),
-        workspace=WorkspaceMount(
-            workspace, MountMode.READ_WRITE if writes else MountMode.READ_ONLY
-        ),
-        timeout_seconds=float(request["timeout_seconds"]) + START_MARGIN_SECONDS,
-        limits=Limits(
-            memory_bytes=section.memory_bytes,
-            max_processes=section.max_processes,
-            open_files=2048,
-            address_space_bytes=ADDRESS_SPACE_BYTES,
-        ),
-        owner=owner,
-        network=network,
-        egress_dir=egress_dir,
-        stdin=stdin,
-    )
-
-
-def answer_of(result: SandboxResult, timeout: float) -> dict[str, Any]:
-    """The driver's one-line answer; failures and time-outs raised with its reason."""
-    lines = [line for line in result.stdout.splitlines() if line.startswith("{")]
-    answer: dict[str, Any] = {}
-    if lines:
-        try:
-            answer = json.loads(lines[-1])
-        except ValueError:
-            answer = {}
-    if result.killed_by is KilledBy.MEMORY and not answer.get("ok"):
-        raise ToolFailedError(
-            "the page needed more memory than the browser may use (browser.memory_mb); "
-            "the browser was stopped",
-            code="MEMORY_LIMIT",
-        )
-    if result.timed_out or result.exit_code == TIMEOUT_EXIT:
-        raise ToolFailedError(
-            answer.get("message") or f"the page was not ready within {timeout:g}s",
-            code="TIMED_OUT",
-            timed_out=True,
-        )
-    if not answer:
-        killed = f" (stopped by the sandbox: {result.killed_by.value})" if result.killed_by else ""
-        raise ToolFailedError(
-            f"the browser ended without an answer{killed}: exit {result.exit_code}; "
-            + result.stderr.strip()[-500:],
-            code="BROWSER_FAILED",
-        )
-    if not answer.get("ok"):
-        code = str(answer.get("code") or "BROWSER_FAILED")
-        message = str(answer.get("message") or "the browser failed")
-        if code == "PATH_NOT_REACHABLE":
-            raise ToolRefusedError(RefusalCode.PATH_NOT_REACHABLE, message)
-        raise ToolFailedError(message, code=code)
-    answer["duration_ms"] = result.duration_ms
-    return answer
 
 
 NAVIGATE_CONTRACT: Final = ToolContract(
@@ -424,6 +284,8 @@ SCREENSHOT_CONTRACT: Final = ToolContract(
         "HOST_NOT_ALLOWED / PATH_NOT_REACHABLE / NAVIGATION_FAILED / TIMED_OUT: as "
         "browser_navigate.",
         "SELECTOR_NOT_FOUND: no visible element matches `selector`.",
+        "LIMIT_EXCEEDED: the screenshot does not fit in what the workspace quota has left "
+        "(nothing is kept).",
     ),
     argument_roles={"url": ArgumentRole.URL},
 )
@@ -456,16 +318,31 @@ class BrowserScreenshotTool:
                 "viewport": page_viewport(section, arguments.get("viewport")),
                 "full_page": full_page,
                 "selector": selector,
+                "keep": False,
             },
             needs_network=needs_network,
-            writes=True,
+            writes=False,
         )
+        kept = keep_png(context, answer_png(answer), label="")
+        path, digest = kept["path"], kept["sha256"]
         structured = {
-            "path": str(answer["path"]),
-            "sha256": str(answer["sha256"]),
+            "path": path,
+            "sha256": digest,
             "width": int(answer["width"]),
             "height": int(answer["height"]),
         }
+        picture_record(
+            context,
+            kind=SCREENSHOT_KIND,
+            tool=SCREENSHOT_CONTRACT.name,
+            category=ToolCategory.BROWSER.value,
+            action_type=SCREENSHOT_CONTRACT.resolved_action_type,
+            pictures=[
+                {"label": "screenshot", "path": path, "sha256": digest, "media_type": "image/png"}
+            ],
+            reason=f"screenshot of {answer.get('final_url', url)} kept at {path}",
+            data={"url": str(answer.get("final_url", url))},
+        )
         content = (
             f"screenshot of {answer.get('final_url', url)} saved to {structured['path']} "
             f"({structured['width']}x{structured['height']}, sha256 {structured['sha256']})"

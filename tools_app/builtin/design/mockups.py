@@ -20,9 +20,10 @@ from django.db import transaction
 from audit_app.record import Actor, audit_record
 from common.config.design import MockupSection
 from common.vocabulary.categories import ToolCategory
-from tools_app.builtin.base import RefusalCode, ToolContext, ToolFailedError, ToolRefusedError
+from tools_app.builtin.base import RefusalCode, ToolContext, ToolRefusedError
 from tools_app.builtin.browser.inside.driver import MOCKUP_DIR
 from tools_app.builtin.design.providers import StoredPicture, answer_of, require_namespace
+from tools_app.quota.precheck import sandbox_failure
 from tools_app.sandbox.errors import SandboxError
 from tools_app.sandbox.protocol import Limits, MountMode, SandboxSpec, WorkspaceMount
 from trust_app.models import Agent
@@ -118,7 +119,7 @@ class MockupProvider:
         try:
             result = context.sandbox.run(spec)
         except SandboxError as exc:
-            raise ToolFailedError(exc.reason, code="SANDBOX_REFUSED") from exc
+            raise sandbox_failure(exc, code="SANDBOX_REFUSED") from exc
         answer = answer_of(result, what="the mockup", timeout=timeout)
         blocked = [
             {"url": str(item.get("url", "")), "resource_type": str(item.get("resource_type", ""))}

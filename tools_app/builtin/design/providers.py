@@ -20,6 +20,7 @@ from typing import Any, Final, Protocol
 from common.config.design import DesignSection
 from common.settings_config import synthorg_config
 from tools_app.builtin.base import RefusalCode, ToolContext, ToolFailedError, ToolRefusedError
+from tools_app.quota.precheck import sandbox_failure
 from tools_app.sandbox.errors import SandboxError
 from tools_app.sandbox.protocol import (
     MIB,
@@ -144,7 +145,7 @@ def store_picture(
     try:
         result = context.sandbox.run(spec)
     except SandboxError as exc:
-        raise ToolFailedError(exc.reason, code="SANDBOX_REFUSED") from exc
+        raise sandbox_failure(exc, code="SANDBOX_REFUSED") from exc
     answer = answer_of(result, what="storing the picture", timeout=STORE_TIMEOUT_SECONDS)
     if answer.get("sha256") != sha256:
         raise ToolFailedError("the stored picture is not the one received", code="STORE_FAILED")

@@ -13,7 +13,9 @@ The answer is one JSON line: ``{"ok": true, "png": {...}, "svg": {...}}`` or
 ``{"ok": false, "code": ..., "message": ...}``.
 """
 
+import contextlib
 import datetime
+import errno
 import hashlib
 import importlib
 import io
@@ -67,6 +69,24 @@ def output_dir(relative):
     return path
 
 
+def write_whole(fd, path, data):
+    """Write ``data`` to the new file ``fd``; a file the workspace quota (the call's file
+    size limit) cannot hold is removed, never left cut short."""
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        if exc.errno in (errno.EFBIG, errno.ENOSPC, errno.EDQUOT):
+            raise Failure(
+                "LIMIT_EXCEEDED",
+                f"the picture ({len(data)} bytes) does not fit in what the workspace quota "
+                "(sandboxing.workspace_quota) has left; delete files to make room",
+            ) from None
+        raise Failure("WORKSPACE_NOT_WRITABLE", f"cannot write {path}: {exc.strerror}") from None
+
+
 def store(directory, name, data):
     """Write ``data`` as a new file (never through a link); where it is and its digest."""
     path = os.path.join(directory, name)
@@ -78,8 +98,7 @@ def store(directory, name, data):
     except OSError as exc:
         raise Failure("WORKSPACE_NOT_WRITABLE", f"cannot write {path}: {exc.strerror}") from None
     if fd is not None:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
+        write_whole(fd, path, data)
     return {
         "path": os.path.relpath(path, WORKSPACE),
         "sha256": hashlib.sha256(data).hexdigest(),

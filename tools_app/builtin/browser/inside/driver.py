@@ -22,6 +22,7 @@ The answer is one JSON line on stdout: ``{"ok": true, ...}`` or
 
 import base64
 import contextlib
+import errno
 import hashlib
 import json
 import os
@@ -504,12 +505,42 @@ def screenshot(pipe, request):
         height = min(int(size["height"]), request["max_full_page_height"])
         params["clip"] = {"x": 0, "y": 0, "width": size["width"], "height": height, "scale": 1}
         params["captureBeyondViewport"] = True
-    data = base64.b64decode(pipe.call("Page.captureScreenshot", params, session)["data"])
-    stored = store_png(data, "")
+    encoded = pipe.call("Page.captureScreenshot", params, session)["data"]
+    data = base64.b64decode(encoded)
+    if request.get("keep", True):
+        stored = store_png(data, "")
+    else:
+        # The worker keeps it: Chromium ran without a writable workspace (the quota's file
+        # size limit would cut the browser's own shared memory short).
+        width, height = png_size(data)
+        stored = {
+            "png": encoded,
+            "sha256": hashlib.sha256(data).hexdigest(),
+            "width": width,
+            "height": height,
+        }
     stored.update(
         status=int(status) if isinstance(status, (int, float)) else None, final_url=location
     )
     return stored
+
+
+def write_whole(fd, path, data):
+    """Write ``data`` to the new file ``fd``; a file the workspace quota (the call's file
+    size limit) cannot hold is removed, never left cut short."""
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        if exc.errno in (errno.EFBIG, errno.ENOSPC, errno.EDQUOT):
+            raise Failure(
+                "LIMIT_EXCEEDED",
+                f"the picture ({len(data)} bytes) does not fit in what the workspace quota "
+                "(sandboxing.workspace_quota) has left; delete files to make room",
+            ) from None
+        raise Failure("WORKSPACE_NOT_WRITABLE", f"cannot write {path}: {exc.strerror}") from None
 
 
 def store_png(data, label, folder=SCREENSHOT_DIR):
@@ -526,8 +557,7 @@ def store_png(data, label, folder=SCREENSHOT_DIR):
     except OSError as exc:
         raise Failure("WORKSPACE_NOT_WRITABLE", f"cannot write {path}: {exc.strerror}") from None
     if fd is not None:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
+        write_whole(fd, path, data)
     return {
         "path": os.path.relpath(path, WORKSPACE),
         "sha256": digest,
@@ -800,7 +830,10 @@ def main():
     if request["action"] == "save":
         # A picture made by the worker (a diff), saved as the sandbox's user: no browser.
         try:
-            answer(dict(store_png(sys.stdin.buffer.read(), "diff-"), ok=True))
+            label = request.get("label", "diff-")
+            if label not in ("", "diff-", "candidate-"):
+                raise Failure("INVALID_ARGUMENT", "unknown picture label")
+            answer(dict(store_png(sys.stdin.buffer.read(), label), ok=True))
         except Failure as exc:
             answer({"ok": False, "code": exc.code, "message": exc.message})
         return 0

@@ -10,6 +10,8 @@ The answer is one JSON line: ``{"ok": true, "path", "sha256", "bytes"}`` or
 ``{"ok": false, "code", "message"}``. Standard library only.
 """
 
+import contextlib
+import errno
 import hashlib
 import json
 import os
@@ -56,6 +58,24 @@ def same(path, digest):
             raise Failure("PATH_NOT_REACHABLE", f"{path} is in the way")
 
 
+def write_whole(fd, path, data):
+    """Write ``data`` to the new file ``fd``; a file the workspace quota (the call's file
+    size limit) cannot hold is removed, never left cut short."""
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        if exc.errno in (errno.EFBIG, errno.ENOSPC, errno.EDQUOT):
+            raise Failure(
+                "LIMIT_EXCEEDED",
+                f"the picture ({len(data)} bytes) does not fit in what the workspace quota "
+                "(sandboxing.workspace_quota) has left; delete files to make room",
+            ) from None
+        raise Failure("WORKSPACE_NOT_WRITABLE", f"cannot write {path}: {exc.strerror}") from None
+
+
 def store(request, data):
     if request["folder"] not in FOLDERS or request["extension"] not in EXTENSIONS:
         raise Failure("INVALID_ARGUMENT", "unknown folder or extension")
@@ -74,8 +94,7 @@ def store(request, data):
     except OSError as exc:
         raise Failure("WORKSPACE_NOT_WRITABLE", f"cannot write {path}: {exc.strerror}") from None
     if fd is not None:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
+        write_whole(fd, path, data)
     return {"path": os.path.relpath(path, WORKSPACE), "sha256": digest, "bytes": len(data)}
 
 

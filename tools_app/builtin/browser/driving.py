@@ -1,0 +1,225 @@
+"""Running the browser's driver in the sandbox, and keeping the pictures it takes.
+
+The driver (``inside/driver.py``, standard library only) runs in the browser
+category's namespace sandbox with one request and answers one line. A screenshot
+comes back on that line while Chromium runs with the workspace read-only (the
+workspace quota's file-size limit would otherwise cut the browser's own shared memory
+short); the worker then keeps it through the driver's ``save`` action, as the
+sandbox's user, after checking it fits the quota, and reads it back without following
+links to record its digest.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Final
+
+from common.config.browser import BrowserSection
+from common.settings_config import synthorg_config
+from tools_app.builtin.base import (
+    RefusalCode,
+    ToolContext,
+    ToolFailedError,
+    ToolRefusedError,
+)
+from tools_app.builtin.browser.inside.driver import TIMEOUT_EXIT
+from tools_app.builtin.pictures import read_kept
+from tools_app.builtin.sandbox_network import sandbox_network
+from tools_app.quota.precheck import refuse_write_over_quota, sandbox_failure
+from tools_app.sandbox.errors import SandboxError
+from tools_app.sandbox.protocol import (
+    KilledBy,
+    Limits,
+    MountMode,
+    NetworkPolicy,
+    Owner,
+    SandboxResult,
+    SandboxSpec,
+    WorkspaceMount,
+)
+
+DRIVER_SOURCE: Final = (Path(__file__).parent / "inside" / "driver.py").read_text(encoding="utf-8")
+
+# Chromium reserves tens of GiB of address space it never touches; the memory cgroup
+# bounds what it really uses (``Limits.address_space_bytes``).
+ADDRESS_SPACE_BYTES: Final = 1 << 40
+
+# Time beyond the page's own for the sandbox and the browser to start and stop.
+START_MARGIN_SECONDS: Final = 30.0
+
+PNG_SIGNATURE: Final = b"\x89PNG\r\n\x1a\n"
+
+# Time for the driver that keeps a picture (no browser starts for it).
+SAVE_SECONDS: Final = 30.0
+
+# A screenshot travels back on the driver's output (base64) before it is kept.
+SCREENSHOT_OUTPUT_BYTES: Final = 96 * 1024 * 1024
+
+
+def browser_section() -> BrowserSection:
+    section = synthorg_config().browser
+    if section is None:
+        raise ToolFailedError(
+            "the browser tools are off: the config has no 'browser' section",
+            code="BROWSER_UNAVAILABLE",
+        )
+    return section
+
+
+def run_driver(
+    context: ToolContext,
+    request: dict[str, Any],
+    *,
+    needs_network: bool,
+    writes: bool,
+    stdin: bytes = b"",
+) -> dict[str, Any]:
+    """Run the driver in the sandbox with ``request`` (and ``stdin``, data it reads whole);
+    its answer, or the failure raised."""
+    if getattr(context.sandbox, "name", "") != "namespace":
+        raise ToolFailedError(
+            "the browser runs only on the namespace sandbox; the browser category here uses "
+            f"{getattr(context.sandbox, 'name', 'an unknown backend')!r}. Ask an admin to set "
+            "sandboxing.overrides.browser to namespace",
+            code="SANDBOX_NOT_ISOLATED",
+        )
+    section = browser_section()
+    with sandbox_network(context) as network:
+        if needs_network and network["network"] is not NetworkPolicy.PROXY:
+            raise ToolRefusedError(
+                RefusalCode.HOST_NOT_ALLOWED, "this agent has no network grant for the browser"
+            )
+        spec = driver_spec(
+            section,
+            request,
+            context.workspace,
+            writes=writes,
+            owner=context.owner,
+            stdin=stdin,
+            **network,
+        )
+        try:
+            result = context.sandbox.run(spec)
+        except SandboxError as exc:
+            raise sandbox_failure(exc, code="SANDBOX_REFUSED") from exc
+    return answer_of(result, request["timeout_seconds"])
+
+
+def driver_spec(
+    section: BrowserSection,
+    request: Mapping[str, Any],
+    workspace: Path,
+    *,
+    writes: bool,
+    owner: Owner | None = None,
+    network: NetworkPolicy = NetworkPolicy.NONE,
+    egress_dir: Path | None = None,
+    stdin: bytes = b"",
+) -> SandboxSpec:
+    """The sandbox command that runs the driver on ``request`` with the section's ceilings."""
+    full = dict(
+        request,
+        chromium=section.chromium_path,
+        max_text_chars=section.max_text_chars,
+        max_links=section.max_links,
+        max_full_page_height=section.max_full_page_height,
+        proxy=network is NetworkPolicy.PROXY,
+    )
+    return SandboxSpec(
+        argv=("python3", "-I", "-S", "-c", DRIVER_SOURCE, json.dumps(full)),
+        workspace=WorkspaceMount(
+            workspace, MountMode.READ_WRITE if writes else MountMode.READ_ONLY
+        ),
+        timeout_seconds=float(request["timeout_seconds"]) + START_MARGIN_SECONDS,
+        limits=Limits(
+            memory_bytes=section.memory_bytes,
+            max_processes=section.max_processes,
+            open_files=2048,
+            address_space_bytes=ADDRESS_SPACE_BYTES,
+            output_bytes=SCREENSHOT_OUTPUT_BYTES,
+        ),
+        owner=owner,
+        network=network,
+        egress_dir=egress_dir,
+        stdin=stdin,
+    )
+
+
+def answer_of(result: SandboxResult, timeout: float) -> dict[str, Any]:
+    """The driver's one-line answer; failures and time-outs raised with its reason."""
+    lines = [line for line in result.stdout.splitlines() if line.startswith("{")]
+    answer: dict[str, Any] = {}
+    if lines:
+        try:
+            answer = json.loads(lines[-1])
+        except ValueError:
+            answer = {}
+    if result.killed_by is KilledBy.MEMORY and not answer.get("ok"):
+        raise ToolFailedError(
+            "the page needed more memory than the browser may use (browser.memory_mb); "
+            "the browser was stopped",
+            code="MEMORY_LIMIT",
+        )
+    if result.timed_out or result.exit_code == TIMEOUT_EXIT:
+        raise ToolFailedError(
+            answer.get("message") or f"the page was not ready within {timeout:g}s",
+            code="TIMED_OUT",
+            timed_out=True,
+        )
+    if not answer:
+        killed = f" (stopped by the sandbox: {result.killed_by.value})" if result.killed_by else ""
+        raise ToolFailedError(
+            f"the browser ended without an answer{killed}: exit {result.exit_code}; "
+            + result.stderr.strip()[-500:],
+            code="BROWSER_FAILED",
+        )
+    if not answer.get("ok"):
+        code = str(answer.get("code") or "BROWSER_FAILED")
+        message = str(answer.get("message") or "the browser failed")
+        if code in (RefusalCode.PATH_NOT_REACHABLE.value, RefusalCode.LIMIT_EXCEEDED.value):
+            raise ToolRefusedError(RefusalCode(code), message)
+        raise ToolFailedError(message, code=code)
+    answer["duration_ms"] = result.duration_ms
+    return answer
+
+
+def answer_png(answer: Mapping[str, Any]) -> bytes:
+    """The PNG a screenshot answer carries (the browser ran with the workspace read-only)."""
+    try:
+        data = base64.b64decode(str(answer["png"]), validate=True)
+    except (KeyError, ValueError) as exc:
+        raise ToolFailedError(
+            "the browser sent no readable screenshot", code="BROWSER_FAILED"
+        ) from exc
+    if not data.startswith(PNG_SIGNATURE):
+        raise ToolFailedError("the browser's screenshot is not a PNG", code="BROWSER_FAILED")
+    return data
+
+
+def keep_png(context: ToolContext, data: bytes, *, label: str) -> dict[str, str]:
+    """Keep ``data`` under ``.synthorg/screenshots/`` as the sandbox's user, held to the
+    workspace quota (refused before writing when it would not fit); ``{path, sha256}``
+    as the worker reads the file back, links not followed."""
+    refuse_write_over_quota(
+        quota_bytes=getattr(context.sandbox, "quota_bytes", None),
+        workspace=context.workspace,
+        new_bytes=len(data),
+    )
+    saved = run_driver(
+        context,
+        {"action": "save", "label": label, "timeout_seconds": SAVE_SECONDS},
+        needs_network=False,
+        writes=True,
+        stdin=data,
+    )
+    path = str(saved["path"])
+    digest, _ = read_kept(context, path, what="the picture", code="BROWSER_FAILED")
+    if digest != hashlib.sha256(data).hexdigest():
+        raise ToolFailedError(
+            "the picture in the workspace is not the one the browser took", code="BROWSER_FAILED"
+        )
+    return {"path": path, "sha256": digest}
