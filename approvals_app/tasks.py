@@ -1,4 +1,5 @@
-"""Thin Celery tasks: the beat sweeps for expiry and escalation, and a push's preview."""
+"""Thin Celery tasks: the beat sweeps for expiry and escalation, and the previews of a push
+and of a commit."""
 
 from __future__ import annotations
 
@@ -27,6 +28,16 @@ def preview_push(request_id: str) -> bool:
     """Read what a pending ``git_push`` would send, in the worker of its sandbox."""
     import uuid
 
-    from approvals_app.services.previews import approval_push_preview
+    from approvals_app.services.previews import approval_worker_preview
 
-    return approval_push_preview(request_id=uuid.UUID(request_id))
+    return approval_worker_preview(request_id=uuid.UUID(request_id))
+
+
+@shared_task(name="approvals_app.preview_commit")
+def preview_commit(request_id: str) -> bool:
+    """Read what a pending ``git_commit`` would record, in the worker of its sandbox."""
+    import uuid
+
+    from approvals_app.services.previews import approval_worker_preview
+
+    return approval_worker_preview(request_id=uuid.UUID(request_id))

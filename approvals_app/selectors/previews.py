@@ -8,7 +8,7 @@ checks and limits in a transaction that is rolled back (not on PostgreSQL, where
 rollback leaves sequences advanced). Each takes at most ``SYNTHORG_PREVIEW_SECONDS``
 (3). A preview that cannot be computed says why; it never stops the request from
 opening. Stored with the request as ``[{"kind", "text", "available",
-"at"}]``.
+"at", "detail"?, "pending"?}]``.
 """
 
 from __future__ import annotations
@@ -22,12 +22,20 @@ import structlog
 from django.conf import settings
 from django.utils import timezone
 
+from approvals_app.cards.command_files import command_files, command_files_text
 from approvals_app.cards.model import FileTarget
 from approvals_app.cards.text import byte_label
 from approvals_app.cards.workspace import file_target
+from approvals_app.selectors.provenance import provenance_texts
 from common.settings_config import synthorg_config
 from tools_app.builtin.base import ToolFailedError, ToolRefusedError
 from tools_app.builtin.database.preview import MutationNotCountedError, mutation_count
+from tools_app.builtin.file_system.paths import PathRules, check_agent_path, workspace_roots
+from tools_app.builtin.terminal.shell.parse import (
+    ShellSyntaxRefusedError,
+    parse_command_line,
+    simple_commands,
+)
 from tools_app.builtin.web.policy import egress_policy_of, resolver_from, string_list
 from tools_app.net import EgressError, EgressGuard, Resolver, SystemResolver
 
@@ -41,9 +49,16 @@ DEFAULT_SECONDS: Final = 3.0
 
 
 def preview_item(
-    kind: str, text: str, at: datetime, *, available: bool = True, pending: bool = False
+    kind: str,
+    text: str,
+    at: datetime,
+    *,
+    available: bool = True,
+    pending: bool = False,
+    detail: str = "",
 ) -> dict[str, Any]:
-    """One stored preview (``pending``: a worker has yet to compute it)."""
+    """One stored preview (``pending``: a worker has yet to compute it; ``detail``: lines
+    shown below its text, such as a diff)."""
     unavailable = not available and not pending
     item = {
         "kind": kind,
@@ -53,6 +68,8 @@ def preview_item(
     }
     if pending:
         item["pending"] = True
+    if detail:
+        item["detail"] = detail
     return item
 
 
@@ -167,28 +184,68 @@ def _rows_preview(invocation: Any, at: datetime) -> dict[str, Any]:
     return preview_item("rows", text, at)
 
 
+def _command_words(arguments: Mapping[str, Any]) -> list[str]:
+    """The words of a ``shell_command`` that may name files: every argument of every
+    program it runs (not the programs), and every redirection's target."""
+    argv = arguments.get("argv")
+    if isinstance(argv, list):
+        return [str(word) for word in argv[1:]]
+    words: list[str] = []
+    for command in simple_commands(parse_command_line(str(arguments.get("command", "")))):
+        words += list(command.argv[1:])
+        words += [r.target.text for r in command.redirections if not r.op.endswith("&")]
+    return words
+
+
+def _files_preview(invocation: Any, at: datetime) -> dict[str, Any]:
+    workspace = invocation.agent.workspace
+    if not workspace:
+        return preview_item("files", "the agent has no workspace", at, available=False)
+    roots = workspace_roots(workspace)
+    try:
+        cwd = check_agent_path(invocation.arguments.get("cwd", "."), PathRules(roots))
+        words = _command_words(invocation.arguments)
+    except ToolRefusedError as exc:
+        return preview_item("files", f"the call would be refused: {exc.reason}", at)
+    except ShellSyntaxRefusedError as exc:
+        return preview_item("files", f"the command line could not be read: {exc}", at)
+    if cwd.anchor != "workspace":
+        return preview_item("files", "its working directory is outside the workspace", at)
+    found, left = command_files(roots, cwd.parts, words)
+    return preview_item("files", command_files_text(found, left), at)
+
+
 PREVIEWS: Final[Mapping[str, Callable[[Any, datetime], dict[str, Any]]]] = {
     **{tool: _target_preview for tool in TARGET_TOOLS},
     "http_request": _egress_preview,
     "db_mutate": _rows_preview,
+    "shell_command": _files_preview,
 }
 
 
 def call_previews(invocation: Any, *, now: datetime | None = None) -> list[dict[str, Any]]:
-    """The consequence previews of ``invocation``'s call (empty for a tool without one).
+    """The consequence previews of ``invocation``'s call (its tool's, if it has one) and
+    the provenance of its argument values (for every tool).
 
     Never raises: a preview that fails is stored as unavailable, with the reason."""
-    compute = PREVIEWS.get(invocation.tool)
-    if compute is None:
-        return []
     at = now or timezone.now()
-    try:
-        return [compute(invocation, at)]
-    except Exception as exc:  # a preview is an aid: its failure must not stop the request
-        log.warning("approval_preview_failed", tool=invocation.tool, error=repr(exc))
-        kind = {"http_request": "egress", "db_mutate": "rows"}.get(invocation.tool, "target")
-        return [
-            preview_item(
-                kind, f"it could not be computed ({type(exc).__name__})", at, available=False
+    items: list[dict[str, Any]] = []
+    compute = PREVIEWS.get(invocation.tool)
+    if compute is not None:
+        try:
+            items.append(compute(invocation, at))
+        except Exception as exc:  # a preview is an aid: its failure must not stop the request
+            log.warning("approval_preview_failed", tool=invocation.tool, error=repr(exc))
+            kind = {"http_request": "egress", "db_mutate": "rows", "shell_command": "files"}.get(
+                invocation.tool, "target"
             )
-        ]
+            items.append(
+                preview_item(
+                    kind, f"it could not be computed ({type(exc).__name__})", at, available=False
+                )
+            )
+    try:
+        items += [preview_item("provenance", text, at) for text in provenance_texts(invocation)]
+    except Exception as exc:  # the same: the request opens without it
+        log.warning("approval_provenance_failed", tool=invocation.tool, error=repr(exc))
+    return items
