@@ -16,3 +16,8 @@ class ApprovalsAppConfig(AppConfig):
         from trust_app.policy_changes import policy_change_listen
 
         policy_change_listen(on_policy_change)
+        # Messages about a request state its effect as its card does.
+        from approvals_app.selectors.notice import notice_effect
+        from notifications_app.services import notifications_effect_register
+
+        notifications_effect_register(notice_effect)

@@ -1,4 +1,5 @@
-"""Sending one message on one channel: a signed webhook, a Slack post, an email.
+"""Sending one message on one channel: a signed webhook, a Slack post, an email, web
+push to each person who subscribed.
 
 Each raises ``DeliveryError`` with a sentence a person can act on; the sentence never
 holds a channel's URL or key (a Slack URL holds a token).
@@ -16,8 +17,9 @@ import httpx
 from django.conf import settings
 from django.core.mail import EmailMessage
 
-from common.config.notifications import EmailChannel, SlackChannel, WebhookChannel
+from common.config.notifications import AnyChannel, EmailChannel, SlackChannel, WebhookChannel
 from notifications_app import messages
+from notifications_app.push_send import PushError, send_push
 from notifications_app.signing import SIGNATURE_HEADER, sign
 
 USER_AGENT = "SynthOrg-Console-Notifications"
@@ -87,14 +89,15 @@ def send_email(channel: EmailChannel, delivery_id: str, facts: Mapping[str, Any]
         raise DeliveryError(f"the mail backend refused: {exc.__class__.__name__}: {exc}") from exc
 
 
-def send(
-    channel: WebhookChannel | SlackChannel | EmailChannel,
-    delivery_id: str,
-    facts: Mapping[str, Any],
-) -> None:
+def send(channel: AnyChannel, delivery_id: str, facts: Mapping[str, Any]) -> None:
     if isinstance(channel, WebhookChannel):
         send_webhook(channel, delivery_id, facts)
     elif isinstance(channel, SlackChannel):
         send_slack(channel, delivery_id, facts)
-    else:
+    elif isinstance(channel, EmailChannel):
         send_email(channel, delivery_id, facts)
+    else:
+        try:
+            send_push(channel, delivery_id, facts)
+        except PushError as exc:
+            raise DeliveryError(str(exc)) from exc

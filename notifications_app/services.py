@@ -5,14 +5,20 @@ request opened, escalated or settled), so the rows exist exactly when the event
 does. Delivery takes a lease on a row with a compare-and-set (any node, any worker,
 SQLite or PostgreSQL), sends it, and records the outcome; a failure waits a
 doubling backoff, and after the last attempt the row is failed and audited.
+
+A burst is told once: the first event about one agent's requests of one risk tier
+goes out at once, and those that follow within the digest window are held; the
+sweep sends each burst's held rows as one digest (one row carries the message, the
+others are marked as counted in it), so every request is still counted.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime, timedelta
 from typing import Any
+from urllib.parse import urlsplit
 
 import structlog
 from celery import current_app
@@ -20,16 +26,39 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from common.config.notifications import NotificationEvent, NotificationsSection
+from audit_app.record import Actor, audit_record
+from common.config.notifications import NotificationEvent, NotificationsSection, PushChannel
 from common.settings_config import synthorg_config
-from notifications_app import messages
-from notifications_app.models import DeliveryStatus, Notification
+from notifications_app import digests, messages
+from notifications_app.models import DeliveryStatus, Notification, PushSubscription
+from notifications_app.push import PushSubscriptionRefused, checked_subscription
 from notifications_app.senders import DeliveryError, send
 
 DELIVER_TASK = "notifications_app.deliver_notification"
 log = structlog.get_logger("synthorg.notifications")
 
 SWEEP_BATCH = 100
+# Rows one digest counts at most; a larger burst is told in several.
+DIGEST_MAX_ROWS = 5000
+
+EffectLine = Callable[[Any], str]
+_effect_sources: list[EffectLine] = []
+
+
+def notifications_effect_register(source: EffectLine) -> None:
+    """Name how a call's effect line is stated (the approval cards' first line): the
+    app that draws cards gives it here, so messages say what the card says."""
+    _effect_sources[:] = [source]
+
+
+def _effect(invocation: Any) -> str:
+    if not _effect_sources:
+        return ""
+    try:
+        return _effect_sources[0](invocation)
+    except Exception:  # a message without its effect line beats no message
+        log.warning("notification.effect_failed", invocation=str(invocation.id), exc_info=True)
+        return ""
 
 
 def _section() -> NotificationsSection:
@@ -61,6 +90,7 @@ def request_facts(request: Any, event: str) -> dict[str, Any]:
         "team": invocation.agent.team.name,
         "invocation_id": str(invocation.id),
         "tool": invocation.tool,
+        "effect": _effect(invocation),
         "category": invocation.category,
         "action_type": invocation.action_type,
         "reason": request.reason,
@@ -85,8 +115,11 @@ def notifications_queue(request: Any, event: NotificationEvent) -> int:
         return 0
     facts = request_facts(request, event)
     now = timezone.now()
+    window = timedelta(seconds=section.digest_window_seconds)
     queued: list[int] = []
     for channel in channels:
+        key = digests.batch_key(event, facts) if channel.digest and window else ""
+        held = bool(key) and _burst_open(channel.name, key, now - window)
         try:
             with transaction.atomic():  # a savepoint: a duplicate leaves the event's work intact
                 row = Notification.objects.create(
@@ -95,14 +128,75 @@ def notifications_queue(request: Any, event: NotificationEvent) -> int:
                     event=event,
                     approval_id=request.id,
                     facts=facts,
-                    next_attempt_at=now,
+                    batch_key=key,
+                    held=held,
+                    next_attempt_at=now + window if held else now,
                 )
         except IntegrityError:
             continue  # another node or sweep queued this event for this channel already
-        queued.append(row.id)
+        if not held:
+            queued.append(row.id)
     if queued:
         transaction.on_commit(functools.partial(_dispatch, queued))
     return len(queued)
+
+
+def _burst_open(channel: str, key: str, since: datetime) -> bool:
+    """True when an event alike was queued for ``channel`` since ``since``: this one
+    waits for the burst's digest."""
+    return Notification.objects.filter(
+        channel=channel, batch_key=key, created_at__gte=since
+    ).exists()
+
+
+def notifications_digests_flush(*, now: datetime | None = None) -> int:
+    """Send each burst whose window has closed as one message; returns how many."""
+    now = now or timezone.now()
+    due = (
+        Notification.objects.filter(
+            status=DeliveryStatus.PENDING, held=True, next_attempt_at__lte=now
+        )
+        .values_list("channel", "batch_key")
+        .distinct()[:SWEEP_BATCH]
+    )
+    carriers = [c for c in (_digest_gather(ch, key, now) for ch, key in set(due)) if c is not None]
+    _dispatch(carriers)
+    return len(carriers)
+
+
+def _digest_gather(channel: str, key: str, now: datetime) -> int | None:
+    """Make the oldest held row of a burst carry the digest of every held row alike;
+    None when another worker took the burst first."""
+    with transaction.atomic():
+        rows = list(
+            Notification.objects.filter(
+                channel=channel, batch_key=key, status=DeliveryStatus.PENDING, held=True
+            ).order_by("created_at", "id")[:DIGEST_MAX_ROWS]
+        )
+        if not rows:
+            return None
+        carrier = rows[0]
+        # The compare-and-set on the carrier: the loser of a race stops here.
+        held = Notification.objects.filter(id=carrier.id, status=DeliveryStatus.PENDING, held=True)
+        if not held.update(held=False, next_attempt_at=now):
+            return None
+        if len(rows) == 1:
+            return carrier.id  # a burst of one is told as itself
+        Notification.objects.filter(
+            id__in=[row.id for row in rows[1:]], status=DeliveryStatus.PENDING, held=True
+        ).update(status=DeliveryStatus.DIGESTED, held=False, digest_carrier=carrier)
+        counted = set(
+            Notification.objects.filter(digest_carrier=carrier).values_list("id", flat=True)
+        )
+        members = [carrier, *(row for row in rows[1:] if row.id in counted)]
+        facts = digests.digest_facts(
+            [row.facts for row in members],
+            key=key,
+            link=messages.agent_inbox_link(console_url(_section()), str(carrier.facts["agent"])),
+        )
+        Notification.objects.filter(id=carrier.id).update(facts=facts)
+    log.info("notification.digest", channel=channel, count=len(members), key=key)
+    return carrier.id
 
 
 def _dispatch(ids: Iterable[int]) -> None:
@@ -127,7 +221,7 @@ def _lease() -> timedelta:
 def _claim(notification_id: int, now: datetime) -> Notification | None:
     """Take the row for one attempt, or None when it is not due or another worker has it."""
     taken = Notification.objects.filter(
-        id=notification_id, status=DeliveryStatus.PENDING, next_attempt_at__lte=now
+        id=notification_id, status=DeliveryStatus.PENDING, held=False, next_attempt_at__lte=now
     ).update(next_attempt_at=now + _lease())
     return Notification.objects.get(id=notification_id) if taken else None
 
@@ -170,8 +264,6 @@ def _record_failure(row: Notification, error: str, now: datetime) -> str:
             attempts=attempts, last_error=error[:2000], next_attempt_at=now + _backoff(attempts)
         )
         return "retry"
-    from audit_app.record import Actor, audit_record
-
     with transaction.atomic():
         Notification.objects.filter(id=row.id).update(
             attempts=attempts, last_error=error[:2000], status=DeliveryStatus.FAILED
@@ -195,7 +287,9 @@ def notifications_deliver_due(*, now: datetime | None = None) -> int:
     """The sweep: send what is due (retries, and rows whose dispatch was lost)."""
     now = now or timezone.now()
     due = list(
-        Notification.objects.filter(status=DeliveryStatus.PENDING, next_attempt_at__lte=now)
+        Notification.objects.filter(
+            status=DeliveryStatus.PENDING, held=False, next_attempt_at__lte=now
+        )
         .order_by("next_attempt_at")
         .values_list("id", flat=True)[:SWEEP_BATCH]
     )
@@ -225,3 +319,52 @@ def notifications_expiring_due(*, now: datetime | None = None) -> int:
         with transaction.atomic():
             queued += notifications_queue(request, NotificationEvent.EXPIRING)
     return queued
+
+
+def push_endpoint_hosts() -> tuple[str, ...]:
+    """The push services the enabled push channels post to (none: push is off)."""
+    hosts: dict[str, None] = {}
+    for channel in _section().channels:
+        if isinstance(channel, PushChannel) and channel.enabled:
+            hosts.update(dict.fromkeys(channel.endpoint_hosts))
+    return tuple(hosts)
+
+
+def push_subscription_save(*, person: Any, data: object) -> PushSubscription:
+    """Keep ``person``'s browser subscription (raises PushSubscriptionRefused); a
+    browser that subscribed for someone else before now belongs to ``person``."""
+    hosts = push_endpoint_hosts()
+    if not hosts:
+        raise PushSubscriptionRefused("no push channel is configured (notifications.channels)")
+    endpoint, p256dh, auth = checked_subscription(data, hosts)
+    with transaction.atomic():
+        subscription, _ = PushSubscription.objects.update_or_create(
+            endpoint=endpoint, defaults={"person": person, "p256dh": p256dh, "auth": auth}
+        )
+        audit_record(
+            kind="notification.push_subscribed",
+            actor=Actor.person(person),
+            outcome="ok",
+            reason=f"web push on for a browser (push service {_host(endpoint)})",
+            data={"subscription": subscription.id},
+        )
+    return subscription
+
+
+def push_subscription_remove(*, person: Any, endpoint: str) -> int:
+    """Forget ``person``'s subscription at ``endpoint``; returns how many were removed."""
+    with transaction.atomic():
+        removed, _ = PushSubscription.objects.filter(person=person, endpoint=endpoint).delete()
+        if removed:
+            audit_record(
+                kind="notification.push_unsubscribed",
+                actor=Actor.person(person),
+                outcome="ok",
+                reason=f"web push off for a browser (push service {_host(endpoint)})",
+            )
+    return removed
+
+
+def _host(url: str) -> str:
+    # The endpoint's path is the browser's capability: only its host is recorded.
+    return urlsplit(url).netloc

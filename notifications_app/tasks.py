@@ -1,4 +1,4 @@
-"""Thin Celery tasks: deliver one notification; the sweeps for due and expiring ones."""
+"""Thin Celery tasks: deliver one notification; the sweep for due, expiring and digested ones."""
 
 from __future__ import annotations
 
@@ -16,8 +16,14 @@ def deliver_notification(notification_id: int) -> str:
 
 @shared_task(name="notifications_app.sweep_notifications", quiet=True)
 def sweep_notifications() -> int:
-    """Send due retries, and queue ``expiring`` for requests about to run out."""
-    from notifications_app.services import notifications_deliver_due, notifications_expiring_due
+    """Queue ``expiring`` for requests about to run out, send each burst whose window
+    closed as one digest, and send due retries."""
+    from notifications_app.services import (
+        notifications_deliver_due,
+        notifications_digests_flush,
+        notifications_expiring_due,
+    )
 
     notifications_expiring_due()
+    notifications_digests_flush()
     return notifications_deliver_due()

@@ -31,6 +31,7 @@ urlpatterns = [
     path("", include("tools_app.urls")),
     path("", include("audit_app.urls")),
     path("", include("secrets_app.urls")),
+    path("", include("notifications_app.urls")),
     path("api/v1/", include("tools_app.api.urls")),
     path("api/v1/", include("audit_app.api.urls")),
     path("api/v1/", include("trust_app.api.urls")),

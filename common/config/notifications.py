@@ -1,7 +1,9 @@
 """PURE: the ``notifications`` config section: channels, and which events reach each.
 
 A channel is a webhook (JSON signed with HMAC-SHA256), a Slack-compatible incoming
-webhook, or email through Django's mail backend. Secrets (a webhook's signing key, a
+webhook, email through Django's mail backend, or web push to the people who subscribed
+in their browser. A burst of events about one agent's requests of one risk tier
+becomes one digest per channel (``digest_window_seconds``). Secrets (a webhook's signing key, a
 Slack URL, which holds a token) are named by environment variable, never written in
 the file.
 """
@@ -62,6 +64,9 @@ class _Channel(StrictModel):
     # people); empty: every team's.
     teams: tuple[str, ...] = ()
     enabled: bool = True
+    # A burst about one agent's requests of one risk tier is sent as one digest (the
+    # first at once, the rest counted in one message per window); false: one each.
+    digest: bool = True
 
     @field_validator("name")
     @classmethod
@@ -194,9 +199,53 @@ class EmailChannel(_Channel):
         return value
 
 
+# The push services of the browsers people use; another (or a receiver of one's own,
+# as ``host:port``, over plain http) is named in ``endpoint_hosts``.
+PUSH_SERVICE_HOSTS: Final = (
+    "fcm.googleapis.com",
+    "updates.push.services.mozilla.com",
+    "web.push.apple.com",
+    "*.notify.windows.com",
+)
+_PUSH_HOST_RE: Final = re.compile(r"^(\*\.)?[a-z0-9.-]{1,253}(:[0-9]{1,5})?$")
+
+
+class PushChannel(_Channel):
+    """Web push to each person who subscribed in the console (operators and admins of
+    the agent's team, or organisation-wide), signed with the console's VAPID key. A
+    subscription's endpoint must be on ``endpoint_hosts``: the console posts to it."""
+
+    type: Literal["push"]
+    endpoint_hosts: tuple[str, ...] = PUSH_SERVICE_HOSTS
+    # The contact a push service may write to about this console (VAPID ``sub``):
+    # ``mailto:…`` or an https URL; the console's URL when left out.
+    contact: str | None = None
+
+    @field_validator("endpoint_hosts")
+    @classmethod
+    def _hosts(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for host in value:
+            if not _PUSH_HOST_RE.match(host):
+                raise ValueError(
+                    f"endpoint_hosts: {host!r} is not a host name (host, *.domain or host:port)"
+                )
+        return value
+
+    @field_validator("contact")
+    @classmethod
+    def _contact(cls, value: str | None) -> str | None:
+        if value is not None and not (
+            (value.startswith("mailto:") and _EMAIL_RE.match(value.removeprefix("mailto:")))
+            or value.startswith("https://")
+        ):
+            raise ValueError("contact must be mailto:<address> or an https:// URL")
+        return value
+
+
 NotificationChannel = Annotated[
-    WebhookChannel | SlackChannel | EmailChannel, Field(discriminator="type")
+    WebhookChannel | SlackChannel | EmailChannel | PushChannel, Field(discriminator="type")
 ]
+AnyChannel = WebhookChannel | SlackChannel | EmailChannel | PushChannel
 
 
 class NotificationsSection(StrictModel):
@@ -204,6 +253,8 @@ class NotificationsSection(StrictModel):
 
     console_url: str | None = None
     expiring_within_seconds: int = Field(default=120, ge=5, le=86_400)
+    # How long a burst is gathered into one digest; 0 sends every event on its own.
+    digest_window_seconds: int = Field(default=60, ge=0, le=3600)
     channels: tuple[NotificationChannel, ...] = ()
 
     @field_validator("console_url")
@@ -213,9 +264,7 @@ class NotificationsSection(StrictModel):
 
     @field_validator("channels")
     @classmethod
-    def _distinct(
-        cls, value: tuple[WebhookChannel | SlackChannel | EmailChannel, ...]
-    ) -> tuple[WebhookChannel | SlackChannel | EmailChannel, ...]:
+    def _distinct(cls, value: tuple[AnyChannel, ...]) -> tuple[AnyChannel, ...]:
         seen: set[str] = set()
         for channel in value:
             key = channel.name.lower()
@@ -224,5 +273,5 @@ class NotificationsSection(StrictModel):
             seen.add(key)
         return value
 
-    def channel(self, name: str) -> WebhookChannel | SlackChannel | EmailChannel | None:
+    def channel(self, name: str) -> AnyChannel | None:
         return next((c for c in self.channels if c.name == name), None)

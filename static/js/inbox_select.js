@@ -254,4 +254,10 @@
   });
   document.addEventListener("htmx:wsAfterMessage", reconcile);
   document.addEventListener("DOMContentLoaded", reconcile);
+  // A digest's link (?agent=NAME) opens the inbox with that agent's waiting requests
+  // selected, ready for one decision; nothing is decided until a person says so.
+  document.addEventListener("DOMContentLoaded", function () {
+    var agent = new URLSearchParams(location.search).get("agent");
+    if (agent && toolbar()) { selectFrom("agent=" + encodeURIComponent(agent), "requests by " + agent); }
+  });
 })();

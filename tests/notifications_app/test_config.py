@@ -98,3 +98,34 @@ def test_control_an_interactive_slack_channel_loads() -> None:
     (chat,) = config.notifications.channels
     assert chat.type == "slack" and chat.interactive
     assert chat.response_hosts == ("hooks.slack.com",)
+
+
+@pytest.mark.parametrize(
+    ("section", "words"),
+    [
+        ({"channels": [{"name": "p", "type": "push", "endpoint_hosts": ["https://fcm.example"]}]},
+         "is not a host name"),
+        ({"channels": [{"name": "p", "type": "push", "contact": "ops@example.org"}]},
+         "mailto:<address> or an https:// URL"),
+        ({"digest_window_seconds": -1}, "digest_window_seconds"),
+        ({"digest_window_seconds": 7200}, "digest_window_seconds"),
+    ],
+)  # fmt: skip
+def test_push_channels_and_the_digest_window_are_checked(section: object, words: str) -> None:
+    assert words in problems(section)
+
+
+def test_control_a_push_channel_and_a_digest_window_load() -> None:
+    config = parse_config(
+        {"notifications": {"digest_window_seconds": 30, "channels": [
+            {"name": "phones", "type": "push", "contact": "mailto:ops@example.org",
+             "endpoint_hosts": ["*.notify.windows.com", "127.0.0.1:8443"]},
+            {"name": "hook", "type": "webhook", "url": "https://x.example", "secret_env": "K",
+             "digest": False},
+        ]}},
+        source="x",
+    )  # fmt: skip
+    phones, hook = config.notifications.channels
+    assert phones.type == "push" and phones.digest and not hook.digest
+    assert config.notifications.digest_window_seconds == 30
+    assert parse_config({}, source="x").notifications.digest_window_seconds == 60

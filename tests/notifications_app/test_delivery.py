@@ -16,6 +16,7 @@ from django.utils import timezone
 from approvals_app.models import ApprovalRequest
 from approvals_app.services import approval_decide, approvals_escalate_due
 from audit_app.models import AuditEvent
+from audit_app.record import Actor
 from notifications_app.models import Notification
 from notifications_app.services import (
     notification_deliver,
@@ -23,13 +24,15 @@ from notifications_app.services import (
     notifications_expiring_due,
 )
 from notifications_app.signing import SIGNATURE_HEADER, verify
+from secrets_app.services import secret_set
 from synthorg_site.health import health_report
 from tests.notifications_app.conftest import SIGNING_KEY, webhook
 from tests.notifications_app.receiver import receiver
 
 pytestmark = pytest.mark.django_db
 
-MARKER = "argument-value-no-message-may-carry"
+MARKER = "argument-value-shown-as-the-card-shows-it"
+CONSOLE_SECRET = "console-secret-value-0123456789"
 
 
 def rows(event: str | None = None) -> list[Notification]:
@@ -41,7 +44,7 @@ def deliver_all(now: Any = None) -> list[str]:
     return [notification_deliver(notification_id=row.id, now=now) for row in rows()]
 
 
-def test_a_new_request_sends_a_signed_webhook_without_the_arguments(
+def test_a_new_request_sends_a_signed_webhook_with_the_cards_effect_line(
     channels: Callable[..., None], pending_request: Callable[..., ApprovalRequest]
 ) -> None:
     with receiver("200") as hook:
@@ -56,9 +59,13 @@ def test_a_new_request_sends_a_signed_webhook_without_the_arguments(
     assert body["delivery"] == str(row.id) == got.headers["X-SynthOrg-Delivery"]
     assert body["link"] == f"https://console.example/approvals/{request.id}/call/"
     assert body["tool"] == "test_echo" and body["risk_tier"] == "low"
-    assert MARKER not in got.body.decode()
-    # Positive control: the marker was in the call the message is about.
-    assert MARKER in json.dumps(request.invocation.arguments)
+    # The card's first line, not the arguments themselves.
+    assert body["effect"] == f'test_echo text="{MARKER}"'
+    agent = request.invocation.agent.name
+    assert body["headline"] == (
+        f'{agent} → test_echo (low risk) waits for approval: test_echo text="{MARKER}"'
+    )
+    assert "arguments" not in body
     row.refresh_from_db()
     assert (row.status, row.attempts) == ("sent", 1)
     # Sent once: a second attempt finds nothing to do.
@@ -219,7 +226,24 @@ def test_email_goes_through_the_mail_backend(
     assert "denied by olga" in message.subject
     assert "Reason given: not now" in message.body
     assert f"/approvals/{request.id}/call/" in message.body
-    assert MARKER not in f"{message.subject}\n{message.body}"
+    assert message.subject.endswith(f'denied by olga: test_echo text="{MARKER}"')
+
+
+# Committed: a stored secret becomes known to redaction once its transaction commits.
+@pytest.mark.django_db(transaction=True)
+def test_a_console_secret_in_an_argument_is_masked_as_on_the_card(
+    channels: Callable[..., None], pending_request: Callable[..., ApprovalRequest]
+) -> None:
+    channels({"name": "mail", "type": "email", "to": ["ops@example.com"]})
+    secret_set(name="ops-token", value=CONSOLE_SECRET, actor=Actor.system("test"))
+    pending_request({"text": f"send {CONSOLE_SECRET} out"})
+    pending_request({"text": "send nothing out"})
+    assert deliver_all() == ["sent", "sent"]
+    attack, control = mail.outbox
+    assert CONSOLE_SECRET not in f"{attack.subject}\n{attack.body}"
+    assert "send [REDACTED" in attack.subject
+    # Control: an argument without a secret is shown whole.
+    assert control.subject.endswith('test_echo text="send nothing out"')
 
 
 def test_escalation_and_expiry_are_announced_once(
