@@ -16,6 +16,7 @@ from approvals_app.services import (
     approval_request_open,
     approval_route,
 )
+from approvals_app.services.route_replay import ReplayRouter
 from approvals_app.services.withdraw import approvals_withdraw_for_tool
 from audit_app.record import Actor
 from common.inbox import ApprovalChange
@@ -46,6 +47,9 @@ class PeopleDesk:
         self, *, agent: Agent, contract: ToolContract, arguments: Mapping[str, Any]
     ) -> RateRefusal | None:
         return approval_rate_limited(agent=agent, contract=contract, arguments=arguments)
+
+    def replay_router(self, *, agent: Agent) -> ReplayRouter:
+        return ReplayRouter(agent)
 
     def request_open(self, *, invocation: Invocation, routed: RoutedCall) -> ApprovalRequest:
         assert isinstance(routed, Routed)

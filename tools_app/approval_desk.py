@@ -46,6 +46,21 @@ class RateRefusal(Protocol):
     def window(self) -> str: ...
 
 
+class CallRouter(Protocol):
+    """Step 5 for past calls of one agent, writing nothing: how the approval policy would
+    route each now, with the autonomy given (a replay of the agent's recent calls)."""
+
+    def __call__(
+        self,
+        *,
+        contract: ToolContract,
+        decision: Decision,
+        arguments: Mapping[str, Any],
+        digest: str,
+        autonomy: str,
+    ) -> Decision: ...
+
+
 class ApprovalDesk(Protocol):
     def route(
         self,
@@ -63,6 +78,10 @@ class ApprovalDesk(Protocol):
         self, *, agent: Agent, contract: ToolContract, arguments: Mapping[str, Any]
     ) -> RateRefusal | None:
         """Count the call against each configured window; the first one over answers."""
+        ...
+
+    def replay_router(self, *, agent: Agent) -> CallRouter:
+        """A router for ``agent``'s past calls: no grant's use counted, no budget spent."""
         ...
 
     def request_open(self, *, invocation: Invocation, routed: RoutedCall) -> Any:

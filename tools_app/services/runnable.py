@@ -38,7 +38,7 @@ from tools_app.builtin.base import ToolRefusedError
 from tools_app.contracts import ToolContract
 from tools_app.registry import backend_for, tool_catalog
 from trust_app.models import Agent
-from trust_app.policy import Decision, Outcome
+from trust_app.policy import AgentPolicy, Decision, Outcome
 from trust_app.selectors.agents import agent_policy
 
 log = structlog.get_logger(__name__)
@@ -57,19 +57,21 @@ def preflight_refusal(
     arguments: Mapping[str, Any],
     decision: Decision,
     agent: Agent | None = None,
+    policy: AgentPolicy | None = None,
 ) -> Decision | None:
     """A denial when the tool's settings refuse these arguments whatever people decide;
-    with ``agent``, the tool's gate may also deny the call or ask a person for it."""
+    with ``agent``, the tool's gate may also deny the call or ask a person for it, under
+    ``policy`` (default: the agent's own; a preview passes candidate settings)."""
     held = upstream_refusal(contract=contract, decision=decision)
     if held is not None:
         return held
     tool = tool_catalog().implementation(contract.name)
     gate = getattr(tool, "gate", None)
     if gate is not None and agent is not None:
-        policy = agent_policy(agent).for_category(contract.category.value)
+        scoped = (policy or agent_policy(agent)).for_category(contract.category.value)
         gated: Decision | None = gate(
             arguments=arguments,
-            sub_constraints=policy.constraints.model_dump(mode="json"),
+            sub_constraints=scoped.constraints.model_dump(mode="json"),
             decision=decision,
         )
         if gated is not None:

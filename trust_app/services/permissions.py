@@ -23,9 +23,11 @@ from common.errors import InvalidArgumentError
 from common.settings_config import synthorg_config
 from tools_app.registry import tool_catalog
 from tools_app.selectors.invocations import permitted_tools
+from tools_app.services.call_replay import DecidingSettings, calls_replay
 from trust_app.concurrency import max_concurrent_calls_problem
 from trust_app.models import Agent, AgentPermissions, Autonomy
 from trust_app.policy import AgentPolicy, SubConstraintOverrides, build_agent_policy, name_key
+from trust_app.policy.replay import CallReplay
 from trust_app.policy_changes import policy_changed_on_commit
 from trust_app.selectors.agents import agent_permissions, agent_policy
 from trust_app.selectors.trust import agent_earned_levels_at, agent_effective_level_at
@@ -185,8 +187,9 @@ def agent_permissions_check(
     )
 
 
-def _policy(agent: Agent, state: AgentPermissionsState) -> AgentPolicy:
-    """The policy the proposal would give, trust's hold on the agent included."""
+def _policy(agent: Agent, state: AgentPermissionsState, *, held: bool = True) -> AgentPolicy:
+    """The policy the proposal would give, trust's hold on the agent included (unless
+    ``held`` is false: the configured level alone)."""
     config = synthorg_config()
     overrides = (
         SubConstraintOverrides.model_validate(
@@ -204,7 +207,7 @@ def _policy(agent: Agent, state: AgentPermissionsState) -> AgentPolicy:
         overrides=overrides,
         workspace=agent.workspace,
         path_resolver=os.path.realpath,
-        earned=agent_earned_levels_at(agent, state.access_level),
+        earned=agent_earned_levels_at(agent, state.access_level) if held else None,
     )
 
 
@@ -219,6 +222,30 @@ def agent_permissions_effect(*, agent: Agent, proposal: AgentPermissionsState) -
         unreachable=sorted(before_tools - set(after_tools)),
         permitted_after=sorted(after_tools),
         level_after=agent_effective_level_at(agent, proposal.access_level),
+    )
+
+
+def agent_permissions_replay(*, agent: Agent, proposal: AgentPermissionsState) -> CallReplay:
+    """What the proposal would have done to the agent's recent calls; nothing is written.
+
+    Each call is decided again with the current settings and with the proposal, both
+    under the trust the agent has earned now; where trust holds the agent below the
+    proposed level, also as if it did not, so the page can say when trust makes the
+    change moot.
+    """
+    candidate = _policy(agent, proposal)
+    held = agent_effective_level_at(agent, proposal.access_level)
+    unheld = None
+    if candidate.category_policies:
+        unheld = DecidingSettings(_policy(agent, proposal, held=False), proposal.autonomy)
+    return calls_replay(
+        agent=agent,
+        current=DecidingSettings(agent_policy(agent), agent.autonomy),
+        candidate=DecidingSettings(candidate, proposal.autonomy),
+        unheld=unheld,
+        held_at=held.level if held.lowered else "",
+        days=settings.SYNTHORG_PERMISSION_REPLAY_DAYS,
+        limit=settings.SYNTHORG_PERMISSION_REPLAY_CALLS,
     )
 
 

@@ -37,6 +37,7 @@ from trust_app.selectors.teams import agent_edit_refusal, agent_in_scope, person
 from trust_app.services.agents import agent_explain
 from trust_app.services.permissions import (
     agent_permissions_effect,
+    agent_permissions_replay,
     agent_permissions_state,
     agent_permissions_update,
 )
@@ -135,7 +136,8 @@ def agent_edit(request: HttpRequest, agent_id: uuid.UUID) -> HttpResponse:
         return render(request, template, context, status=400)
     if request.POST.get("action") == "preview":
         effect = agent_permissions_effect(agent=agent, proposal=form.state)
-        context = _detail_context(request, agent, form=form, effect=effect)
+        replay = agent_permissions_replay(agent=agent, proposal=form.state)
+        context = _detail_context(request, agent, form=form, effect=effect, replay=replay)
         template = _template(request, "edit")
         return render(request, template, context)
     state = form.state
