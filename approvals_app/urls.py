@@ -6,6 +6,8 @@ from approvals_app.slack import views as slack_views
 from approvals_app.views import call as views_call
 from approvals_app.views import decisions as views_decisions
 from approvals_app.views import inbox as views
+from approvals_app.views import pattern as views_pattern
+from approvals_app.views import pictures as views_pictures
 
 urlpatterns = [
     path(
@@ -19,7 +21,17 @@ urlpatterns = [
     path("approvals/select/", views.inbox_select, name="approvals-select"),
     path("decisions/", views_decisions.my_decisions, name="my-decisions"),
     path("approvals/<uuid:request_id>/call/", views_call.whole_call, name="approvals-call"),
+    path(
+        "approvals/<uuid:request_id>/picture/",
+        views_pictures.card_picture,
+        name="approvals-picture",
+    ),
     path("approvals/decide/", views.decide, name="approvals-decide"),
+    path(
+        "approvals/<uuid:request_id>/pattern/",
+        views_pattern.remember_pattern,
+        name="approvals-pattern",
+    ),
     path(
         "approvals/promotions/decide/",
         views.promotion_decide_inbox,

@@ -427,6 +427,20 @@ SYNTHORG_AUDIT_VERIFY_TIME_LIMIT = _environment.SYNTHORG_AUDIT_VERIFY_TIME_LIMIT
 SYNTHORG_AUDIT_FILTER_CHOICES_TTL = _environment.SYNTHORG_AUDIT_FILTER_CHOICES_TTL
 # The result count on the audit page stops counting here ("more than N").
 SYNTHORG_AUDIT_COUNT_LIMIT = _environment.SYNTHORG_AUDIT_COUNT_LIMIT
+# The permission preview decides again the agent's calls of this many days, at most this
+# many (the newest), against the candidate settings.
+SYNTHORG_PERMISSION_REPLAY_DAYS = _environment.SYNTHORG_PERMISSION_REPLAY_DAYS
+SYNTHORG_PERMISSION_REPLAY_CALLS = _environment.SYNTHORG_PERMISSION_REPLAY_CALLS
+# Consequence previews: the time one may take, and the window of the agent's earlier
+# results (calls, hours, characters of each) searched for its arguments' provenance.
+SYNTHORG_PREVIEW_SECONDS = _environment.SYNTHORG_PREVIEW_SECONDS
+SYNTHORG_PROVENANCE_CALLS = _environment.SYNTHORG_PROVENANCE_CALLS
+SYNTHORG_PROVENANCE_HOURS = _environment.SYNTHORG_PROVENANCE_HOURS
+SYNTHORG_PROVENANCE_SCAN_CHARS = _environment.SYNTHORG_PROVENANCE_SCAN_CHARS
+# Before a person remembers a pattern: the hours and calls of the agent's history it is
+# tried against.
+SYNTHORG_PATTERN_REACH_HOURS = _environment.SYNTHORG_PATTERN_REACH_HOURS
+SYNTHORG_PATTERN_REACH_CALLS = _environment.SYNTHORG_PATTERN_REACH_CALLS
 # The longest value a named secret may hold, in characters.
 SYNTHORG_SECRET_MAX_VALUE_CHARS = _environment.SYNTHORG_SECRET_MAX_VALUE_CHARS
 SYNTHORG_INVOCATION_LEASE_SECONDS = _environment.SYNTHORG_INVOCATION_LEASE_SECONDS

@@ -32,9 +32,14 @@ def _check(spec: GrantSpec) -> None:
     limit = synthorg_config().approval.grant_max_minutes
     if not 1 <= spec.minutes <= limit:
         raise InvalidArgumentError(f"a grant lasts 1 to {limit} minutes")
-    if len(spec.pattern) > PATTERN_FIELDS_MAX:
+    grant_pattern_check(spec.pattern)
+
+
+def grant_pattern_check(pattern: dict[str, str]) -> None:
+    """Refuse a pattern no grant may hold (InvalidArgumentError saying why)."""
+    if len(pattern) > PATTERN_FIELDS_MAX:
         raise InvalidArgumentError(f"a grant pattern names at most {PATTERN_FIELDS_MAX} fields")
-    for name, glob in spec.pattern.items():
+    for name, glob in pattern.items():
         if not isinstance(name, str) or not isinstance(glob, str) or not name or not glob:
             raise InvalidArgumentError("a grant pattern maps argument names to non-empty globs")
         if len(glob) > PATTERN_GLOB_MAX:

@@ -11,8 +11,6 @@ are sliding windows in Redis, checked before anything is recorded
 from __future__ import annotations
 
 import math
-import os
-import posixpath
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -37,6 +35,7 @@ from approvals_app.policy import (
 )
 from approvals_app.policy.risk import FILE_TOOLS, RiskInput, TargetState, effect_risk
 from approvals_app.policy.risk_words import Risk, most_serious
+from approvals_app.selectors.facts import call_facts
 from approvals_app.selectors.habits import agent_habits
 from approvals_app.selectors.previews import call_previews
 from approvals_app.selectors.requests import approval_grants_live
@@ -77,32 +76,6 @@ class Routed:
         return Routed(
             replace(self.route, decision=decision, grant_id=None, budget_key=None), self.facts
         )
-
-
-def _workspace_roots(workspace: str) -> tuple[str, ...]:
-    if not workspace:
-        return ()
-    given = posixpath.normpath(workspace)
-    try:
-        real = os.path.realpath(given)
-    except OSError:
-        return (given,)  # paths under the resolved form then stay absolute: no grant covers them
-    return (given,) if real == given else (given, real)
-
-
-def call_facts(agent: Agent, contract: ToolContract, arguments: Mapping[str, Any]) -> CallFacts:
-    """The plain facts the approval policy reads about one call."""
-    return CallFacts(
-        agent=agent.name,
-        autonomy=agent.autonomy,
-        tool=contract.name,
-        category=contract.category.value,
-        action_type=contract.resolved_action_type,
-        safety_class=contract.safety_class.value,
-        arguments=arguments,
-        argument_roles={name: role.value for name, role in contract.argument_roles.items()},
-        workspace_roots=_workspace_roots(agent.workspace),
-    )
 
 
 def live_grant_views(agent: Agent, tool: str, now: datetime) -> Sequence[GrantView]:
@@ -232,7 +205,8 @@ def approval_request_open(*, invocation: Invocation, routed: Routed) -> Approval
     approve it, follow the more serious of that label and the policy's own tier, so a
     call the policy asks two people about never times out into an approval. Its
     consequence previews (what the call would touch, looked at without doing it) are
-    stored beside the risk, a ``git_push``'s once a worker has read it; one that fails
+    stored beside the risk, a ``git_push``'s or ``git_commit``'s once a worker has read
+    it; one that fails
     says so and never stops the request.
     """
     config = synthorg_config()

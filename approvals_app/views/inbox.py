@@ -6,6 +6,7 @@ Views translate form fields into service calls and render what came back.
 
 from __future__ import annotations
 
+import json
 import re
 import uuid
 from collections.abc import Sequence
@@ -44,13 +45,13 @@ from approvals_app.services import (
     approval_grant_revoke,
     approvals_decide_each,
 )
-from common.errors import SynthOrgError
+from common.errors import InvalidArgumentError, SynthOrgError
 from common.page_access import page_for
 
 GROUP_KEY = re.compile(r"^[0-9a-f]{16}$")
 
 
-def _decider(request: HttpRequest) -> Any:
+def decider(request: HttpRequest) -> Any:
     if not can_decide(request.user):
         raise PermissionDenied("the approvals inbox is for operators and admins")
     return request.user
@@ -61,7 +62,7 @@ def _decider(request: HttpRequest) -> Any:
 def inbox(request: HttpRequest) -> HttpResponse:
     """The live inbox: its first screen of pending requests (alike ones grouped) by risk,
     kept current over the socket; the rest on demand."""
-    user = _decider(request)
+    user = decider(request)
     return render(request, TEMPLATE, inbox_context(user))
 
 
@@ -83,7 +84,7 @@ def _fragment_refusal(element_id: str, message: str) -> HttpResponse:
 @require_GET
 def inbox_more(request: HttpRequest) -> HttpResponse:
     """The next entries of one risk tier (``tier``) after the cursor ``after``."""
-    user = _decider(request)
+    user = decider(request)
     tier = request.GET.get("tier", "")
     after, readable = _cursor(request.GET.get("after", ""))
     if tier not in TIERS or not readable:
@@ -98,7 +99,7 @@ def inbox_more(request: HttpRequest) -> HttpResponse:
 @require_GET
 def inbox_group(request: HttpRequest, key: str) -> HttpResponse:
     """More members of the group ``key`` after the cursor ``after``, with its ids as now."""
-    user = _decider(request)
+    user = decider(request)
     after, readable = _cursor(request.GET.get("after", ""))
     if not GROUP_KEY.match(key) or not readable:
         where = f"group-more-{key}" if GROUP_KEY.match(key) else "group-more"
@@ -115,7 +116,7 @@ def inbox_group(request: HttpRequest, key: str) -> HttpResponse:
 def inbox_select(request: HttpRequest) -> JsonResponse:
     """The ids of the pending requests of one ``agent``, one ``tool`` or one ``group``
     (of all, with none named), soonest deadline first: a selection made now."""
-    user = _decider(request)
+    user = decider(request)
     named = {k: request.GET[k] for k in ("agent", "tool", "group") if request.GET.get(k)}
     if len(named) > 1 or ("group" in named and not GROUP_KEY.match(named["group"])):
         message = "name one of agent, tool or group (a group's key)"
@@ -153,8 +154,23 @@ def _uuids(values: list[str]) -> list[str]:
 
 
 def _remember(request: HttpRequest, request_id: str) -> GrantSpec | None:
+    """The grant a decision asks for: the same arguments for a while, or the pattern the
+    person saw tried against the agent's recent calls (approvals/views/pattern.py)."""
     minutes = request.POST.get(f"remember-{request_id}", "")
-    return GrantSpec(minutes=int(minutes)) if minutes.isdigit() else None
+    if not minutes.isdigit():
+        return None
+    written = request.POST.get(f"pattern-{request_id}", "")
+    if not written:
+        return GrantSpec(minutes=int(minutes))
+    try:
+        pattern = json.loads(written)
+    except ValueError:
+        pattern = None
+    if not isinstance(pattern, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in pattern.items()
+    ):
+        raise InvalidArgumentError("the pattern to remember maps argument names to globs")
+    return GrantSpec(minutes=int(minutes), pattern=pattern)
 
 
 def _answer(
@@ -213,7 +229,7 @@ def _summary(decision: str, settled: int, recorded: int) -> list[Outcome]:
 def decide(request: HttpRequest) -> HttpResponse:
     """Approve or deny one request (``only``, with its card's fields) or the selected ones
     (``ids``: any number, in one field or several; only the ids are sent)."""
-    user = _decider(request)
+    user = decider(request)
     decision = request.POST.get("decision", "")
     if request.POST.get("only"):
         ids = _ids(request)
@@ -246,7 +262,7 @@ def promotion_decide_inbox(request: HttpRequest) -> HttpResponse:
     """Approve or deny one promotion request (``only``) from the inbox."""
     from trust_app.services.promotion import promotion_decide
 
-    user = _decider(request)
+    user = decider(request)
     ids = _ids(request)
     decision = request.POST.get("decision", "")
     outcomes: list[Outcome] = []
@@ -281,7 +297,7 @@ def promotion_decide_inbox(request: HttpRequest) -> HttpResponse:
 @require_POST
 def grant_revoke(request: HttpRequest, grant_id: uuid.UUID) -> HttpResponse:
     """Revoke a standing grant; answers the grant's row."""
-    user = _decider(request)
+    user = decider(request)
     try:
         grant = approval_grant_revoke(grant=grant_id, person=user)
     except SynthOrgError as exc:

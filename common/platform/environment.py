@@ -181,6 +181,18 @@ class PlatformEnvironment(BaseSettings):
     SYNTHORG_AUDIT_VERIFY_TIME_LIMIT: int = Field(default=3600, ge=1, le=7 * _DAY)
     SYNTHORG_AUDIT_FILTER_CHOICES_TTL: float = Field(default=30.0, ge=0, le=_DAY)
     SYNTHORG_AUDIT_COUNT_LIMIT: int = Field(default=10_000, ge=1, le=10_000_000)
+    # The permission preview replays this many days of an agent's calls, the newest first.
+    SYNTHORG_PERMISSION_REPLAY_DAYS: int = Field(default=7, ge=1, le=366)
+    SYNTHORG_PERMISSION_REPLAY_CALLS: int = Field(default=5000, ge=1, le=1_000_000)
+    # Consequence previews: the time one may take when a request opens, and the window of
+    # the agent's earlier results searched for where a call's argument values came from.
+    SYNTHORG_PREVIEW_SECONDS: float = Field(default=3.0, gt=0, le=60)
+    SYNTHORG_PROVENANCE_CALLS: int = Field(default=50, ge=0, le=1000)
+    SYNTHORG_PROVENANCE_HOURS: int = Field(default=24, ge=1, le=24 * 30)
+    SYNTHORG_PROVENANCE_SCAN_CHARS: int = Field(default=65536, ge=1024, le=10_000_000)
+    # Before a person remembers a pattern: the agent's calls of the tool looked back on.
+    SYNTHORG_PATTERN_REACH_HOURS: int = Field(default=24, ge=1, le=24 * 30)
+    SYNTHORG_PATTERN_REACH_CALLS: int = Field(default=2000, ge=1, le=100_000)
 
     # Agent tokens (TTL 0: never expires).
     SYNTHORG_AGENT_TOKEN_TTL_DAYS: int = Field(default=90, ge=0, le=36_500)

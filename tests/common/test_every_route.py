@@ -166,11 +166,23 @@ ROUTES: dict[str, Route] = {
     "approvals-group": Route(kwargs={"key": "0123456789abcdef"}, get=page(DECIDERS)),
     "approvals-select": Route(get=page(DECIDERS)),
     "my-decisions": Route(get=page(DECIDERS)),
+    "web-manifest": Route(get=public()),
+    "service-worker": Route(get=public()),
+    "push-page": Route(get=page(DECIDERS)),
+    # Not JSON (the suite posts a form), or no push channel configured: 400 past the guard.
+    "push-subscription": Route(post=page(DECIDERS, ok=400)),
     # The whole call of a request: every person who may decide it, nobody else.
     "approvals-call": Route(kwargs={"request_id": MISSING_UUID}, get=page(DECIDERS, ok=404)),
+    "approvals-picture": Route(kwargs={"request_id": MISSING_UUID}, get=page(DECIDERS, ok=404)),
     "approvals-decide": Route(post=page(
         DECIDERS, data={"decision": "deny", "only": MISSING_UUID},
     )),
+    # What a remembered pattern would cover: only for a request the person may decide.
+    "approvals-pattern": Route(
+        kwargs={"request_id": MISSING_UUID},
+        get=page(DECIDERS, ok=404),
+        post=page(DECIDERS, ok=404, data={"glob-path": "q/*", "minutes": "15"}),
+    ),
     "approvals-promotion-decide": Route(post=page(
         DECIDERS, data={"decision": "deny", "only": MISSING_UUID},
     )),
@@ -214,6 +226,18 @@ ROUTES: dict[str, Route] = {
         kwargs={"agent_id": "agent", "token_id": "token"}, post=page(ADMINS, ok=302),
     ),
     # tools_app pages
+    # The agent's desktop: operators watch; the owner or an admin takes over (the suite's
+    # config has no desktop section: taking over and acting say the tools are off).
+    "agent-desktop": Route(kwargs={"agent_id": "agent"}, get=page(DECIDERS)),
+    "agent-desktop-picture": Route(
+        kwargs={"agent_id": "agent", "sha256": "0" * 64}, get=page(DECIDERS, ok=404),
+    ),
+    "agent-desktop-take-over": Route(kwargs={"agent_id": "agent"}, post=page(ADMINS, ok=409)),
+    "agent-desktop-hand-back": Route(kwargs={"agent_id": "agent"}, post=page(ADMINS, ok=302)),
+    "agent-desktop-act": Route(
+        kwargs={"agent_id": "agent"},
+        post=page(ADMINS, ok=409, data={"action": "key", "keys": "a"}),
+    ),
     "tool-list": Route(get=page(EVERYONE)),
     "upstream-review": Route(get=page(ADMINS)),
     "upstream-decide": Route(
@@ -239,6 +263,7 @@ ROUTES: dict[str, Route] = {
     ),
     # secrets_app pages (on a real secret, `SECRET`, granted to the suite agent)
     "secret-list": Route(get=page(ADMINS)),
+    "connection-list": Route(get=page(ADMINS)),
     "secret-add": Route(
         post=page(ADMINS, ok=302, data={"name": "SUITE_NEW_SECRET", "value": "suite-value-123456"}),
     ),

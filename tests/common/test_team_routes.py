@@ -94,6 +94,7 @@ def build_teams() -> dict[str, dict[str, str]]:
             "grant": str(grant.id),
             "event": str(event.id),
             "invocation": str(invocation.id),
+            "digest": "0" * 64,  # a picture's name: none is kept for it
         }
     for role in ROLES:
         person_create(username=f"a-{role}", role=role, password=None, team="team-a")
@@ -169,6 +170,12 @@ DENY = {"decision": "deny", "reason": "suite"}
 # fmt: off
 TEAM_OBJECTS: dict[str, list[TeamRoute]] = {
     "approvals-call": [TeamRoute("operator", kwargs={"request_id": "request"}, shows="request")],
+    # What a remembered pattern would cover: the form of the person's own team's request.
+    "approvals-pattern": [TeamRoute("operator", kwargs={"request_id": "request"})],
+    # The suite's requests depend on no picture (404 past the team check); the picture
+    # itself, to its team and not another's: tests/tools_app/builtin/browser/
+    # test_pictures_pipeline.py.
+    "approvals-picture": [TeamRoute("operator", kwargs={"request_id": "request"}, ok=404)],
     "approvals-group": [
         # A group's members: the page answers either way; the other team's are not in it.
         TeamRoute("operator", kwargs={"key": "group"}, refused=(200,), shows="request"),
@@ -213,6 +220,18 @@ TEAM_OBJECTS: dict[str, list[TeamRoute]] = {
     "agent-token-revoke": [TeamRoute(
         "admin", "post", kwargs={"agent_id": "agent", "token_id": "token"}, ok=302,
         data={"confirm": "{token_public}"}, changes="tokens",
+    )],
+    # The agent's desktop (the suite's config has no desktop section: no panel, and taking
+    # over and acting say the tools are off, past the team check); with a session:
+    # tests/tools_app/views/test_desktop.py.
+    "agent-desktop": [TeamRoute("operator", kwargs={"agent_id": "agent"})],
+    "agent-desktop-picture": [TeamRoute(
+        "operator", kwargs={"agent_id": "agent", "sha256": "digest"}, ok=404,
+    )],
+    "agent-desktop-take-over": [TeamRoute("admin", "post", kwargs={"agent_id": "agent"}, ok=409)],
+    "agent-desktop-hand-back": [TeamRoute("admin", "post", kwargs={"agent_id": "agent"}, ok=302)],
+    "agent-desktop-act": [TeamRoute(
+        "admin", "post", kwargs={"agent_id": "agent"}, ok=409, data={"action": "key", "keys": "a"},
     )],
     "audit-event": [TeamRoute("auditor", kwargs={"event_id": "event"}, shows="agent_name")],
     # The suite's events name no picture (404 past the team check); the picture itself, to
@@ -276,14 +295,15 @@ TEAM_LISTS: dict[str, TeamList] = {
 # What every team shares: an admin of the organisation changes it, an admin of a team
 # does not (the route's own rule in test_every_route says what the organisation's gets).
 ORG_WIDE = (
-    "tool-switch", "upstream-review", "upstream-decide", "secret-list", "secret-add",
-    "secret-rotate-keys", "secret-rotate", "secret-revoke", "secret-grant", "secret-ungrant",
+    "tool-switch", "upstream-review", "upstream-decide", "connection-list", "secret-list",
+    "secret-add", "secret-rotate-keys", "secret-rotate", "secret-revoke", "secret-grant",
+    "secret-ungrant",
 )
 
 NOT_TEAMS: dict[str, str] = {
     **{name: "open to everyone: no person's role is asked" for name in (
         "healthz", "metrics", "login", "logout", "sso-start", "sso-callback", "api-schema",
-        "api-docs", "slack-actions",
+        "api-docs", "slack-actions", "web-manifest", "service-worker",
     )},
     **{name: "an agent acts for itself with its own token" for name in (
         "api-me", "api-tools", "api-tool", "api-tool-resource", "api-invocations",
@@ -291,6 +311,8 @@ NOT_TEAMS: dict[str, str] = {
     )},
     "dashboard": "figures; what waits is counted for the viewer's teams (test_teams_dashboard)",
     "my-decisions": "a person's own decisions",
+    "push-page": "a person's own push subscriptions (what a push carries: test_push)",
+    "push-subscription": "a person's own push subscription",
     "tool-list": "the tools every agent may be given",
     "audit-verify": "the hash chain of the whole record: nothing of any event is shown",
     "audit-chain-status": "the chain's status: nothing of any event is shown",
