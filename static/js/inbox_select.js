@@ -77,10 +77,17 @@
     return total;
   }
 
+  // What the last choice selected ("30 selected (30 requests by build-bot)"), kept while
+  // the selection stays that size: the live updates that follow do not wipe it.
+  var described = null;
+
   function showCount(words) {
     var out = document.getElementById("selected-count");
     if (!out) { return; }
-    out.textContent = words || (selected.size ? selected.size.toLocaleString("en") + " selected" : "none selected");
+    if (words) { out.textContent = words; return; }
+    if (described && described.size === selected.size) { out.textContent = described.words; return; }
+    described = null;
+    out.textContent = selected.size ? selected.size.toLocaleString("en") + " selected" : "none selected";
   }
 
   // "Select by" names every agent and tool with a request on the page, those that
@@ -150,9 +157,11 @@
       return answer.json().then(function (body) {
         if (!answer.ok) { throw new Error((body.error && body.error.message) || String(answer.status)); }
         body.ids.forEach(function (id) { selected.add(id); });
+        described = null;
         reconcile();
-        showCount(selected.size.toLocaleString("en") + " selected (" + body.count.toLocaleString("en") +
-          " " + (what || "waiting") + ")");
+        described = { size: selected.size, words: selected.size.toLocaleString("en") + " selected (" +
+          body.count.toLocaleString("en") + " " + (what || "waiting") + ")" };
+        showCount();
       });
     }).catch(function (error) {
       reconcile();

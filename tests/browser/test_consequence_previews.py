@@ -14,13 +14,13 @@ import httpx
 import pytest
 from playwright.sync_api import expect
 
+from tests.browser.inbox_page import open_inbox_at
 from tests.browser.page_checks import axe_findings, axe_source, width_findings
 from tests.tools_app.builtin.git_fixtures import git, make_repo, sandbox_user_ready
 from trust_app.models import AgentPermissions
-from trust_app.services.agents import agent_create, person_create, workspace_grant
+from trust_app.services.agents import agent_create, workspace_grant
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
-PASSWORD = "pw-browser-previews-1"
 WIDTHS = (1280, 390)
 
 
@@ -63,20 +63,6 @@ def preview_agent(daphne_server: str) -> Iterator[PreviewAgent]:
     agent.http.close()
 
 
-def open_inbox(browser: Any, base: str, width: int) -> Any:
-    username = f"operator-{uuid.uuid4().hex[:6]}"
-    person_create(username=username, role="operator", password=PASSWORD)
-    context = browser.new_context(viewport={"width": width, "height": 900})
-    page = context.new_page()
-    page.goto(base + "/accounts/login/?next=/approvals/")
-    page.fill("#id_username", username)
-    page.fill("#id_password", PASSWORD)
-    page.click("button[type=submit]")
-    page.wait_for_url(base + "/approvals/")
-    expect(page.locator("body[data-live=open]")).to_have_count(1, timeout=10_000)
-    return page
-
-
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("width", WIDTHS)
 def test_an_operator_reads_a_commands_files_and_a_commits_diff(
@@ -86,7 +72,7 @@ def test_an_operator_reads_a_commands_files_and_a_commits_diff(
     celery_worker_process: Any,
     width: int,
 ) -> None:
-    page = open_inbox(browser, daphne_server, width)
+    page = open_inbox_at(browser, daphne_server, width)
     shell_id = preview_agent.ask(
         "shell_command", {"argv": ["cat", "notes.txt", "etc-link/passwd", "../../etc/shadow"]}
     )

@@ -12,26 +12,12 @@ from playwright.sync_api import expect
 
 from approvals_app.models import ApprovalGrant, ApprovalRequest, ApprovalStatus
 from approvals_app.services import approvals_decide_each
+from tests.browser.inbox_page import open_inbox_at
 from tests.browser.page_checks import axe_findings, axe_source, width_findings
 from tests.support.pending import submitted
 from trust_app.services.agents import agent_create, person_create
 
 pytestmark = [pytest.mark.browser, pytest.mark.integration]
-PASSWORD = "pw-browser-pattern-1"
-
-
-def open_inbox(browser: Any, base: str, width: int) -> Any:
-    username = f"operator-{uuid.uuid4().hex[:6]}"
-    person_create(username=username, role="operator", password=PASSWORD)
-    context = browser.new_context(viewport={"width": width, "height": 900})
-    page = context.new_page()
-    page.goto(base + "/accounts/login/?next=/approvals/")
-    page.fill("#id_username", username)
-    page.fill("#id_password", PASSWORD)
-    page.click("button[type=submit]")
-    page.wait_for_url(base + "/approvals/")
-    expect(page.locator("body[data-live=open]")).to_have_count(1, timeout=10_000)
-    return page
 
 
 @pytest.mark.django_db(transaction=True)
@@ -52,7 +38,7 @@ def test_a_pattern_is_seen_against_recent_calls_before_it_is_remembered(
     submitted(agent, "write_file", {"path": "other/x.txt", "content": "x"})
     pending = submitted(agent, "write_file", {"path": "q/new.txt", "content": "hello"})
 
-    page = open_inbox(browser, daphne_server, width)
+    page = open_inbox_at(browser, daphne_server, width)
     row = page.locator(f"#req-{pending.id}")
     expect(row).to_be_visible(timeout=10_000)
     row.get_by_role("button", name="Remember a pattern…").click()

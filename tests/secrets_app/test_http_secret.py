@@ -98,12 +98,12 @@ def _secret(prefix: str) -> tuple[str, str]:
     return name, value
 
 
-def _call(client: AgentClient, url: str, headers: dict[str, str]) -> Any:
+def _call(client: AgentClient, url: str, headers: dict[str, str], wait: int = 20) -> Any:
     response = client.call(
         "http_request",
         {"url": url, "headers": headers},
         idempotency_key=uuid.uuid4().hex,
-        wait=20,
+        wait=wait,
     )
     return response
 
@@ -239,7 +239,9 @@ def test_the_card_names_the_secret_and_a_grant_withdrawn_before_approval_refuses
     browser.force_login(operator)
 
     def ask() -> str:
-        response = _call(client, web.url("/echo"), {"Authorization": f"Bearer ${{secret:{name}}}"})
+        response = _call(
+            client, web.url("/echo"), {"Authorization": f"Bearer ${{secret:{name}}}"}, wait=0
+        )
         assert response.status_code == 201, response.text
         assert response.json()["status"] == "pending_approval", response.text
         return str(response.json()["id"])

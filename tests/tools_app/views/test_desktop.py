@@ -203,6 +203,8 @@ def test_an_admin_takes_over_types_into_xterm_and_hands_back(
     )
     assert pressed.status_code == 302, pressed.text[:500]
     wait_until(_file_says(workspace / "person.txt", "person"), timeout=90, what="person.txt")
+    # The key's audit row is written once xdotool has answered: the file can come first.
+    wait_until(lambda: len(_events(agent, "desktop.person_act")) == 2, timeout=90, what="key")
     acts = _events(agent, "desktop.person_act")
     assert [(e.actor_name, e.outcome, e.action_type) for e in acts] == [
         (admin_name, "done", "desktop:type"),

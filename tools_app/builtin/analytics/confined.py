@@ -22,7 +22,6 @@ from typing import Any, Final
 from tools_app.builtin.base import (
     RefusalCode,
     ToolContext,
-    ToolFailedError,
     ToolRefusedError,
 )
 from tools_app.builtin.file_system.execution import (
@@ -30,11 +29,11 @@ from tools_app.builtin.file_system.execution import (
     resolve_path,
     run_operation,
 )
+from tools_app.builtin.program_answer import program_answer
 from tools_app.quota.precheck import sandbox_failure
 from tools_app.sandbox.errors import SandboxError
 from tools_app.sandbox.protocol import (
     MIB,
-    KilledBy,
     Limits,
     MountMode,
     SandboxSpec,
@@ -113,34 +112,10 @@ def run_renderer(
         result = context.sandbox.run(spec)
     except SandboxError as exc:
         raise sandbox_failure(exc, code="SANDBOX_REFUSED") from exc
-    lines = [line for line in result.stdout.splitlines() if line.startswith("{")]
-    answer: dict[str, Any] = {}
-    if lines:
-        try:
-            answer = json.loads(lines[-1])
-        except ValueError:
-            answer = {}
-    if result.timed_out:
-        raise ToolFailedError(
-            f"rendering did not finish within {timeout_seconds:g}s; it was stopped",
-            code="TIMED_OUT",
-            timed_out=True,
-        )
-    if result.killed_by is KilledBy.MEMORY and not answer.get("ok"):
-        raise ToolFailedError(
-            "rendering needed more memory than it may use; it was stopped", code="MEMORY_LIMIT"
-        )
-    if not answer:
-        raise ToolFailedError(
-            f"the renderer ended without an answer: exit {result.exit_code}; "
-            + result.stderr.strip()[-500:],
-            code="RENDER_FAILED",
-        )
-    if not answer.get("ok"):
-        code = str(answer.get("code") or "RENDER_FAILED")
-        message = str(answer.get("message") or "rendering failed")
-        if code in _REFUSALS:
-            raise ToolRefusedError(RefusalCode(code), message)
-        raise ToolFailedError(message, code=code)
-    answer["duration_ms"] = result.duration_ms
-    return answer
+    return program_answer(
+        result,
+        what="rendering",
+        timeout=timeout_seconds,
+        failed_code="RENDER_FAILED",
+        refusals=_REFUSALS,
+    )

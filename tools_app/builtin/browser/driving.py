@@ -28,11 +28,11 @@ from tools_app.builtin.base import (
 )
 from tools_app.builtin.browser.inside.driver import TIMEOUT_EXIT
 from tools_app.builtin.pictures import read_kept
+from tools_app.builtin.program_answer import program_answer
 from tools_app.builtin.sandbox_network import sandbox_network
 from tools_app.quota.precheck import refuse_write_over_quota, sandbox_failure
 from tools_app.sandbox.errors import SandboxError
 from tools_app.sandbox.protocol import (
-    KilledBy,
     Limits,
     MountMode,
     NetworkPolicy,
@@ -151,40 +151,15 @@ def driver_spec(
 
 def answer_of(result: SandboxResult, timeout: float) -> dict[str, Any]:
     """The driver's one-line answer; failures and time-outs raised with its reason."""
-    lines = [line for line in result.stdout.splitlines() if line.startswith("{")]
-    answer: dict[str, Any] = {}
-    if lines:
-        try:
-            answer = json.loads(lines[-1])
-        except ValueError:
-            answer = {}
-    if result.killed_by is KilledBy.MEMORY and not answer.get("ok"):
-        raise ToolFailedError(
-            "the page needed more memory than the browser may use (browser.memory_mb); "
-            "the browser was stopped",
-            code="MEMORY_LIMIT",
-        )
-    if result.timed_out or result.exit_code == TIMEOUT_EXIT:
-        raise ToolFailedError(
-            answer.get("message") or f"the page was not ready within {timeout:g}s",
-            code="TIMED_OUT",
-            timed_out=True,
-        )
-    if not answer:
-        killed = f" (stopped by the sandbox: {result.killed_by.value})" if result.killed_by else ""
-        raise ToolFailedError(
-            f"the browser ended without an answer{killed}: exit {result.exit_code}; "
-            + result.stderr.strip()[-500:],
-            code="BROWSER_FAILED",
-        )
-    if not answer.get("ok"):
-        code = str(answer.get("code") or "BROWSER_FAILED")
-        message = str(answer.get("message") or "the browser failed")
-        if code in (RefusalCode.PATH_NOT_REACHABLE.value, RefusalCode.LIMIT_EXCEEDED.value):
-            raise ToolRefusedError(RefusalCode(code), message)
-        raise ToolFailedError(message, code=code)
-    answer["duration_ms"] = result.duration_ms
-    return answer
+    return program_answer(
+        result,
+        what="the browser",
+        timeout=timeout,
+        failed_code="BROWSER_FAILED",
+        refusals=(RefusalCode.PATH_NOT_REACHABLE.value, RefusalCode.LIMIT_EXCEEDED.value),
+        memory_hint="browser.memory_mb",
+        timeout_exit=TIMEOUT_EXIT,
+    )
 
 
 def answer_png(answer: Mapping[str, Any]) -> bytes:

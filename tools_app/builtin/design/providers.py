@@ -19,12 +19,12 @@ from typing import Any, Final, Protocol
 
 from common.config.design import DesignSection
 from common.settings_config import synthorg_config
-from tools_app.builtin.base import RefusalCode, ToolContext, ToolFailedError, ToolRefusedError
+from tools_app.builtin.base import RefusalCode, ToolContext, ToolFailedError
+from tools_app.builtin.program_answer import program_answer
 from tools_app.quota.precheck import sandbox_failure
 from tools_app.sandbox.errors import SandboxError
 from tools_app.sandbox.protocol import (
     MIB,
-    KilledBy,
     Limits,
     MountMode,
     SandboxResult,
@@ -88,38 +88,9 @@ def require_namespace(context: ToolContext) -> None:
 
 def answer_of(result: SandboxResult, *, what: str, timeout: float) -> dict[str, Any]:
     """A sandboxed program's one-line answer; failures raised with its reason."""
-    lines = [line for line in result.stdout.splitlines() if line.startswith("{")]
-    answer: dict[str, Any] = {}
-    if lines:
-        try:
-            answer = json.loads(lines[-1])
-        except ValueError:
-            answer = {}
-    if result.killed_by is KilledBy.MEMORY and not answer.get("ok"):
-        raise ToolFailedError(
-            f"{what} needed more memory than it may use; it was stopped", code="MEMORY_LIMIT"
-        )
-    if result.timed_out or (not answer.get("ok") and answer.get("code") == "TIMED_OUT"):
-        raise ToolFailedError(
-            str(answer.get("message") or f"{what} did not finish within {timeout:g}s"),
-            code="TIMED_OUT",
-            timed_out=True,
-        )
-    if not answer:
-        killed = f" (stopped by the sandbox: {result.killed_by.value})" if result.killed_by else ""
-        raise ToolFailedError(
-            f"{what} ended without an answer{killed}: exit {result.exit_code}; "
-            + result.stderr.strip()[-500:],
-            code="RENDER_FAILED",
-        )
-    if not answer.get("ok"):
-        code = str(answer.get("code") or "RENDER_FAILED")
-        message = str(answer.get("message") or f"{what} failed")
-        if code in _REFUSALS:
-            raise ToolRefusedError(RefusalCode(code), message)
-        raise ToolFailedError(message, code=code)
-    answer["duration_ms"] = result.duration_ms
-    return answer
+    return program_answer(
+        result, what=what, timeout=timeout, failed_code="RENDER_FAILED", refusals=_REFUSALS
+    )
 
 
 def store_picture(
