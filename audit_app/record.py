@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Required, TypedDict, Unpack
 
 from django.db import connection, transaction
 from django.utils import timezone
@@ -75,23 +75,26 @@ def _lock_chain_and_read_head() -> tuple[str, str] | None:
     return (row[0], row[1]) if row else None
 
 
-def audit_record(
-    *,
-    kind: str,
-    actor: Actor,
-    agent: Any | None = None,
-    invocation_id: uuid.UUID | None = None,
-    tool: str = "",
-    category: str = "",
-    action_type: str = "",
-    arguments_hash: str = "",
-    outcome: str = "",
-    status: str = "",
-    reason: str = "",
-    rule: str = "",
-    duration_ms: int | None = None,
-    data: dict[str, Any] | None = None,
-) -> AuditEvent:
+class AuditEntry(TypedDict, total=False):
+    """One event to append, as ``audit_record`` takes it (``kind`` and ``actor`` required)."""
+
+    kind: Required[str]
+    actor: Required[Actor]
+    agent: Any | None
+    invocation_id: uuid.UUID | None
+    tool: str
+    category: str
+    action_type: str
+    arguments_hash: str
+    outcome: str
+    status: str
+    reason: str
+    rule: str
+    duration_ms: int | None
+    data: dict[str, Any] | None
+
+
+def audit_record(**entry: Unpack[AuditEntry]) -> AuditEvent:
     """Append one event to the chain. Must run inside the transaction of the change it records.
 
     The event's hash is an HMAC under the newest audit key. After unkeyed events it is
@@ -102,18 +105,12 @@ def audit_record(
     if not transaction.get_connection().in_atomic_block:
         raise RuntimeError("audit_record must run inside the transaction it records")
     key, prev = _chain_open()
-    fields = _event_fields(
-        kind=kind, actor=actor, agent=agent, invocation_id=invocation_id, tool=tool,
-        category=category, action_type=action_type, arguments_hash=arguments_hash,
-        outcome=outcome, status=status, reason=reason, rule=rule, duration_ms=duration_ms,
-        data=data,
-    )  # fmt: skip
-    event = _append(key, prev, fields)
+    event = _append(key, prev, _event_fields(entry))
     _subjects_write([event])
     return event
 
 
-def audit_record_many(entries: Sequence[Mapping[str, Any]]) -> list[AuditEvent]:
+def audit_record_many(entries: Sequence[AuditEntry]) -> list[AuditEvent]:
     """Append several events, in order, as one writer: the chain is locked and its head
     read once, and the rows inserted together. Each entry holds ``audit_record``'s
     arguments; the events are exactly those ``audit_record`` would write one by one.
@@ -125,7 +122,7 @@ def audit_record_many(entries: Sequence[Mapping[str, Any]]) -> list[AuditEvent]:
     key, prev = _chain_open()
     events: list[AuditEvent] = []
     for entry in entries:
-        fields = _event_fields(**entry)
+        fields = _event_fields(entry)
         digest = keyed_event_hash(key, prev, chained_values(fields))
         events.append(AuditEvent(**fields, prev_hash=prev, hash=digest, key_id=key.id))
         prev = digest
@@ -161,42 +158,27 @@ def _chain_open() -> tuple[AuditKey, str]:
     return key, prev
 
 
-def _event_fields(
-    *,
-    kind: str,
-    actor: Actor,
-    agent: Any | None = None,
-    invocation_id: uuid.UUID | None = None,
-    tool: str = "",
-    category: str = "",
-    action_type: str = "",
-    arguments_hash: str = "",
-    outcome: str = "",
-    status: str = "",
-    reason: str = "",
-    rule: str = "",
-    duration_ms: int | None = None,
-    data: dict[str, Any] | None = None,
-) -> dict[str, Any]:
+def _event_fields(entry: AuditEntry) -> dict[str, Any]:
+    actor, agent = entry["actor"], entry.get("agent")
     return {
         **_blank_fields(),
-        "kind": kind,
+        "kind": entry["kind"],
         "actor_type": actor.type,
         "actor_id": actor.id,
         "actor_name": actor.name,
         "agent_id": agent.pk if agent is not None else None,
         "agent_name": agent.name if agent is not None else "",
-        "invocation_id": invocation_id,
-        "tool": tool,
-        "category": category,
-        "action_type": action_type,
-        "arguments_hash": arguments_hash,
-        "outcome": outcome,
-        "status": status,
-        "reason": reason,
-        "rule": rule,
-        "duration_ms": duration_ms,
-        "data": data or {},
+        "invocation_id": entry.get("invocation_id"),
+        "tool": entry.get("tool", ""),
+        "category": entry.get("category", ""),
+        "action_type": entry.get("action_type", ""),
+        "arguments_hash": entry.get("arguments_hash", ""),
+        "outcome": entry.get("outcome", ""),
+        "status": entry.get("status", ""),
+        "reason": entry.get("reason", ""),
+        "rule": entry.get("rule", ""),
+        "duration_ms": entry.get("duration_ms"),
+        "data": entry.get("data") or {},
     }
 
 

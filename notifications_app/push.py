@@ -13,7 +13,6 @@ from __future__ import annotations
 import base64
 from pathlib import Path
 from typing import Final
-from urllib.parse import urlsplit
 
 from cryptography.hazmat.primitives import serialization
 from django.conf import settings
@@ -21,6 +20,7 @@ from py_vapid import Vapid
 
 from common.platform.key_files import ensure_key_file, read_key_lines
 from common.platform.private_state import private_dir
+from notifications_app.hosts import url_on_hosts
 
 KEY_FILE_NAME: Final = "vapid-private.pem"
 # What a browser's subscription keys look like (base64url of 65 and 16 bytes).
@@ -70,27 +70,8 @@ def application_server_key() -> str:
 
 
 def endpoint_allowed(url: str, hosts: tuple[str, ...]) -> bool:
-    """``url`` is on one of ``hosts`` (``host``, ``*.domain`` or ``host:port``): over
-    https, or over plain http to an entry that names its port."""
-    try:
-        parts = urlsplit(url)
-        port = parts.port
-    except ValueError:
-        return False
-    host = (parts.hostname or "").lower()
-    if parts.username or parts.password or not host:
-        return False
-    for entry in hosts:
-        name, _, entry_port = entry.partition(":")
-        matches = host.endswith(name[1:]) if name.startswith("*.") else host == name
-        if not matches:
-            continue
-        if entry_port:
-            if port == int(entry_port) and parts.scheme in ("https", "http"):
-                return True
-        elif parts.scheme == "https" and port in (None, 443):
-            return True
-    return False
+    """``url`` is on one of the push services' ``hosts`` (``*.domain`` allowed)."""
+    return url_on_hosts(url, hosts, wildcards=True)
 
 
 def checked_subscription(data: object, hosts: tuple[str, ...]) -> tuple[str, str, str]:

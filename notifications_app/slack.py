@@ -18,7 +18,9 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs
+
+from notifications_app.hosts import url_on_hosts
 
 SIGNATURE_VERSION: Final = "v0"
 MAX_SKEW_SECONDS: Final = 300
@@ -97,26 +99,8 @@ def parse_click(body: bytes) -> SlackClick:
 
 
 def response_url_allowed(url: str, hosts: tuple[str, ...]) -> bool:
-    """``url`` is on one of ``hosts``: over https, or plain http when the entry names
-    its port (a receiver of one's own on a known port)."""
-    try:
-        parts = urlsplit(url)
-        port = parts.port
-    except ValueError:
-        return False
-    host = (parts.hostname or "").lower()
-    if parts.username or parts.password or not host:
-        return False
-    for entry in hosts:
-        name, _, entry_port = entry.partition(":")
-        if name != host:
-            continue
-        if entry_port:
-            if port == int(entry_port) and parts.scheme in ("https", "http"):
-                return True
-        elif parts.scheme == "https" and port in (None, 443):
-            return True
-    return False
+    """``url`` is on one of ``hosts`` (exact names only)."""
+    return url_on_hosts(url, hosts)
 
 
 def escape_mrkdwn(text: str) -> str:

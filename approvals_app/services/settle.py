@@ -7,11 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
 
 from approvals_app.events import approval_change_on_commit
 from approvals_app.models import ApprovalRequest, ApprovalStatus
-from audit_app.record import Actor, audit_record
+from audit_app.record import Actor, AuditEntry, audit_record
 from common.config.notifications import NotificationEvent
 from common.inbox import ApprovalChange
 from notifications_app.services import notifications_queue
@@ -132,7 +131,7 @@ def settlement_entry(
     status: str,
     reason: str = "",
     data: dict[str, object] | None = None,
-) -> dict[str, Any]:
+) -> AuditEntry:
     """The audit record of one settlement (``audit_record``'s arguments); ``status``:
     the invocation's status once the settlement is written."""
     invocation = request.invocation

@@ -18,6 +18,7 @@ from approvals_app.models import ApprovalRequest
 from approvals_app.services import approval_decide
 from audit_app.models import AuditEvent
 from audit_app.record import Actor, audit_record
+from audit_app.selectors.browse import audit_filter_choices
 from common.testing import RunningProcess
 from tests.tools_app.api import conftest as api_fixtures
 from tests.tools_app.api.conftest import AgentClient
@@ -76,6 +77,9 @@ def test_audit_pages_filter_page_step_and_verify(
             audit_record(kind="invocation.decided", actor=Actor.agent(agent), agent=agent,
                          tool="read_file", outcome="deny" if i % 4 == 0 else "allow",
                          reason=f"call {i}")  # fmt: skip
+    # The outcomes offered are kept briefly (SYNTHORG_AUDIT_FILTER_CHOICES_TTL); a page
+    # of another test may have kept them just before these events were written.
+    audit_filter_choices(fresh=True)
     page = open_as(browser, daphne_server, role, width, "/audit/")
     assert page.locator("#chain-last").inner_text().startswith("Not verified")
     assert no_sideways_scroll(page)
