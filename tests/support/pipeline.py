@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -123,3 +124,26 @@ def pipeline_fixtures(name: str, config: dict[str, Any], *, redis_db: int) -> tu
         pipeline.settle()
 
     return pipeline, daphne_server, _settled
+
+
+def call_answer(client: Any, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """A call's answer: at once when it asks a person (a waiting answer would be held to
+    its end), else once it has finished (a queued or running call is waited for)."""
+    response = client.call(tool, arguments, idempotency_key=uuid.uuid4().hex, wait=0)
+    assert response.status_code == 201, response.text
+    answer: dict[str, Any] = response.json()
+    for _ in range(3):  # bounded: the call's own limit is far below this
+        if answer["status"] not in ("queued", "running"):
+            break
+        answer = client.get(answer["id"], wait=30).json()
+    return answer
+
+
+def call_finished(client: Any, invocation: str) -> dict[str, Any]:
+    """The invocation once it has ended (a person's decision included)."""
+    answer: dict[str, Any] = client.get(invocation, wait=30).json()
+    for _ in range(3):
+        if answer["status"] not in ("queued", "running", "pending_approval"):
+            break
+        answer = client.get(invocation, wait=30).json()
+    return answer

@@ -25,7 +25,7 @@ import pytest
 from audit_app.models import AuditEvent
 from audit_app.record import Actor
 from secrets_app.services import secret_set
-from tests.support.pipeline import Pipeline, configured_pipeline
+from tests.support.pipeline import Pipeline, call_answer, call_finished, configured_pipeline
 from tests.tools_app.api import conftest as api_fixtures
 from tests.tools_app.api.conftest import AgentClient
 from tests.tools_app.net.servers import LoopbackHttpServer, RecordedRequest, Reply
@@ -182,25 +182,11 @@ def _agent(make_agent: Callable[..., AgentClient], pipelines: list[str]) -> Agen
 
 
 def _call(client: AgentClient, tool: str, **arguments: Any) -> dict[str, Any]:
-    # Answered at once (a call asking a person would hold a waiting answer to its end);
-    # a queued or running call is then waited for.
-    response = client.call(tool, arguments, idempotency_key=uuid.uuid4().hex, wait=0)
-    assert response.status_code == 201, response.text
-    answer: dict[str, Any] = response.json()
-    for _ in range(3):  # bounded: the call's own limit is far below this
-        if answer["status"] not in ("queued", "running"):
-            break
-        answer = client.get(answer["id"], wait=30).json()
-    return answer
+    return call_answer(client, tool, arguments)
 
 
 def _finished(client: AgentClient, invocation: str) -> dict[str, Any]:
-    answer: dict[str, Any] = client.get(invocation, wait=30).json()
-    for _ in range(3):
-        if answer["status"] not in ("queued", "running", "pending_approval"):
-            break
-        answer = client.get(invocation, wait=30).json()
-    return answer
+    return call_finished(client, invocation)
 
 
 def _operator(daphne_server: str) -> httpx.Client:

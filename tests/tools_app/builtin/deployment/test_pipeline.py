@@ -30,7 +30,7 @@ from audit_app.record import Actor
 from common.testing import require
 from secrets_app.redaction import GENERATION_KEY
 from secrets_app.services import secret_set
-from tests.support.pipeline import Pipeline, configured_pipeline
+from tests.support.pipeline import Pipeline, call_answer, call_finished, configured_pipeline
 from tests.tools_app.api import conftest as api_fixtures
 from tests.tools_app.api.conftest import AgentClient
 from tests.tools_app.net.servers import LoopbackHttpServer, RecordedRequest, Reply
@@ -269,16 +269,7 @@ def _agent(
 
 
 def _call(client: AgentClient, tool: str, **arguments: Any) -> dict[str, Any]:
-    # Answered at once (a call asking a person would hold a waiting answer to its end);
-    # a queued or running call is then waited for.
-    response = client.call(tool, arguments, idempotency_key=uuid.uuid4().hex, wait=0)
-    assert response.status_code == 201, response.text
-    answer: dict[str, Any] = response.json()
-    for _ in range(3):  # bounded: the call's own limit is far below this
-        if answer["status"] not in ("queued", "running"):
-            break
-        answer = client.get(answer["id"], wait=30).json()
-    return answer
+    return call_answer(client, tool, arguments)
 
 
 def _denied(client: AgentClient, tool: str, **arguments: Any) -> dict[str, Any]:
@@ -300,12 +291,7 @@ def _approve(daphne_server: str, approval_id: str) -> None:
 
 
 def _finished(client: AgentClient, invocation: str) -> dict[str, Any]:
-    answer: dict[str, Any] = client.get(invocation, wait=30).json()
-    for _ in range(3):
-        if answer["status"] not in ("queued", "running", "pending_approval"):
-            break
-        answer = client.get(invocation, wait=30).json()
-    return answer
+    return call_finished(client, invocation)
 
 
 def test_a_staging_run_starts_at_once_with_the_consoles_token_and_its_status_is_read(
