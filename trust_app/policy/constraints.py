@@ -102,7 +102,11 @@ def static_violation(
         if trace is not None:
             trace.append(f"terminal access: {c.terminal.value}")
     if _uses_network(tool):
-        if c.network is NetworkMode.NONE:
+        # A browser also opens the workspace's own pages (file://): without network it
+        # keeps those, each URL argument checked per call (an http one refused), and its
+        # sandbox then has no network at all.
+        pages_only = tool.category == ToolCategory.BROWSER and bool(tool.url_arguments)
+        if c.network is NetworkMode.NONE and not pages_only:
             return Rule.NETWORK_MODE, f"network access is not permitted at level {level}"
         # An external-data connection's host is fixed by its config, and the agent's
         # ``connections`` grant is the allowlist its calls are checked against.
@@ -116,7 +120,8 @@ def static_violation(
                 "host argument to check against it"
             )
         if trace is not None:
-            trace.append(f"network mode: {c.network.value}")
+            only = " (the workspace's own pages only)" if c.network is NetworkMode.NONE else ""
+            trace.append(f"network mode: {c.network.value}{only}")
     if tool.path_arguments or tool.category == ToolCategory.FILE_SYSTEM:
         if c.file_system is FileSystemScope.NONE:
             return Rule.FILE_SYSTEM_SCOPE, f"file-system access is not permitted at level {level}"

@@ -422,6 +422,24 @@ def test_a_browser_opens_file_pages_inside_the_workspace_and_other_tools_none() 
     )
 
 
+def test_without_network_a_browser_keeps_the_workspaces_own_pages() -> None:
+    offline = agent("sandboxed", allowed=["browser_navigate", "browser_blind", "fetch"])
+    page = decide(offline, BROWSE, {"url": "file:///workspace/site/index.html"})
+    assert page.outcome is Outcome.ALLOW, page.reason
+    for url in ("http://127.0.0.1:8000/", "https://example.org/", "HTTP://127.0.0.1/"):
+        refused = decide(offline, BROWSE, {"url": url})
+        assert refused.outcome is Outcome.DENY, url
+        assert refused.rule == Rule.NETWORK_MODE, (url, refused.reason)
+    # A fetching tool of the same agent stays refused whatever it names.
+    assert decide(offline, FETCH, {"url": "http://127.0.0.1:8000/"}).rule == Rule.NETWORK_MODE
+    # A browser tool naming no URL argument has nothing to check per call: refused.
+    blind = tool("browser_blind", category="browser", action_type="browser:navigate", roles={})
+    assert decide(offline, blind, {}).rule == Rule.NETWORK_MODE
+    # Control: with a network grant the same agent's browser reaches the host.
+    online = agent("sandboxed", allowed=["browser_navigate"], network="open")
+    assert decide(online, BROWSE, {"url": "https://example.org/"}).outcome is Outcome.ALLOW
+
+
 def test_a_file_page_linked_out_of_the_workspace_is_refused(tmp_path: Path) -> None:
     workspace = tmp_path / "workspace"
     workspace.mkdir()

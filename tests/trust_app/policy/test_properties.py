@@ -146,7 +146,11 @@ def test_no_decision_grants_more_than_the_level_allows(
         assert c.deployment
     if subject.category == "version_control" or domain == "vcs":
         assert c.git.value == "full" or subject.action_type in GIT_PERMITS[c.git.value]
-    if subject.category in {"web", "browser", "external_data"} or subject.safety_class == "network":
+    # A browser with URL arguments keeps the workspace's own pages without network; each
+    # URL it is given is checked below.
+    pages_only = subject.category == "browser" and bool(subject.url_arguments)
+    network_tool = subject.category in {"web", "browser", "external_data"}
+    if (network_tool or subject.safety_class == "network") and not pages_only:
         assert c.network.value != "none"
     if subject.category == "code_execution":
         rank = {"subprocess": 1, "namespace": 2, "containerized": 3}

@@ -1,11 +1,13 @@
 """``MockupProvider``: given HTML/CSS or SVG, drawn by the browser tool's confined Chromium.
 
 The browser's own driver (``browser/inside/driver.py``, action ``mockup``) runs in
-the design category's namespace sandbox with no network at all (not even the egress
-forwarder) and serves the content as the one page there is: page scripts are off,
-and every other request the mockup makes (a stylesheet, an image, a font, a frame, a
-redirect) is failed inside the browser and reported in ``blocked_requests``. The
-PNG of the viewport is kept under ``.synthorg/mockups/`` as the sandbox's user.
+the design category's namespace sandbox with the workspace read-only and no network
+at all (not even the egress forwarder) and serves the content as the one page there
+is: page scripts are off, and every other request the mockup makes (a stylesheet, an
+image, a font, a frame, a redirect) is failed inside the browser and reported in
+``blocked_requests``. The PNG of the viewport comes back to the worker and is kept
+under ``.synthorg/mockups/`` by the design store's writing step, as the sandbox's
+user and held to the workspace quota.
 """
 
 from __future__ import annotations
@@ -21,8 +23,14 @@ from audit_app.record import Actor, audit_record
 from common.config.design import MockupSection
 from common.vocabulary.categories import ToolCategory
 from tools_app.builtin.base import RefusalCode, ToolContext, ToolRefusedError
+from tools_app.builtin.browser.driving import answer_png
 from tools_app.builtin.browser.inside.driver import MOCKUP_DIR
-from tools_app.builtin.design.providers import StoredPicture, answer_of, require_namespace
+from tools_app.builtin.design.providers import (
+    StoredPicture,
+    answer_of,
+    require_namespace,
+    store_picture,
+)
 from tools_app.quota.precheck import sandbox_failure
 from tools_app.sandbox.errors import SandboxError
 from tools_app.sandbox.protocol import Limits, MountMode, SandboxSpec, WorkspaceMount
@@ -105,7 +113,7 @@ class MockupProvider:
         }
         spec = SandboxSpec(
             argv=("python3", "-I", "-S", "-c", DRIVER_SOURCE, json.dumps(driver_request)),
-            workspace=WorkspaceMount(context.workspace, MountMode.READ_WRITE),
+            workspace=WorkspaceMount(context.workspace, MountMode.READ_ONLY),
             stdin=request["content"],
             timeout_seconds=timeout + START_MARGIN_SECONDS,
             limits=Limits(
@@ -121,13 +129,17 @@ class MockupProvider:
         except SandboxError as exc:
             raise sandbox_failure(exc, code="SANDBOX_REFUSED") from exc
         answer = answer_of(result, what="the mockup", timeout=timeout)
+        data = answer_png(answer)
+        kept = store_picture(
+            context, data, sha256=str(answer["sha256"]), extension="png", folder=MOCKUP_DIR
+        )
         blocked = [
             {"url": str(item.get("url", "")), "resource_type": str(item.get("resource_type", ""))}
             for item in answer.get("blocked_requests", [])
         ]
         return StoredPicture(
-            path=str(answer["path"]),
-            sha256=str(answer["sha256"]),
+            path=str(kept["path"]),
+            sha256=str(kept["sha256"]),
             media_type="image/png",
             width=int(answer["width"]),
             height=int(answer["height"]),

@@ -289,3 +289,35 @@ def test_an_agent_without_a_network_grant_is_denied_before_any_browser_starts(
     answer = _call(client, "browser_navigate", {"url": site.url("/report")})
     assert answer["status"] == "denied", answer
     assert site.count() == before
+
+
+def test_without_a_network_grant_the_workspaces_own_pages_open_and_reach_nothing(
+    make_agent: Callable[..., AgentClient], site: LoopbackHttpServer
+) -> None:
+    client = make_agent("standard", autonomy="full")
+    AgentPermissions.objects.create(agent=client.agent, sub_constraints={"network": "none"})
+    page = Path(client.agent.workspace) / "offline.html"
+    # The page asks the loopback site for a picture and a script: the sandbox has no
+    # network at all, so neither request may arrive.
+    page.write_text(
+        "<title>Offline notes</title><p>notes kept in the workspace</p>"
+        f'<img src="{site.url("/report")}"><script src="{site.url("/details")}"></script>'
+    )
+    page.chmod(0o644)
+    before = site.count()
+    answer = _call(client, "browser_navigate", {"url": "file:///workspace/offline.html"})
+    assert answer["status"] == "succeeded", answer
+    assert answer["result"]["structured"]["title"] == "Offline notes"
+    assert "notes kept in the workspace" in answer["result"]["structured"]["text"]
+    assert site.count() == before
+    # The same agent naming a page over http is refused before any browser starts.
+    refused = _call(client, "browser_navigate", {"url": site.url("/report")})
+    assert refused["status"] == "denied", refused
+    # Control: the same page opened by an agent granted the site does reach it.
+    granted = _browser_agent(make_agent, [site.port])
+    copy = Path(granted.agent.workspace) / "offline.html"
+    copy.write_text(page.read_text())
+    copy.chmod(0o644)
+    opened = _call(granted, "browser_navigate", {"url": "file:///workspace/offline.html"})
+    assert opened["status"] == "succeeded", opened
+    assert site.count() > before

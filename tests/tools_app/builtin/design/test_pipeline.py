@@ -33,6 +33,7 @@ from tests.tools_app.api import conftest as api_fixtures
 from tests.tools_app.api.conftest import AgentClient
 from tests.tools_app.net.servers import LoopbackHttpServer, RecordedRequest, Reply
 from tools_app.models import Invocation
+from tools_app.quota.usage import workspace_usage
 from trust_app.models import AgentPermissions
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
@@ -45,6 +46,8 @@ API_KEY = "sk-test-" + uuid.uuid4().hex
 MAX_IMAGE_BYTES = 64 * 1024
 JSON = {"Content-Type": "application/json"}
 GENERATIONS = "/v1/images/generations"
+QUOTA_TEXT = "4m"
+QUOTA = 4 * 1024 * 1024
 
 
 def _png(size: tuple[int, int], colour: tuple[int, int, int] = (30, 120, 200)) -> bytes:
@@ -144,6 +147,7 @@ def pipeline(
     test_env: dict[str, str], tmp_path_factory: pytest.TempPathFactory, images_api: ImagesApi
 ) -> Iterator[Pipeline]:
     config = {
+        "sandboxing": {"workspace_quota": QUOTA_TEXT},
         "connections": [
             {
                 "name": "images",
@@ -381,6 +385,31 @@ def test_mockup_render_draws_inline_html_and_svg(make_agent: Callable[..., Agent
     oversized = {"svg": SVG_MOCKUP, "viewport": {"width": 4000, "height": 100}}
     wide = _failed(client, "mockup_render", oversized)
     assert wide["code"] == "LIMIT_EXCEEDED" and "1600x1200" in wide["message"], wide
+
+
+def test_a_mockup_past_the_workspace_quota_is_refused_and_nothing_kept(
+    make_agent: Callable[..., AgentClient],
+) -> None:
+    client = _agent(make_agent)
+    workspace = Path(client.agent.workspace)
+    # Control: under the quota, the mockup is kept.
+    kept = _succeeded(client, "mockup_render", {"svg": SVG_MOCKUP})
+    assert _kept(client, "mockups") == {Path(kept["path"]).name}
+    # The workspace filled to a few hundred bytes under its quota: Chromium still draws
+    # (with the workspace read-only), and keeping the PNG is refused in the quota's words.
+    left = 300
+    (workspace / "filler.bin").write_bytes(
+        b"\0" * (QUOTA - workspace_usage(workspace).total - left)
+    )
+    refused = _call(client, "mockup_render", {"svg": SVG_MOCKUP.replace("20,160,60", "1,2,3")})
+    assert refused["status"] == "failed", refused
+    assert refused["error"]["code"] == "LIMIT_EXCEEDED", refused
+    assert "workspace_quota" in refused["error"]["message"], refused
+    assert _kept(client, "mockups") == {Path(kept["path"]).name}
+    assert workspace_usage(workspace).total <= QUOTA
+    assert not AuditEvent.objects.filter(
+        invocation_id=refused["id"], kind="design.mockup_render"
+    ).exists()
 
 
 def test_a_mockup_cannot_reach_the_network(

@@ -568,7 +568,7 @@ def store_png(data, label, folder=SCREENSHOT_DIR):
 
 def mockup(pipe, request, content):
     """Draw ``content`` (HTML or SVG) as the only page there is: scripts off, every other
-    request the page makes failed and reported; a PNG of the viewport kept."""
+    request the page makes failed and reported; the PNG of the viewport answered."""
     target = pipe.call("Target.createTarget", {"url": "about:blank"})["targetId"]
     session = pipe.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
     pipe.call("Browser.setDownloadBehavior", {"behavior": "deny"})
@@ -625,10 +625,17 @@ def mockup(pipe, request, content):
             blocked.append({"url": url[:500], "resource_type": kind})
     if not served:
         raise Failure("BROWSER_FAILED", "the browser did not ask for the mockup")
-    data = base64.b64decode(pipe.call("Page.captureScreenshot", {"format": "png"}, session)["data"])
-    stored = store_png(data, "", MOCKUP_DIR)
-    stored.update(blocked_requests=blocked)
-    return stored
+    encoded = pipe.call("Page.captureScreenshot", {"format": "png"}, session)["data"]
+    data = base64.b64decode(encoded)
+    # The worker keeps it: Chromium ran with the workspace read-only.
+    width, height = png_size(data)
+    return {
+        "png": encoded,
+        "sha256": hashlib.sha256(data).hexdigest(),
+        "width": width,
+        "height": height,
+        "blocked_requests": blocked,
+    }
 
 
 # axe-core's verdict, cut to what an agent reads: each violated rule with the first

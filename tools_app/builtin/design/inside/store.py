@@ -20,7 +20,7 @@ import sys
 import time
 
 WORKSPACE = "/workspace"
-FOLDERS = (".synthorg/images",)
+FOLDERS = (".synthorg/images", ".synthorg/mockups")
 EXTENSIONS = ("png", "jpg", "webp")
 
 
