@@ -3,12 +3,13 @@
 A daemon thread runs an event loop holding the sessions: one per server (``state:
 worker``) or one per server and agent (``state: agent``, or a server given the agent's
 workspace). At most ``SYNTHORG_BRIDGE_POOL_SIZE`` are kept: the least recently used idle
-one makes room. A session that fails its ping before a call is dropped and started
-again (a server that died is restarted); one idle for ``SYNTHORG_BRIDGE_IDLE_SECONDS``
-is stopped. Each session's listing is reviewed against the pins when it opens (a restart
-included), before any call uses it; before each call the server is listed again, and a
-call whose tool it no longer lists with the pinned definition is not sent (the new
-listing is recorded, so the change is held). ``notifications/tools/list_changed``
+one makes room. A session that fails its ping before a call (for a pinned call: its
+listing) is dropped and started again (a server that died is restarted); one idle for
+``SYNTHORG_BRIDGE_IDLE_SECONDS`` is stopped. Each session's listing is reviewed against
+the pins when it opens (a restart included), before any call uses it; before each call
+the server is listed again (the call that started it uses the listing its start
+reviewed), and a call whose tool it no longer lists with the pinned definition is not
+sent (the new listing is recorded, so the change is held). ``notifications/tools/list_changed``
 lists the server again and records it.
 
 A server whose entry names ``network`` gets its egress proxy (``bridge.egress``) before it
@@ -47,6 +48,7 @@ from common.config.mcp import McpServer
 from common.settings_config import synthorg_config
 from tools_app.bridge.connect import list_upstream_tools, open_session
 from tools_app.bridge.credentials import ServerSecrets
+from tools_app.bridge.definitions import UpstreamTool
 from tools_app.bridge.egress import ServerEgress, has_proxy, write_server_records
 from tools_app.bridge.launch import per_agent
 from tools_app.bridge.results import outcome_from_result
@@ -82,6 +84,8 @@ class WarmServer:
     egress: ServerEgress | None = None
     secrets_digest: str = ""
     retiring: bool = False  # replaced (a rotated secret): stopped when its last call ends
+    # What the server listed as its session opened (reviewed against the pins then).
+    start_listing: list[UpstreamTool] | None = None
 
     @property
     def alive(self) -> bool:
@@ -160,17 +164,19 @@ class BridgePool:
         await asyncio.get_running_loop().run_in_executor(
             None, record_session_listing, warm.server, tools
         )
+        warm.start_listing = tools
 
-    async def _check_pin(self, warm: WarmServer, tool: str, pinned_hash: str) -> None:
-        """Refuse the call unless the server lists ``tool`` with its pinned definition now.
+    async def _check_pin(
+        self, warm: WarmServer, tool: str, pinned_hash: str, tools: list[UpstreamTool]
+    ) -> None:
+        """Refuse the call unless the server's listing ``tools`` (taken just now) has
+        ``tool`` with its pinned definition.
 
         A listing that differs is recorded (the change is held, audited) before the
         refusal, so the next listing agents get no longer shows the tool.
         """
         from tools_app.bridge.discovery import refusal_at_call
 
-        assert warm.session is not None
-        tools = await list_upstream_tools(warm.session, warm.server.name)
         listed = next((t for t in tools if t.name == tool), None)
         if listed is not None and listed.definition_hash() == pinned_hash:
             return
@@ -216,9 +222,11 @@ class BridgePool:
 
     async def warm(
         self, server: McpServer, key: PoolKey, workspace: Path | None,
-        secrets: ServerSecrets | None = None,
-    ) -> WarmServer:  # fmt: skip
-        """A live session for ``key``: the warm one (pinged), else a new one."""
+        secrets: ServerSecrets | None = None, *, ping: bool = True,
+    ) -> tuple[WarmServer, bool]:  # fmt: skip
+        """A live session for ``key`` and whether this call started it: the warm one
+        (pinged, unless ``ping`` is False: the caller's next request tells), else a new
+        one."""
         secrets = secrets or ServerSecrets()
         digest = _digest(secrets.digest_source)
         async with self.lock:
@@ -231,10 +239,13 @@ class BridgePool:
                     del self.servers[key]
                     warm = None
             elif warm is not None and warm.alive and warm.session is not None:
+                if not ping:
+                    warm.busy += 1
+                    return warm, False
                 try:
                     await asyncio.wait_for(warm.session.send_ping(), server.timeout_seconds)
                     warm.busy += 1
-                    return warm
+                    return warm, False
                 except Exception as exc:
                     log.info("bridge_server_restarted", server=server.name, error=str(exc))
             if warm is not None:
@@ -256,27 +267,51 @@ class BridgePool:
                 self.servers.pop(key, None)
                 raise _start_failure(server, warm.error)
             warm.busy += 1
-            return warm
+            return warm, True
 
     async def call(
         self, server: McpServer, key: PoolKey, workspace: Path | None, tool: str,
         arguments: dict[str, Any], sent: threading.Event | None = None,
         secrets: ServerSecrets | None = None, pinned_hash: str | None = None,
     ) -> Any:  # fmt: skip
-        """Call ``tool``; with ``pinned_hash``, only once the server lists that definition."""
-        warm = await self.warm(server, key, workspace, secrets)
-        if sent is not None:
-            sent.set()  # the tool's timeout runs from here; starting has its own limit
-        try:
-            assert warm.session is not None
-            if pinned_hash is not None:
-                await self._check_pin(warm, tool, pinned_hash)
-            return await warm.session.call_tool(tool, arguments)
-        finally:
-            warm.busy -= 1
-            warm.last_used = time.monotonic()
-            if warm.retiring and warm.busy == 0:
-                await self._stop(warm)
+        """Call ``tool``; with ``pinned_hash``, only once the server lists that definition.
+
+        A pinned call's listing doubles as the warm session's liveness check: a session
+        that cannot list is dropped and the server started once more (its start reviews
+        a fresh listing, which the call then uses)."""
+        pinned = pinned_hash is not None
+        for last_try in (False, True):
+            warm, started = await self.warm(server, key, workspace, secrets, ping=not pinned)
+            if sent is not None:
+                sent.set()  # the tool's timeout runs from here; starting has its own limit
+            try:
+                assert warm.session is not None
+                if pinned_hash is not None:
+                    fresh = warm.start_listing if started else None
+                    warm.start_listing = None
+                    try:
+                        tools = (
+                            fresh
+                            if fresh is not None
+                            else await asyncio.wait_for(
+                                list_upstream_tools(warm.session, server.name),
+                                server.timeout_seconds,
+                            )
+                        )
+                    except Exception as exc:
+                        if last_try or started:
+                            raise
+                        log.info("bridge_server_restarted", server=server.name, error=str(exc))
+                        await self._stop(warm)
+                        continue
+                    await self._check_pin(warm, tool, pinned_hash, tools)
+                return await warm.session.call_tool(tool, arguments)
+            finally:
+                warm.busy -= 1
+                warm.last_used = time.monotonic()
+                if warm.retiring and warm.busy == 0:
+                    await self._stop(warm)
+        raise AssertionError("unreachable: the last try returns or raises")
 
     def egress_records(self, key: PoolKey) -> tuple[list[ConnectionRecord], int]:
         """Drain the records of ``key``'s proxy (any thread); nothing when it has none."""

@@ -10,7 +10,10 @@ unchanged, is called and shown all along.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shutil
+import signal
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +22,7 @@ from typing import Any
 import pytest
 
 from audit_app.models import AuditEvent
+from common.testing import wait_until
 from tests.tools_app.bridge.bridged import (
     SERVERS,
     SITE,
@@ -121,3 +125,42 @@ def test_a_restarted_server_is_reviewed_before_any_call_uses_it(
         pin = UpstreamToolPin.objects.get(contract_name=f"{name}__note")
         assert pin.status == "held", "held when the session opened, before any call to it"
         assert _shown(agent) == {f"{name}__echo"}
+
+
+def _server_processes(workspace: Path) -> list[int]:
+    """The sandbox processes of the server given ``workspace`` (bound into it by path)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if str(workspace).encode() in argv and any(b"py_pull.py" in a for a in argv):
+            found.append(int(entry.name))
+    return found
+
+
+def test_a_warm_server_that_died_is_started_again_for_the_next_call(
+    settings: Any, tmp_path: Path, agent: Agent, workspace: Path
+) -> None:
+    name = server_name("died")
+    with bridged_servers(settings, tmp_path, _servers(name), listing_workspace=workspace):
+        call(f"{name}__echo", {"text": "first"}, agent=agent, workspace=workspace)
+        first = _warm(name)
+        # Control: a second call uses the same warm session (its listing is the check).
+        outcome, _, _ = call(f"{name}__echo", {"text": "second"}, agent=agent, workspace=workspace)
+        assert outcome.content == "echo: second" and _warm(name) is first
+        pids = _server_processes(workspace)
+        assert pids, "the server's sandbox is found by its workspace"
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        wait_until(lambda: not _server_processes(workspace), timeout=30, what="the server to die")
+        # The dead session cannot list: it is dropped, the server started again, the call
+        # answered by the new one, reviewed as it opened.
+        outcome, _, _ = call(f"{name}__echo", {"text": "third"}, agent=agent, workspace=workspace)
+        assert outcome.content == "echo: third", outcome
+        assert _warm(name) is not first
+        assert UpstreamToolPin.objects.get(contract_name=f"{name}__echo").status == "pinned"
