@@ -44,6 +44,10 @@ app.conf.update(
     task_reject_on_worker_lost=True,
     worker_prefetch_multiplier=1,
     task_ignore_result=True,
+    # No result backend is configured (the database holds every outcome), and the
+    # disabled one keeps no state: one for the whole process, instead of one built for
+    # each thread that sends a task (every web request runs in a thread of its own).
+    result_backend_thread_safe=True,
     task_serializer="json",
     accept_content=["json"],
     broker_connection_retry_on_startup=True,
