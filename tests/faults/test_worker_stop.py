@@ -52,9 +52,9 @@ def test_a_worker_told_to_stop_finishes_its_running_calls_first(
             timeout=90,
             what="the worker to exit",
         )
-        endings = list(rows.values("status", "error_code", "error_message", "worker"))
+        ended = list(rows.values("status", "error_code", "error_message", "worker"))
         said = (tmp_path / "worker.log").read_text()[-3000:]
-        assert {e["status"] for e in endings} == {"succeeded"}, (endings, said)
+        assert {e["status"] for e in ended} == {"succeeded"}, (ended, said)
     runs = (workspace / "counter.txt").read_text().split()
     assert sorted(word for word in runs if word.startswith("s")) == ["s0", "s1", "s2"]
     for invocation_id in ids:
