@@ -201,3 +201,17 @@ def _release_process_metrics(**_: Any) -> None:
 
     process_metrics_release()
     tracing_flush()
+
+
+@signals.celeryd_after_setup.connect
+def _consume_this_machines_queue(instance: Any = None, **_: Any) -> None:
+    """A worker serving the desktop's sandbox queue also takes the work bound to its
+    machine (calls to a desktop session standing there: tools_app.builtin.desktop)."""
+    from tools_app.services.desktop_control import desktop_queue
+    from tools_app.worker.machine import machine_name, machine_queue
+
+    queues = instance.app.amqp.queues
+    if desktop_queue() in queues.consume_from:
+        name = machine_queue(machine_name())
+        # Declared as every queue here is (its own direct exchange), as a sender makes it.
+        queues.select_add(Queue(name, Exchange(name), routing_key=name))

@@ -116,9 +116,10 @@ def _desktop(probes: dict[str, PartHealth]) -> PartHealth:
     except Exception as exc:
         return PartHealth(False, False, f"the config cannot be read: {exc}")
     if on:
-        probe = probes.get("sandbox.namespace")
+        backend = config.sandboxing.backend_for("desktop")
+        probe = probes.get(f"sandbox.{backend}")
         state = "not probed yet" if probe is None else probe.detail
-        return PartHealth(probe is not None and probe.ok, False, f"{detail}; namespace: {state}")
+        return PartHealth(probe is not None and probe.ok, False, f"{detail}; {backend}: {state}")
     # Off because the section is absent is as configured; off for a missing part is not.
     return PartHealth(config.desktop is None, False, detail)
 

@@ -455,6 +455,7 @@ SYNTHORG_AGENT_MAX_CONCURRENT_CALLS = _environment.SYNTHORG_AGENT_MAX_CONCURRENT
 SYNTHORG_DISPATCH_RESEND_SECONDS = _environment.SYNTHORG_DISPATCH_RESEND_SECONDS
 # How many calls one worker process supervises at once (threads that wait on sandboxes).
 SYNTHORG_WORKER_CALLS = _environment.SYNTHORG_WORKER_CALLS
+SYNTHORG_MACHINE = _environment.SYNTHORG_MACHINE
 CELERY_WORKER_CONCURRENCY = SYNTHORG_WORKER_CALLS
 # /healthz answers within this many seconds; a part that has not answered by then is down.
 SYNTHORG_HEALTH_DEADLINE_SECONDS = _environment.SYNTHORG_HEALTH_DEADLINE_SECONDS

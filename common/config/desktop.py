@@ -2,11 +2,12 @@
 ``_key``, ``_scroll``, ``_screenshot``).
 
 The section's presence turns the category on (``desktop: {}`` takes every default) on
-workers where its programs are installed and the namespace sandbox works; elsewhere
-``/healthz`` and the tools page say what is missing. One session per agent and
-workspace: Xvfb, the agent's programs on it and xdotool, all inside one confined,
-long-lived namespace sandbox without network, ended when idle, when too old, when its
-programs end, or when the agent is switched off.
+workers where its programs are installed and the namespace sandbox works, or where the
+category runs on docker (the GUI image holds the programs); elsewhere ``/healthz`` and
+the tools page say what is missing. One session per agent and workspace: Xvfb, the
+agent's programs on it and xdotool, all inside one confined, long-lived sandbox without
+network (a namespace sandbox, or a container of its own), ended when idle, when too
+old, when its programs end, or when the agent is switched off.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_valida
 
 from common.config.binds import check_binds
 from common.vocabulary.categories import ALL_CATEGORIES
-from common.vocabulary.sandbox import DEFAULT_SANDBOX_USER, SANDBOX_IMAGE
+from common.vocabulary.sandbox import DEFAULT_SANDBOX_USER, SANDBOX_GUI_IMAGE, SANDBOX_IMAGE
 
 BackendName = Literal["subprocess", "namespace", "docker"]
 BACKEND_NAMES: tuple[str, ...] = ("subprocess", "namespace", "docker")
@@ -130,6 +130,8 @@ class DockerConfig(_Section):
     """``sandboxing.docker``."""
 
     image: str = SANDBOX_IMAGE
+    # The browser and desktop categories' image (Chromium, Xvfb and their kin).
+    gui_image: str = SANDBOX_GUI_IMAGE
     network: Literal["none", "bridge"] = "none"
     network_overrides: dict[str, Literal["none", "bridge"]] = Field(default_factory=dict)
     allowed_hosts: tuple[str, ...] = ()

@@ -161,6 +161,9 @@ class PlatformEnvironment(BaseSettings):
     SYNTHORG_AGENT_MAX_CONCURRENT_CALLS: int = Field(default=4, ge=1, le=10_000)
     SYNTHORG_DISPATCH_RESEND_SECONDS: float = Field(default=30.0, ge=1, le=_DAY)
     SYNTHORG_WORKER_CALLS: int = Field(default=256, ge=1, le=10_000)
+    # This worker's machine, for work bound to one (desktop sessions); the host name when
+    # empty. Workers sharing a machine must give the same name.
+    SYNTHORG_MACHINE: str = Field(default="", pattern=r"^[A-Za-z0-9._-]{0,64}$")
     SYNTHORG_HEALTH_DEADLINE_SECONDS: float = Field(default=2.0, gt=0, le=_MINUTE)
     SYNTHORG_BATCH_MAX_CALLS: int = Field(default=50, ge=1, le=10_000)
     SYNTHORG_JSON_MAX_DEPTH: int = Field(default=32, ge=1, le=1000)

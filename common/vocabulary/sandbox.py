@@ -8,6 +8,10 @@ DEFAULT_SANDBOX_USER = "synthorg-sandbox"
 SANDBOX_IMAGE_REPOSITORY = "synthorg-sandbox"
 SANDBOX_IMAGE_VERSION = "0.1.0"
 SANDBOX_IMAGE = f"{SANDBOX_IMAGE_REPOSITORY}:{SANDBOX_IMAGE_VERSION}"
+# The same root filesystem plus Chromium, Xvfb, xdotool, scrot, X programs and fonts: the
+# browser and desktop categories' image on the docker backend (plain calls keep the small one).
+SANDBOX_GUI_IMAGE = f"{SANDBOX_IMAGE_REPOSITORY}-gui:{SANDBOX_IMAGE_VERSION}"
+GUI_CATEGORIES = ("browser", "desktop")
 
 # What the isolating sandboxes mount of their own after the read-only binds (namespace:
 # /proc, /dev, a private /tmp, the workspace, the egress proxy's directory; docker: /tmp,

@@ -39,8 +39,11 @@ class Pipeline:
     def idle(self) -> bool:
         """No task waiting in any queue, and none taken but not yet acknowledged."""
         from synthorg_site.celery import QUEUES
+        from tools_app.worker.machine import MACHINE_QUEUE_PREFIX
 
-        waiting = sum(int(self.broker.llen(queue)) for queue in QUEUES)
+        # Work bound to one machine (a desktop session's) waits in that machine's queue.
+        machines = list(self.broker.scan_iter(f"{MACHINE_QUEUE_PREFIX}*"))
+        waiting = sum(int(self.broker.llen(queue)) for queue in [*QUEUES, *machines])
         return waiting == 0 and int(self.broker.hlen("unacked")) == 0
 
     def settle(self) -> None:

@@ -147,6 +147,28 @@ def _explain_file_limit(result: SandboxResult, left: int, quota: int) -> Sandbox
     return dataclasses.replace(result, stderr=result.stderr + note)
 
 
+@contextmanager
+def held_to_quota(
+    root: Path, *, quota_bytes: int | None, quota_entries: int | None
+) -> Iterator[WorkspaceUsage]:
+    """Measure ``root`` (yielded), let the caller write, measure again (also when it
+    failed): what took the workspace over a limit is undone and raised as
+    SandboxQuotaExceededError. The caller holds the workspace's turn."""
+    before = workspace_usage(root)
+    try:
+        yield before
+    finally:
+        after = workspace_usage(root)
+        over = _over_text(before, after, quota_bytes, quota_entries)
+        if over:
+            undone = roll_back(
+                root, before=before, after=after, quota=quota_bytes, quota_entries=quota_entries
+            )
+            raise SandboxQuotaExceededError(
+                f"QUOTA_EXCEEDED: {over}. Undone: {_undone_text(undone)}. Delete files to make room"
+            )
+
+
 class WorkspaceQuotaGuard:
     """``inner`` with its writing calls held to ``quota_bytes`` and ``quota_entries`` per
     workspace (``None``: that limit is off)."""
@@ -179,32 +201,16 @@ class WorkspaceQuotaGuard:
             return self._run_measured(spec, root)
 
     def _run_measured(self, spec: SandboxSpec, root: Path) -> SandboxResult:
-        before = workspace_usage(root)
         quota = self.quota_bytes
-        left = spec.limits.file_size_bytes if quota is None else max(1, quota - before.total)
-        limits = dataclasses.replace(
-            spec.limits, file_size_bytes=min(spec.limits.file_size_bytes, left)
-        )
-        try:
+        with held_to_quota(root, quota_bytes=quota, quota_entries=self.quota_entries) as before:
+            left = spec.limits.file_size_bytes if quota is None else max(1, quota - before.total)
+            limits = dataclasses.replace(
+                spec.limits, file_size_bytes=min(spec.limits.file_size_bytes, left)
+            )
             result = self.inner.run(dataclasses.replace(spec, limits=limits))
             if quota is not None and left < spec.limits.file_size_bytes:
                 result = _explain_file_limit(result, left, quota)
             return result
-        finally:
-            after = workspace_usage(root)
-            over = _over_text(before, after, quota, self.quota_entries)
-            if over:
-                undone = roll_back(
-                    root,
-                    before=before,
-                    after=after,
-                    quota=quota,
-                    quota_entries=self.quota_entries,
-                )
-                raise SandboxQuotaExceededError(
-                    f"QUOTA_EXCEEDED: {over}. Undone: {_undone_text(undone)}. "
-                    f"Delete files to make room"
-                )
 
     def probe(self) -> ProbeReport:
         """The inner backend's probe (the quota needs nothing of the machine)."""

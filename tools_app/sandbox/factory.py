@@ -2,16 +2,18 @@
 
 Only backends the config references are built. A category whose backend
 cannot run fails every call with the reason; nothing ever falls back to a
-weaker backend.
+weaker backend. The browser and desktop categories on docker get a docker backend
+of their own: the GUI image, a fresh container per call sized by that call's limits.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 
 from common.config.sandbox import SandboxingConfig, _category
+from common.vocabulary.sandbox import GUI_CATEGORIES
 from tools_app.sandbox.backends.docker.backend import DockerSandbox, DockerSettings
 from tools_app.sandbox.backends.docker.lifecycle import LifecycleStrategy
 from tools_app.sandbox.backends.namespace import NamespaceSandbox
@@ -78,12 +80,25 @@ def build_backend(
     )
 
 
+def gui_docker_settings(config: SandboxingConfig) -> DockerSettings:
+    """The browser and desktop categories' docker settings: their image, and a container
+    per call (nothing one page or program leaves behind meets the next call), sized by it."""
+    return replace(
+        docker_settings(config),
+        image=config.docker.gui_image,
+        strategy=LifecycleStrategy.PER_CALL,
+        limits_per_call=True,
+    )
+
+
 @dataclass(frozen=True)
 class SandboxBackends:
     """The built backends and the config that maps categories onto them."""
 
     config: SandboxingConfig
     backends: Mapping[str, SandboxBackend]
+    gui: SandboxBackend | None = None
+    """The docker backend of the GUI categories, when one of them uses docker."""
 
     def for_category(self, category: str) -> SandboxBackend:
         """The backend for ``category``; see :func:`resolve_backend_for_category`."""
@@ -96,7 +111,7 @@ class SandboxBackends:
 
     def close(self) -> None:
         """Release every backend (containers, engine connections); errors isolated."""
-        for backend in self.backends.values():
+        for backend in (*self.backends.values(), *([self.gui] if self.gui else [])):
             try:
                 backend.close()
             except Exception:  # noqa: S112 - one backend's failure must not stop the rest
@@ -111,7 +126,10 @@ def build_sandbox_backends(
         name: build_backend(name, config, log_sink=log_sink)
         for name in config.referenced_backends()
     }
-    return SandboxBackends(config=config, backends=MappingProxyType(built))
+    gui: SandboxBackend | None = None
+    if any(config.backend_for(category) == "docker" for category in GUI_CATEGORIES):
+        gui = DockerSandbox(gui_docker_settings(config), log_sink=log_sink)
+    return SandboxBackends(config=config, backends=MappingProxyType(built), gui=gui)
 
 
 def resolve_backend_for_category(backends: SandboxBackends, category: str) -> SandboxBackend:
@@ -125,4 +143,6 @@ def resolve_backend_for_category(backends: SandboxBackends, category: str) -> Sa
         name = backends.config.backend_for(category)
     except ValueError as exc:
         raise SandboxConfigInvalidError(str(exc)) from exc
+    if name == "docker" and backends.gui is not None and _category(category) in GUI_CATEGORIES:
+        return backends.gui
     return backends.backends[name]

@@ -22,6 +22,7 @@ from audit_app.record import Actor, audit_record
 from common.errors import ConflictError
 from common.settings_config import synthorg_config
 from tools_app.builtin.base import ToolRefusedError
+from tools_app.builtin.desktop.placement import placement_queue
 from tools_app.builtin.desktop.session import DesktopSessionError
 from tools_app.builtin.desktop.watch import checked_person_request, person_act
 from tools_app.models import DesktopTakeover
@@ -36,6 +37,12 @@ CATEGORY = "desktop"
 def desktop_queue() -> str:
     """The queue of the workers that run the desktop category (its sandbox backend's)."""
     return f"sandbox.{synthorg_config().sandboxing.backend_for(CATEGORY)}"
+
+
+def desktop_route(agent_id: str) -> str:
+    """Where work on ``agent_id``'s desktop goes: the queue of the machine holding its
+    session, else the category's queue (the session starts wherever that is taken)."""
+    return placement_queue(agent_id) or desktop_queue()
 
 
 @transaction.atomic
@@ -101,7 +108,7 @@ def desktop_person_act_send(*, agent: Agent, person: Any, fields: dict[str, Any]
     current_app.send_task(
         ACT_TASK,
         args=[str(agent.id), str(person.pk), request],
-        queue=desktop_queue(),
+        queue=desktop_route(str(agent.id)),
         ignore_result=True,
     )
 

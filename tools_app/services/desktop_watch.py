@@ -24,7 +24,7 @@ from common.settings_config import synthorg_config
 from tools_app.builtin.desktop.session import DesktopSessionError
 from tools_app.builtin.desktop.watch import live_capture
 from tools_app.selectors.desktop import asked_key, latest_key, picture_key
-from tools_app.services.desktop_control import desktop_queue
+from tools_app.services.desktop_control import desktop_route
 from trust_app.models import Agent
 
 CAPTURE_TASK: Final = "tools_app.desktop_capture"
@@ -50,7 +50,7 @@ def desktop_capture_request(*, agent: Agent) -> bool:
     current_app.send_task(
         CAPTURE_TASK,
         args=[str(agent.id)],
-        queue=desktop_queue(),
+        queue=desktop_route(str(agent.id)),
         ignore_result=True,
         expires=2 * section.watch_seconds,
     )

@@ -18,6 +18,8 @@ from celery import current_app
 from django.db import DatabaseError, transaction
 
 from common.platform.metrics.instruments import call_settled
+from common.vocabulary.categories import ToolCategory
+from tools_app.builtin.desktop.placement import placement_queue
 from tools_app.models import Invocation, InvocationStatus
 from trust_app.services.evidence import trust_invocation_outcome_note
 
@@ -25,6 +27,7 @@ from trust_app.services.evidence import trust_invocation_outcome_note
 # imports the services that run a call, so the services never import it back.
 EXECUTE_TASK = "tools_app.execute_invocation"
 QUEUED = InvocationStatus.QUEUED
+DESKTOP = ToolCategory.DESKTOP.value
 log = structlog.get_logger("synthorg.dispatch")
 
 
@@ -32,9 +35,11 @@ def enqueue_invocation(invocation: Invocation) -> None:
     """Send the call to the queue of its sandbox backend."""
     # No result is kept (the database holds the outcome): telling Celery so skips its
     # result backend, which it would otherwise build once per sending thread.
-    current_app.send_task(
-        EXECUTE_TASK, args=[str(invocation.id)], queue=invocation.queue, ignore_result=True
-    )
+    queue = invocation.queue
+    if invocation.category == DESKTOP:
+        # A desktop call goes where the agent's session stands, if one does.
+        queue = placement_queue(str(invocation.agent_id)) or queue
+    current_app.send_task(EXECUTE_TASK, args=[str(invocation.id)], queue=queue, ignore_result=True)
 
 
 def _enqueue_committed(invocation: Invocation) -> None:

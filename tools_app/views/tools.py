@@ -14,6 +14,7 @@ from common.page_access import is_org_admin, page_for
 from common.roles import Role
 from common.settings_config import synthorg_config
 from tools_app.bridge.selectors import upstream_servers
+from tools_app.builtin.browser.tools import browser_readiness
 from tools_app.builtin.desktop.tools import desktop_readiness
 from tools_app.selectors.tools import tool_registry_entries
 from tools_app.services.tool_registry import tool_enabled_set
@@ -33,6 +34,7 @@ def tool_index(request: HttpRequest) -> HttpResponse:
             "can_switch": is_org_admin(request),
             "code_execution_backend": synthorg_config().sandboxing.backend_for("code_execution"),
             "desktop_state": desktop_readiness(synthorg_config())[1],
+            "browser_state": browser_readiness(synthorg_config())[1],
             "servers": upstream_servers(),
         },
     )

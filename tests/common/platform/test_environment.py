@@ -173,3 +173,15 @@ def test_django_refuses_to_start_with_a_bad_value(tmp_path: Path) -> None:
     )
     assert result.returncode != 0
     assert "SYNTHORG_AGENT_RATE_LIMIT_PER_MINUTE=-5 is not allowed: must be" in result.stderr
+
+
+def test_a_machine_name_is_one_a_queue_name_can_carry(monkeypatch: pytest.MonkeyPatch) -> None:
+    assert load_environment().SYNTHORG_MACHINE == ""
+    for bad in ("two words", "m1,m2", "a" * 65, "m/1", "ｍ1"):
+        monkeypatch.setenv("SYNTHORG_MACHINE", bad)
+        with pytest.raises(EnvironmentSettingError) as refused:
+            load_environment()
+        assert str(refused.value).startswith(f"SYNTHORG_MACHINE={bad} is not allowed"), bad
+    # Control: letters, digits, dots, dashes and underscores.
+    monkeypatch.setenv("SYNTHORG_MACHINE", "worker-2.rack_a")
+    assert load_environment().SYNTHORG_MACHINE == "worker-2.rack_a"

@@ -1,7 +1,9 @@
 """Running the browser's driver in the sandbox, and keeping the pictures it takes.
 
 The driver (``inside/driver.py``, standard library only) runs in the browser
-category's namespace sandbox with one request and answers one line. A screenshot
+category's isolating sandbox (namespace: the host's Chromium bound in read-only;
+docker: a fresh container of the GUI image per call, sized by the call's limits)
+with one request and answers one line. A screenshot
 comes back on that line while Chromium runs with the workspace read-only (the
 workspace quota's file-size limit would otherwise cut the browser's own shared memory
 short); the worker then keeps it through the driver's ``save`` action, as the
@@ -42,6 +44,9 @@ from tools_app.sandbox.protocol import (
     WorkspaceMount,
 )
 
+# Where Chromium may run: its own sandbox cannot nest, so ours must be the wall.
+ISOLATING_BACKENDS: Final = ("namespace", "docker")
+
 DRIVER_SOURCE: Final = (Path(__file__).parent / "inside" / "driver.py").read_text(encoding="utf-8")
 
 # Chromium reserves tens of GiB of address space it never touches; the memory cgroup
@@ -80,11 +85,11 @@ def run_driver(
 ) -> dict[str, Any]:
     """Run the driver in the sandbox with ``request`` (and ``stdin``, data it reads whole);
     its answer, or the failure raised."""
-    if getattr(context.sandbox, "name", "") != "namespace":
+    if getattr(context.sandbox, "name", "") not in ISOLATING_BACKENDS:
         raise ToolFailedError(
-            "the browser runs only on the namespace sandbox; the browser category here uses "
-            f"{getattr(context.sandbox, 'name', 'an unknown backend')!r}. Ask an admin to set "
-            "sandboxing.overrides.browser to namespace",
+            "the browser runs only on the namespace or docker sandbox; the browser category "
+            f"here uses {getattr(context.sandbox, 'name', 'an unknown backend')!r}. Ask an "
+            "admin to set sandboxing.overrides.browser to namespace or docker",
             code="SANDBOX_NOT_ISOLATED",
         )
     section = browser_section()

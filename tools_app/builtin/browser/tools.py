@@ -1,8 +1,9 @@
 """``browser_navigate`` and ``browser_screenshot``: a headless Chromium, inside the sandbox.
 
 Opt-in: registered only when the config has a ``browser`` section. Each call starts
-a fresh Chromium inside ``context.sandbox`` (namespace backend: the browser's
-address-space reservations need a memory cgroup to bound what it really uses),
+a fresh Chromium inside ``context.sandbox`` (namespace or docker backend, where a memory
+cgroup bounds what the browser's address-space reservations really use; on docker a
+fresh container of the GUI image per call),
 driven over the DevTools pipe by a standard-library script (``inside/driver.py``),
 since the console's Python packages are not visible inside the sandbox.
 
@@ -55,6 +56,27 @@ SCREENSHOT_KIND: Final = "browser.screenshot"
 def browser_offered(config: SynthOrgConfig) -> bool:
     """The category is on only when the config has a ``browser`` section."""
     return config.browser is not None
+
+
+def browser_readiness(config: SynthOrgConfig) -> tuple[bool, str]:
+    """Whether the category can run as configured, and where (for the tools page)."""
+    if config.browser is None:
+        return False, "off: the config has no 'browser' section"
+    backend = config.sandboxing.backend_for(ToolCategory.BROWSER.value)
+    if backend == "docker":
+        return True, (
+            f"on: Chromium in a fresh container of the image {config.sandboxing.docker.gui_image} "
+            "per call on the docker sandbox, its network only through the egress proxy"
+        )
+    if backend == "namespace":
+        return True, (
+            f"on: {config.browser.chromium_path} in the namespace sandbox, its network only "
+            "through the egress proxy"
+        )
+    return False, (
+        f"off: the browser runs only on the namespace or docker sandbox, and sandboxing sends "
+        f"the browser category to {backend!r} (its calls fail SANDBOX_NOT_ISOLATED)"
+    )
 
 
 def checked_url(context: ToolContext, url: object) -> tuple[str, bool]:

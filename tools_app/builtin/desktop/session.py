@@ -2,8 +2,9 @@
 worker process of the machine.
 
 The worker process that starts a session holds it: the confined process tree
-(bubblewrap, the in-sandbox host, Xvfb, the agent's programs) is its child,
-ended by it when the session is idle past ``idle_seconds``, older than
+(bubblewrap, the in-sandbox host, Xvfb, the agent's programs) is its child (on the
+docker backend, a container of its own, watched through its init's host pid), ended
+by it when the session is idle past ``idle_seconds``, older than
 ``max_age_seconds``, its programs have ended, or ``keep`` says the agent may no
 longer have one (switched off). Calls reach the session through its control
 socket, in a directory of the machine (``runtime_dir``) named by a digest of
@@ -34,6 +35,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from tools_app.builtin.desktop.placement import placement_hold, placement_release
+from tools_app.sandbox.backends.docker.backend import DockerSandbox
+from tools_app.sandbox.backends.docker.standing import ContainerProcess
 from tools_app.sandbox.backends.namespace import NamespaceSandbox
 from tools_app.sandbox.linux.identity import resolve_identity
 from tools_app.sandbox.protocol import SandboxSpec
@@ -42,6 +46,9 @@ from tools_app.sandbox.runner import StartedProcess
 from tools_app.sandbox.spawn.client import ExecFailure
 
 log = logging.getLogger("synthorg.desktop")
+
+# A session stands in a long-lived bubblewrap process tree or in a container of its own.
+SessionBackend = NamespaceSandbox | DockerSandbox
 
 CONTROL_INSIDE: Final = "/run/synthorg-desktop"
 SOCKET_NAME: Final = "control.sock"
@@ -258,9 +265,19 @@ def _remove_lock(place: SessionPlace) -> None:
         os.close(fd)
 
 
+def _control_owner(backend: SessionBackend) -> tuple[int, int] | None:
+    """Who must own the control directory: the user the session's programs run as, when
+    that is not this worker's own."""
+    if isinstance(backend, DockerSandbox):
+        uid, gid = backend.standing_user()
+        return None if uid == os.geteuid() else (uid, gid)
+    identity = resolve_identity(backend.run_as_user, backend=backend.name)
+    return (identity.uid, identity.gid) if identity.switch else None
+
+
 def start_session(
     place: SessionPlace,
-    backend: NamespaceSandbox,
+    backend: SessionBackend,
     spec: SandboxSpec,
     *,
     limits: SessionLimits,
@@ -270,11 +287,11 @@ def start_session(
     """Start the session's sandbox (``spec``: the host program) and wait for its first
     answer; this process holds the session from then on."""
     _remove(place)
-    identity = resolve_identity(backend.run_as_user, backend=backend.name)
+    owner = _control_owner(backend)
     place.directory.mkdir(mode=0o711)
     place.control_dir.mkdir(mode=0o700)
-    if identity.switch:
-        os.chown(place.control_dir, identity.uid, identity.gid)
+    if owner is not None:
+        os.chown(place.control_dir, *owner)
     started, release = backend.start(spec, binds=((str(place.control_dir), CONTROL_INSIDE),))
     if isinstance(started, ExecFailure):
         release()
@@ -297,6 +314,10 @@ def start_session(
     temporary = place.directory / (LEASE_NAME + ".new")
     temporary.write_text(json.dumps(lease), encoding="utf-8")
     os.replace(temporary, place.lease_path)
+    # The agent's desktop calls are sent to this machine from now (placement.py).
+    held.agent_id = describe.get("agent_id") or None
+    if held.agent_id is not None:
+        placement_hold(held.agent_id)
     held.watch()
     return first
 
@@ -307,7 +328,7 @@ class HeldSession:
     def __init__(
         self,
         place: SessionPlace,
-        process: StartedProcess,
+        process: StartedProcess | ContainerProcess,
         release: Callable[[], None],
         limits: SessionLimits,
         keep: Callable[[], bool],
@@ -318,6 +339,7 @@ class HeldSession:
         self.limits = limits
         self.keep = keep
         self.started = time.monotonic()
+        self.agent_id: str | None = None
         self._ended = False
         self._done = False
         self._lock = threading.Lock()
@@ -364,6 +386,8 @@ class HeldSession:
                 if why:
                     log.info("desktop session %s ends: %s", self.place.key[:8], why)
                     break
+                if self.agent_id is not None:
+                    placement_hold(self.agent_id)  # still here: renewed before it lapses
         finally:
             self.end()
 
@@ -391,6 +415,8 @@ class HeldSession:
             if self._done:
                 return
             self._done = True
+            if self.agent_id is not None:
+                placement_release(self.agent_id)
             with contextlib.suppress(OSError):
                 self.place.lease_path.unlink()
             try:

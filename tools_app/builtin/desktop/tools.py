@@ -2,9 +2,10 @@
 
 Opt-in: registered only when the config has a ``desktop`` section and this machine
 has Xvfb, xdotool and scrot. ``desktop_launch`` starts the agent's session (see
-``session``): Xvfb on a display of its own inside one long-lived namespace sandbox
-(the agent's workspace writable, no network, the section's memory, process and CPU
-ceilings over its whole life) with the program on it; later calls of the same
+``session``): Xvfb on a display of its own inside one long-lived namespace sandbox, or
+on the docker backend one container of the GUI image (the agent's workspace writable, no
+network, the section's memory, process and CPU ceilings over its whole life) with the
+program on it; later calls of the same
 agent and workspace, taken by any worker process of the machine, drive that session.
 A call with no live session fails ``desktop_app_not_running``; a call while a person has
 taken over the agent's desktop (its page, ``tools_app.views.desktop``) fails
@@ -19,6 +20,7 @@ read back here without following links and its digest computed from the bytes re
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -57,10 +59,12 @@ from tools_app.builtin.desktop.contracts import (
     TYPE_CONTRACT,
 )
 from tools_app.builtin.desktop.inside.host import typing_seconds
+from tools_app.builtin.desktop.quota import desktop_call_held
 from tools_app.builtin.desktop.screenshots import png_size, read_screenshot
 from tools_app.builtin.desktop.session import (
     NOT_RUNNING,
     DesktopSessionError,
+    SessionBackend,
     SessionLimits,
     SessionPlace,
     ask,
@@ -72,6 +76,7 @@ from tools_app.builtin.desktop.session import (
     stop_session,
 )
 from tools_app.contracts import ToolContract
+from tools_app.sandbox.backends.docker.backend import DockerSandbox
 from tools_app.sandbox.backends.namespace import NamespaceSandbox
 from tools_app.sandbox.errors import SandboxError
 from tools_app.sandbox.protocol import Limits, MountMode, SandboxSpec, WorkspaceMount
@@ -99,9 +104,15 @@ def desktop_readiness(config: SynthOrgConfig) -> tuple[bool, str]:
     if section is None:
         return False, "off: the config has no 'desktop' section"
     backend = config.sandboxing.backend_for(ToolCategory.DESKTOP.value)
+    if backend == "docker":
+        return True, (
+            f"on: Xvfb {section.width}x{section.height}, one container of the image "
+            f"{config.sandboxing.docker.gui_image} per agent session on the docker sandbox, no "
+            f"network; ends after {section.idle_seconds:g}s idle or {section.max_age_seconds:g}s"
+        )
     if backend != "namespace":
         return False, (
-            f"off: the desktop runs only on the namespace sandbox, and "
+            f"off: the desktop runs only on the namespace or docker sandbox, and "
             f"sandboxing sends the desktop category to {backend!r}"
         )
     missing = missing_programs(section)
@@ -192,13 +203,16 @@ def _drive(
     section = desktop_section()
     _not_taken_over(context)
     place = _place(context, section)
+    # Held to the workspace quota (a session that is gone says so before any measure).
+    quota = desktop_call_held(context) if live(place) else contextlib.nullcontext()
     try:
-        answer = ask(
-            place,
-            request,
-            timeout=section.call_timeout_seconds + extra_seconds,
-            cancelled=lambda: _cancelled(context),
-        )
+        with quota:
+            answer = ask(
+                place,
+                request,
+                timeout=section.call_timeout_seconds + extra_seconds,
+                cancelled=lambda: _cancelled(context),
+            )
     except DesktopSessionError as exc:
         raise ToolFailedError(
             exc.message, code=exc.code, timed_out=exc.code == "TIMED_OUT"
@@ -218,7 +232,7 @@ def _drive(
     return answer
 
 
-def _backend(context: ToolContext) -> NamespaceSandbox:
+def _backend(context: ToolContext) -> SessionBackend:
     # The worker hands over its backend wrapped (metrics, the workspace quota's per-call
     # measure); a session outlives calls and needs the backend itself.
     backend: object = context.sandbox
@@ -226,11 +240,11 @@ def _backend(context: ToolContext) -> NamespaceSandbox:
         if not hasattr(backend, "inner"):
             break
         backend = backend.inner
-    if not isinstance(backend, NamespaceSandbox):
+    if not isinstance(backend, NamespaceSandbox | DockerSandbox):
         raise ToolFailedError(
-            "the desktop runs only on the namespace sandbox; the desktop category here uses "
-            f"{getattr(context.sandbox, 'name', 'an unknown backend')!r}. Ask an admin to set "
-            "sandboxing.overrides.desktop to namespace",
+            "the desktop runs only on the namespace or docker sandbox; the desktop category "
+            f"here uses {getattr(context.sandbox, 'name', 'an unknown backend')!r}. Ask an "
+            "admin to set sandboxing.overrides.desktop to namespace or docker",
             code="SANDBOX_NOT_ISOLATED",
         )
     return backend
@@ -294,19 +308,20 @@ class DesktopLaunchTool:
                 if live(place):
                     answer = _drive(context, {"action": "launch", "argv": argv, "env": env})
                 else:
-                    answer = start_session(
-                        place,
-                        backend,
-                        host_spec(section, context, argv, env),
-                        limits=SessionLimits(
-                            idle_seconds=section.idle_seconds,
-                            max_age_seconds=section.max_age_seconds,
-                            check_seconds=section.check_seconds,
-                            start_seconds=section.start_seconds + section.window_seconds + 10,
-                        ),
-                        keep=_agent_still_active(context.agent_id),
-                        describe={"agent_id": context.agent_id},
-                    )
+                    with desktop_call_held(context):
+                        answer = start_session(
+                            place,
+                            backend,
+                            host_spec(section, context, argv, env),
+                            limits=SessionLimits(
+                                idle_seconds=section.idle_seconds,
+                                max_age_seconds=section.max_age_seconds,
+                                check_seconds=section.check_seconds,
+                                start_seconds=section.start_seconds + section.window_seconds + 10,
+                            ),
+                            keep=_agent_still_active(context.agent_id),
+                            describe={"agent_id": context.agent_id},
+                        )
         except DesktopSessionError as exc:
             raise ToolFailedError(exc.message, code=exc.code) from exc
         except SandboxError as exc:

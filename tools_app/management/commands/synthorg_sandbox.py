@@ -19,6 +19,12 @@ class Command(BaseCommand):
         sub.add_parser("probe", help="which backends work here, and why not")
         build = sub.add_parser("build-image", help="build the Docker sandbox image")
         build.add_argument("--force", action="store_true", help="rebuild even if present")
+        build.add_argument(
+            "--gui",
+            action="store_true",
+            help="also build the browser and desktop image (built anyway when the config "
+            "sends either category to docker)",
+        )
         source = build.add_mutually_exclusive_group()
         source.add_argument("--registry", action="store_true", help="build from the Dockerfile")
         source.add_argument(
@@ -47,16 +53,30 @@ class Command(BaseCommand):
             sys.exit(1)
 
     def _build(self, options: dict[str, Any]) -> None:
-        from tools_app.sandbox.backends.docker.image import build_sandbox_image
+        from common.vocabulary.sandbox import GUI_CATEGORIES
+        from tools_app.sandbox.backends.docker.image import build_gui_image, build_sandbox_image
 
+        config = synthorg_config().sandboxing
         use_registry = True if options["registry"] else False if options["rootfs"] else None
+        gui = options["gui"] or any(config.backend_for(c) == "docker" for c in GUI_CATEGORIES)
         try:
-            report = build_sandbox_image(
-                tag=synthorg_config().sandboxing.docker.image,
-                force=options["force"],
-                use_registry=use_registry,
-                log=lambda line: self.stdout.write(line),
-            )
+            reports = [
+                build_sandbox_image(
+                    tag=config.docker.image,
+                    force=options["force"],
+                    use_registry=use_registry,
+                    log=lambda line: self.stdout.write(line),
+                )
+            ]
+            if gui:
+                reports.append(
+                    build_gui_image(
+                        tag=config.docker.gui_image,
+                        force=options["force"],
+                        log=lambda line: self.stdout.write(line),
+                    )
+                )
         except SandboxError as exc:
             raise CommandError(getattr(exc, "reason", str(exc))) from exc
-        self.stdout.write(f"{report.image}: {report.method} ({report.detail})")
+        for report in reports:
+            self.stdout.write(f"{report.image}: {report.method} ({report.detail})")

@@ -23,6 +23,7 @@ from tests.tools_app.api import conftest as api_fixtures
 from tests.tools_app.api.conftest import AgentClient
 from tests.tools_app.mcp.conftest import with_mcp
 from tools_app.builtin.desktop.session import runtime_root
+from tools_app.quota.usage import workspace_usage
 from trust_app.models import Agent
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
@@ -31,13 +32,15 @@ make_agent = api_fixtures.make_agent
 REDIS_DB = 7
 WIDTH, HEIGHT = 640, 480
 IDLE_SECONDS = 15
+QUOTA = 4 * 1024 * 1024
 CONFIG: dict[str, Any] = {
+    "sandboxing": {"workspace_quota": "4m"},
     "desktop": {
         "width": WIDTH,
         "height": HEIGHT,
         "idle_seconds": IDLE_SECONDS,
         "check_seconds": 0.5,
-    }
+    },
 }
 NOT_RUNNING = "desktop_app_not_running"
 
@@ -265,3 +268,65 @@ def test_a_switched_off_agents_session_ends(make_agent: Callable[..., AgentClien
     # Control: the other agent's session stands and answers.
     assert _session_dir(stays).is_dir()
     _screenshot(kept)
+
+
+def _screenshots(client: AgentClient) -> set[str]:
+    folder = Path(client.agent.workspace) / ".synthorg" / "screenshots"
+    return {p.name for p in folder.iterdir()} if folder.is_dir() else set()
+
+
+def _fill_to(workspace: Path, left: int) -> Path:
+    filler = workspace / "filler.bin"
+    usage = workspace_usage(workspace).total - (filler.stat().st_size if filler.exists() else 0)
+    filler.write_bytes(b"\0" * (QUOTA - usage - left))
+    return filler
+
+
+def test_a_screenshot_past_the_workspace_quota_is_undone_and_refused(
+    make_agent: Callable[..., AgentClient],
+) -> None:
+    client = _agent(make_agent)
+    workspace = Path(client.agent.workspace)
+    _succeeded(client, "desktop_launch", {"argv": ["xmessage", "quota"]})
+    # Control: under the quota, the screenshot is kept.
+    _screenshot(client)
+    kept = _screenshots(client)
+    # A few hundred bytes left: the PNG is written by the session, then taken back.
+    _fill_to(workspace, 300)
+    answer = _call(client, "desktop_screenshot", {})
+    _failed_with(answer, "LIMIT_EXCEEDED")
+    assert "workspace_quota" in answer["error"]["message"], answer
+    assert _screenshots(client) == kept
+    assert workspace_usage(workspace).total <= QUOTA
+
+
+def test_what_desktop_programs_write_between_calls_is_held_to_the_quota(
+    make_agent: Callable[..., AgentClient],
+) -> None:
+    client = _agent(make_agent)
+    workspace = Path(client.agent.workspace)
+    _succeeded(client, "desktop_launch", {"argv": ["xterm"]})
+    filler = _fill_to(workspace, 64 * 1024)
+    # xterm's shell writes past the quota (the session's own file-size limit is far
+    # larger), whether during the key's call or just after it.
+    _succeeded(client, "desktop_type", {"text": "head -c 200000 /dev/zero > big.bin"})
+    pressed = _call(client, "desktop_key", {"keys": "Return"})
+    big = workspace / "big.bin"
+    if pressed["status"] == "succeeded":
+        # Written after the call was measured: the next call finds the workspace over.
+        wait_until(
+            lambda: big.is_file() and big.stat().st_size == 200000,
+            timeout=60,
+            what="xterm's shell to write big.bin",
+        )
+        answer = _call(client, "desktop_screenshot", {})
+        _failed_with(answer, "LIMIT_EXCEEDED")
+        assert "programs on the desktop wrote past it" in answer["error"]["message"], answer
+        big.unlink()
+    else:
+        # Written while the key's call was measured: undone at once.
+        _failed_with(pressed, "LIMIT_EXCEEDED")
+        assert not big.exists()
+    # Control: with room made, the same session takes calls again.
+    filler.unlink()
+    _screenshot(client)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +28,7 @@ from tools_app.sandbox.backends.docker.lifecycle import (
     ContainerRequest,
     LifecycleStrategy,
 )
+from tools_app.sandbox.backends.docker.standing import ContainerProcess, start_container
 from tools_app.sandbox.capture import CaptureStop
 from tools_app.sandbox.env import build_sandbox_env
 from tools_app.sandbox.errors import SandboxUnavailableError
@@ -37,6 +38,7 @@ from tools_app.sandbox.logship import ContainerLogShipper, LogSink, default_sink
 from tools_app.sandbox.paths import resolve_cwd, resolve_workspace, restrict_path
 from tools_app.sandbox.protocol import (
     KilledBy,
+    Limits,
     MountMode,
     NetworkPolicy,
     ProbeReport,
@@ -44,6 +46,7 @@ from tools_app.sandbox.protocol import (
     SandboxSpec,
 )
 from tools_app.sandbox.runner import MEMORY_FAILURE_MARKERS
+from tools_app.sandbox.spawn.client import ExecFailure
 from tools_app.sandbox.workspace import check_workspace_access
 
 WORKSPACE_INSIDE = "/workspace"
@@ -90,6 +93,10 @@ class DockerSettings:
     ship_raw_logs: bool = False
     max_log_bytes: int = 65536
     docker_host: str | None = None
+    limits_per_call: bool = False
+    """Size each container by its call's own limits (memory, processes; the address space
+    from ``Limits.address_space_bytes``, the container's memory cgroup bounding real use):
+    the browser and desktop categories' containers, one per call or per session."""
 
 
 def _engine_client(docker_host: str | None) -> Any:
@@ -151,28 +158,46 @@ class DockerSandbox:
             return self._lifecycle
 
     def _create_container(
-        self, name: str, request: ContainerRequest, labels: dict[str, str]
+        self,
+        name: str,
+        request: ContainerRequest,
+        labels: dict[str, str],
+        *,
+        command: list[str] = KEEPALIVE_COMMAND,
+        binds: tuple[tuple[str, str], ...] = (),
+        limits: Limits | None = None,
+        environment: dict[str, str] | None = None,
+        user: str = IMAGE_USER,
+        init: bool = False,
     ) -> Any:
         assert self._client is not None
         s = self.settings
         network = request.network if request.network is NetworkPolicy.BRIDGE else s.network
         if request.network is NetworkPolicy.PROXY:
             network = NetworkPolicy.NONE  # the bound-in proxy socket is the only way out
+        memory, pids, tmp = s.memory_limit_bytes, s.pids_limit, s.tmpfs_size_bytes
+        limits = limits or request.limits
+        if s.limits_per_call and limits is not None:
+            memory, pids = limits.memory_bytes, limits.max_processes
+            # A browser keeps its shared memory in /tmp; what it writes there is charged to
+            # the container's memory, so the memory ceiling bounds it.
+            tmp = max(tmp, memory)
         return self._client.containers.create(
             s.image,
-            command=KEEPALIVE_COMMAND,
+            command=command,
             name=name,
             detach=True,
-            user=IMAGE_USER,
+            user=user,
+            init=init,
             network_mode="bridge" if network is NetworkPolicy.BRIDGE else "none",
             read_only=True,
-            tmpfs={TMP_INSIDE: f"size={s.tmpfs_size_bytes},noexec,nosuid,nodev,mode=1777"},
+            tmpfs={TMP_INSIDE: f"size={tmp},noexec,nosuid,nodev,mode=1777"},
             cap_drop=["ALL"],
             security_opt=["no-new-privileges", f"seccomp={sandbox_seccomp_profile()}"],
-            mem_limit=s.memory_limit_bytes,
-            memswap_limit=s.memory_limit_bytes,
+            mem_limit=memory,
+            memswap_limit=memory,
             nano_cpus=int(s.cpu_limit * 1_000_000_000),
-            pids_limit=s.pids_limit,
+            pids_limit=pids,
             ipc_mode="private",
             mounts=[
                 bind_mount(
@@ -185,12 +210,79 @@ class DockerSandbox:
                     if request.egress_dir is not None
                     else []
                 ),
+                *(bind_mount(source, target, read_only=False) for source, target in binds),
             ],
             working_dir=WORKSPACE_INSIDE,
             labels=labels,
-            environment={},
+            environment=environment or {},
             hostname="synthorg-sandbox",
         )
+
+    def container_client(self) -> Any:
+        """The engine's client (connecting on first use)."""
+        self.lifecycle()
+        assert self._client is not None
+        return self._client
+
+    create_container = _create_container
+
+    def standing_user(self) -> tuple[int, int]:
+        """Who a standing command runs as: the image's user when this worker may hand it
+        the files the command needs (root), else the worker's own user."""
+        if os.geteuid() == 0:
+            return IMAGE_UID, IMAGE_UID
+        return os.geteuid(), os.getegid()
+
+    def start(
+        self, spec: SandboxSpec, *, binds: Sequence[tuple[str, str]] = ()
+    ) -> tuple[ContainerProcess | ExecFailure, Callable[[], None]]:
+        """Start ``spec`` in a container of its own and leave it running (a virtual desktop).
+
+        The caller reads its output from the returned process's pipes, talks to it through
+        ``binds`` and ends it with ``ContainerProcess.end``; nothing else needs releasing.
+        ``spec.timeout_seconds`` is not enforced here.
+        """
+        if spec.network is not NetworkPolicy.NONE:
+            raise SandboxUnavailableError(
+                self.name, "a standing command has no network: a call's proxy ends with it"
+            )
+        workspace = resolve_workspace(spec.workspace.host_path)
+        uid, gid = self.standing_user()
+        if uid == IMAGE_UID:
+            image_user = SandboxIdentity(
+                IMAGE_UID, IMAGE_UID, f"uid {IMAGE_UID} (the image's user)", True
+            )
+            check_workspace_access(workspace, image_user, writable=spec.workspace.writable)
+        env = build_sandbox_env(
+            {},
+            spec.env,
+            path=restrict_path(spec.env.get("PATH", CONTAINER_PATH)),
+            home=TMP_INSIDE,
+            tmpdir=TMP_INSIDE,
+        )
+        limits = spec.limits
+        command = [
+            "prlimit",
+            f"--as={self._address_space(limits)}",
+            f"--cpu={limits.cpu_seconds}:{limits.cpu_seconds + 1}",
+            f"--fsize={limits.file_size_bytes}",
+            f"--nofile={limits.open_files}",
+            "--core=0",
+            *spec.argv,
+        ]
+        request = ContainerRequest(
+            spec.owner, workspace, spec.workspace.mode, NetworkPolicy.NONE, None, limits
+        )
+        started = start_container(
+            self,
+            spec,
+            request,
+            command,
+            binds=tuple(binds),
+            environment=env,
+            user=f"{uid}:{gid}",
+        )
+        return started, lambda: None
 
     def run(self, spec: SandboxSpec) -> SandboxResult:
         """Run ``spec`` as an exec in the owner's container; refusals raise a SandboxError."""
@@ -214,7 +306,7 @@ class DockerSandbox:
         )
         timeout = min(spec.timeout_seconds, self.settings.timeout_seconds)
         request = ContainerRequest(
-            spec.owner, workspace, spec.workspace.mode, spec.network, spec.egress_dir
+            spec.owner, workspace, spec.workspace.mode, spec.network, spec.egress_dir, spec.limits
         )
         command = spec.argv
         if spec.network is NetworkPolicy.PROXY:
@@ -223,7 +315,7 @@ class DockerSandbox:
             command = forwarded_argv(spec.argv)
         argv = wrap_command(
             list(command),
-            memory_bytes=spec.limits.memory_bytes,
+            memory_bytes=self._address_space(spec.limits),
             cpu_seconds=spec.limits.cpu_seconds,
             file_size_bytes=spec.limits.file_size_bytes,
             open_files=spec.limits.open_files,
@@ -260,6 +352,13 @@ class DockerSandbox:
             container_id=lease.container_id,
             log_metadata={k: v for k, v in event.items() if k not in ("stdout", "stderr")},
         )
+
+    def _address_space(self, limits: Limits) -> int:
+        """The call's address-space rlimit: its memory, unless its own container's memory
+        cgroup bounds real use (then what it may reserve)."""
+        if self.settings.limits_per_call and limits.address_space_bytes is not None:
+            return limits.address_space_bytes
+        return limits.memory_bytes
 
     def _exec_with_retry(
         self,
@@ -312,6 +411,10 @@ class DockerSandbox:
         if code not in (0, None) and any(
             m in outcome.stderr[-4096:] for m in MEMORY_FAILURE_MARKERS
         ):
+            return KilledBy.MEMORY
+        # A container of the call's own: the kernel may have killed one of its processes
+        # (a browser's renderer) while the command itself answered and exited.
+        if self.settings.limits_per_call and self._oom_killed(lease):
             return KilledBy.MEMORY
         return None
 

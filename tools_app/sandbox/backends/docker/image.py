@@ -1,4 +1,4 @@
-"""Build the sandbox image ``synthorg-sandbox:<version>``.
+"""Build the sandbox images ``synthorg-sandbox:<version>`` and ``synthorg-sandbox-gui``.
 
 With a reachable registry the normal ``docker/Dockerfile`` is built. Without
 one (air-gapped machines, CI without egress) the same image is made from a
@@ -7,10 +7,16 @@ Debian root filesystem: ``docker/build-rootfs.sh`` runs ``debootstrap
 tarball is cached, and ``docker import`` applies the Dockerfile's CMD, USER,
 WORKDIR and ENV. ``manage.py synthorg_sandbox build-image`` calls
 :func:`build_sandbox_image`.
+
+The GUI image (the browser and desktop categories on the docker backend) is always
+made from that cached root filesystem: ``docker/build-gui-rootfs.sh`` adds Debian's
+Chromium, Xvfb, xdotool, scrot, a few X programs and fonts in a chroot, and that
+tarball is cached too (:func:`build_gui_image`), so plain calls keep the small image.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import socket
@@ -20,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from common.vocabulary.sandbox import SANDBOX_IMAGE
+from common.vocabulary.sandbox import SANDBOX_GUI_IMAGE, SANDBOX_IMAGE
 from tools_app.sandbox.backends.docker.engine import connect, sdk_errors
 from tools_app.sandbox.errors import SandboxImageBuildError
 
@@ -87,6 +93,13 @@ def rootfs_tarball_path(cache_dir: Path, mirror: str) -> Path:
     return cache_dir / f"sandbox-rootfs-{digest}.tar"
 
 
+def gui_tarball_path(cache_dir: Path, base: Path) -> Path:
+    """The cache file for a GUI root filesystem built on ``base`` with the current recipe."""
+    recipe = (DOCKER_DIR / "build-gui-rootfs.sh").read_bytes()
+    digest = hashlib.sha256(recipe + base.name.encode()).hexdigest()[:16]
+    return cache_dir / f"sandbox-gui-rootfs-{digest}.tar"
+
+
 def _client(client: Any | None) -> Any:
     return client if client is not None else connect(None, timeout=600)
 
@@ -126,37 +139,99 @@ def build_sandbox_image(
     return _build_from_rootfs(engine, tag, cache_dir or default_cache_dir(), log)
 
 
-def _build_from_rootfs(
-    engine: Any, tag: str, cache_dir: Path, log: Callable[[str], None]
+def build_gui_image(
+    *,
+    tag: str = SANDBOX_GUI_IMAGE,
+    client: Any | None = None,
+    cache_dir: Path | None = None,
+    force: bool = False,
+    log: Callable[[str], None] = lambda message: None,
 ) -> ImageBuildReport:
+    """Make sure the GUI image ``tag`` exists in the engine, building it if needed: the
+    cached plain root filesystem (made first if missing) plus the GUI packages, from this
+    machine's apt mirror. Raises SandboxImageBuildError with the reason when it cannot."""
     errors = sdk_errors()
+    engine = _client(client)
+    if not force:
+        try:
+            engine.images.get(tag)
+            return ImageBuildReport(tag, "present", "image already in the engine")
+        except errors.ImageNotFound:
+            pass
+    cache = cache_dir or default_cache_dir()
+    mirror = _mirror()
+    cache.mkdir(parents=True, exist_ok=True)
+    # Builds started at once (several workers, a test run's processes) make it one at a time.
+    with open(cache / "gui-build.lock", "a+b") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not force:
+            try:
+                engine.images.get(tag)
+                return ImageBuildReport(tag, "present", "image already in the engine")
+            except errors.ImageNotFound:
+                pass
+        base = _cached_rootfs(cache, mirror, log)
+        tarball = gui_tarball_path(cache, base)
+        if tarball.exists():
+            log(f"using cached GUI root filesystem {tarball}")
+        else:
+            log(f"adding Chromium, Xvfb, xdotool and scrot to {base.name} from {mirror}")
+            _run_recipe("build-gui-rootfs.sh", str(tarball), str(base), mirror)
+        _import(engine, tarball, tag, log)
+    return ImageBuildReport(tag, "rootfs", f"{base.name} plus GUI packages, cached at {tarball}")
+
+
+def _mirror() -> str:
     mirror = apt_mirror()
     if mirror is None:
         raise SandboxImageBuildError(
             "no registry is reachable and no apt mirror is configured in /etc/apt; "
             "configure one or make the registry reachable"
         )
+    return mirror
+
+
+def _run_recipe(script: str, *args: str) -> None:
+    if os.geteuid() != 0:
+        raise SandboxImageBuildError(
+            f"building a root filesystem ({script}) needs root; run the build as root"
+        )
+    done = subprocess.run(
+        ["sh", str(DOCKER_DIR / script), *args],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        tail = (done.stderr or done.stdout).strip().splitlines()[-5:]
+        raise SandboxImageBuildError(
+            f"{script} failed (exit {done.returncode}): " + " | ".join(tail)
+        )
+
+
+def _cached_rootfs(cache_dir: Path, mirror: str, log: Callable[[str], None]) -> Path:
+    """The plain root filesystem tarball, built with debootstrap the first time."""
     tarball = rootfs_tarball_path(cache_dir, mirror)
     if tarball.exists():
         log(f"using cached root filesystem {tarball}")
-    else:
-        if os.geteuid() != 0:
-            raise SandboxImageBuildError(
-                "building the root filesystem with debootstrap needs root; run the build as root"
-            )
-        cache_dir.mkdir(parents=True, exist_ok=True)
-        log(f"building a Debian root filesystem from {mirror} (debootstrap, a few minutes)")
-        done = subprocess.run(
-            ["sh", str(DOCKER_DIR / "build-rootfs.sh"), str(tarball), mirror],
-            capture_output=True,
-            text=True,
-            check=False,
-        )
-        if done.returncode != 0:
-            tail = (done.stderr or done.stdout).strip().splitlines()[-5:]
-            raise SandboxImageBuildError(
-                f"build-rootfs.sh failed (exit {done.returncode}): " + " | ".join(tail)
-            )
+        return tarball
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    log(f"building a Debian root filesystem from {mirror} (debootstrap, a few minutes)")
+    _run_recipe("build-rootfs.sh", str(tarball), mirror)
+    return tarball
+
+
+def _build_from_rootfs(
+    engine: Any, tag: str, cache_dir: Path, log: Callable[[str], None]
+) -> ImageBuildReport:
+    mirror = _mirror()
+    tarball = _cached_rootfs(cache_dir, mirror, log)
+    _import(engine, tarball, tag, log)
+    return ImageBuildReport(tag, "rootfs", f"debootstrap from {mirror}, cached at {tarball}")
+
+
+def _import(engine: Any, tarball: Path, tag: str, log: Callable[[str], None]) -> None:
+    errors = sdk_errors()
     repository, _, version = tag.rpartition(":")
     log(f"importing {tarball} as {tag}")
     try:
@@ -166,4 +241,3 @@ def _build_from_rootfs(
         engine.images.get(tag)
     except errors.DockerException as exc:
         raise SandboxImageBuildError(f"docker import of {tarball} failed: {exc}") from exc
-    return ImageBuildReport(tag, "rootfs", f"debootstrap from {mirror}, cached at {tarball}")

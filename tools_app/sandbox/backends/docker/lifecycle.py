@@ -31,7 +31,7 @@ from typing import Any
 
 from tools_app.sandbox.backends.docker.engine import sdk_errors
 from tools_app.sandbox.logship import ContainerLogShipper
-from tools_app.sandbox.protocol import MountMode, NetworkPolicy, Owner
+from tools_app.sandbox.protocol import Limits, MountMode, NetworkPolicy, Owner
 
 log = logging.getLogger("synthorg.sandbox")
 
@@ -65,6 +65,9 @@ class ContainerRequest:
     network: NetworkPolicy
     egress_dir: Path | None = None
     """The call's egress directory, bound in at creation (so such a container is the call's)."""
+    limits: Limits | None = None
+    """The call's limits: they size a container made for that call alone
+    (``DockerSettings.limits_per_call``)."""
 
 
 @dataclass(frozen=True, slots=True)

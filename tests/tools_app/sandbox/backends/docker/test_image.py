@@ -42,3 +42,33 @@ def test_offline_rebuild_reuses_the_cached_root_filesystem(docker_client):
 
 def test_the_default_tag_carries_the_version():
     assert SANDBOX_IMAGE.startswith("synthorg-sandbox:") and not SANDBOX_IMAGE.endswith(":latest")
+
+
+def test_the_gui_image_holds_the_browser_and_desktop_programs_and_the_plain_one_not(
+    docker_client,
+):
+    from common.config.browser import DEFAULT_CHROMIUM
+    from common.config.desktop import DesktopSection
+    from common.vocabulary.sandbox import SANDBOX_GUI_IMAGE
+    from tools_app.sandbox.backends.docker.image import build_gui_image, gui_tarball_path
+
+    report = build_gui_image(client=docker_client)
+    assert report.method in ("present", "rootfs")
+    assert build_gui_image(client=docker_client).method == "present"
+    mirror = apt_mirror()
+    assert mirror
+    base = rootfs_tarball_path(default_cache_dir(), mirror)
+    assert gui_tarball_path(default_cache_dir(), base).exists()
+    section = DesktopSection()
+    programs = [DEFAULT_CHROMIUM, section.xvfb_path, section.xdotool_path, section.scrot_path]
+    programs += ["/usr/bin/xterm", "/usr/bin/xmessage", "/usr/bin/prlimit"]
+    check = "id -u; for p in " + " ".join(programs) + '; do [ -x "$p" ] && echo "$p"; done'
+    found = docker_client.containers.run(
+        SANDBOX_GUI_IMAGE, ["sh", "-c", check], remove=True, network_mode="none"
+    ).decode()
+    assert found.splitlines() == ["10001", *programs]
+    # Control: the plain image, which every other call uses, stays without them.
+    plain = docker_client.containers.run(
+        SANDBOX_IMAGE, ["sh", "-c", check], remove=True, network_mode="none"
+    ).decode()
+    assert plain.splitlines() == ["10001", "/usr/bin/prlimit"]
