@@ -83,6 +83,9 @@ class SpawnServer:
 
     def _start(self) -> socket.socket:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        # The server waits on its end: blocking whatever default socket timeout this
+        # process has now (Celery sets one while a worker shuts down warm).
+        theirs.setblocking(True)
         try:
             argv = [
                 self.interpreter,

@@ -10,7 +10,9 @@ from __future__ import annotations
 import os
 import select
 import signal
+import socket
 import threading
+import time
 import uuid
 from pathlib import Path
 
@@ -225,6 +227,29 @@ def test_a_killed_server_is_started_again(workspace):
     server._proc.wait()  # died between calls
     assert call(("echo", "two"), workspace) == "two\n"
     assert server_pid() != first
+
+
+def test_a_server_started_under_a_default_socket_timeout_still_waits_for_calls(workspace):
+    # Celery sets a process-wide default socket timeout while a worker shuts down warm;
+    # a server started then must not inherit a non-blocking socket (it would die at
+    # its first wait for a request, failing the calls still running).
+    call(("true",), workspace)
+    before = server_pid()
+    os.kill(before, signal.SIGKILL)
+    server = spawn_server({"LANG": "C.UTF-8"})
+    assert server._proc is not None
+    server._proc.wait()
+    previous = socket.getdefaulttimeout()
+    socket.setdefaulttimeout(0.2)
+    try:
+        assert call(("echo", "started"), workspace) == "started\n"
+    finally:
+        socket.setdefaulttimeout(previous)
+    started = server_pid()
+    assert started != before
+    time.sleep(1.0)  # idle past the default timeout: the server waits, it does not fail
+    assert call(("echo", "later"), workspace) == "later\n"
+    assert server_pid() == started
 
 
 def test_a_forked_worker_uses_its_own_server(workspace):

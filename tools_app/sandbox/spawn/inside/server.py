@@ -489,6 +489,9 @@ def _find_program(name, path):
 def main():
     fd = int(sys.argv[1])
     startup_keys = set(filter(None, sys.argv[2].split(","))) if len(sys.argv) > 2 else set()
+    # Its requests are waited for: a descriptor handed over non-blocking would end the
+    # server at its first wait.
+    os.set_blocking(fd, True)
     sock = socket.socket(fileno=fd)
     _prctl_dumpable(0)
     _prctl(PR_SET_CHILD_SUBREAPER, 1)
