@@ -9,14 +9,13 @@ pages are the test's own, served on loopback.
 from __future__ import annotations
 
 import hashlib
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.support.pipeline import pipeline_fixtures
+from tests.support.pipeline import call_ended, pipeline_fixtures
 from tests.tools_app.api import conftest as api_fixtures
 from tests.tools_app.api.conftest import AgentClient
 from tests.tools_app.net.servers import LoopbackHttpServer, Reply
@@ -81,23 +80,12 @@ def _browser_agent(make: Callable[..., AgentClient], ports: list[int]) -> AgentC
     return client
 
 
-def _call(client: AgentClient, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    response = client.call(tool, arguments, idempotency_key=uuid.uuid4().hex, wait=0)
-    assert response.status_code in (200, 201), response.text
-    answer: dict[str, Any] = response.json()
-    for _ in range(5):  # a loaded machine: wait as long as a person would
-        if answer["status"] not in ("queued", "running"):
-            break
-        answer = client.get(answer["id"], wait=60).json()
-    return answer
-
-
 def test_navigate_reads_a_granted_page_through_the_egress_proxy_in_a_container(
     make_agent: Callable[..., AgentClient], site: LoopbackHttpServer
 ) -> None:
     client = _browser_agent(make_agent, [site.port])
     before = site.count("/report")
-    answer = _call(client, "browser_navigate", {"url": site.url("/report")})
+    answer = call_ended(client, "browser_navigate", {"url": site.url("/report")})
     assert answer["status"] == "succeeded", answer
     result = answer["result"]["structured"]
     assert (result["title"], result["status"]) == ("Quarterly report", 200)
@@ -125,11 +113,11 @@ def test_a_granted_page_cannot_make_the_browser_reach_outside_the_grant(
     )
     site.route("/moved", Reply(302, {"Location": secret}))
     client = _browser_agent(make_agent, [site.port])
-    embedded = _call(client, "browser_navigate", {"url": site.url("/embeds")})
+    embedded = call_ended(client, "browser_navigate", {"url": site.url("/embeds")})
     # Control: the granted page itself loads.
     assert embedded["status"] == "succeeded", embedded
     assert "embedding page" in embedded["result"]["structured"]["text"]
-    moved = _call(client, "browser_navigate", {"url": site.url("/moved")})
+    moved = call_ended(client, "browser_navigate", {"url": site.url("/moved")})
     assert moved["status"] == "failed", moved
     assert moved["error"]["code"] == "NAVIGATION_FAILED", moved
     assert "internal" not in str(moved)
@@ -140,7 +128,7 @@ def test_screenshot_is_a_png_in_the_workspace_with_its_digest(
     make_agent: Callable[..., AgentClient], site: LoopbackHttpServer
 ) -> None:
     client = _browser_agent(make_agent, [site.port])
-    answer = _call(
+    answer = call_ended(
         client,
         "browser_screenshot",
         {"url": site.url("/report"), "viewport": {"width": 640, "height": 480}},
@@ -160,11 +148,11 @@ def test_an_agent_without_a_network_grant_reaches_nothing(
     client = make_agent("standard", autonomy="full")
     AgentPermissions.objects.create(agent=client.agent, sub_constraints={"network": "none"})
     before = site.count()
-    answer = _call(client, "browser_navigate", {"url": site.url("/report")})
+    answer = call_ended(client, "browser_navigate", {"url": site.url("/report")})
     assert answer["status"] == "denied", answer
     assert site.count() == before
     # Control: an agent granted the server reads it, on the same worker.
     granted = _browser_agent(make_agent, [site.port])
-    assert _call(granted, "browser_navigate", {"url": site.url("/details")})["status"] == (
+    assert call_ended(granted, "browser_navigate", {"url": site.url("/details")})["status"] == (
         "succeeded"
     )

@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from common.testing import wait_until
-from tests.support.pipeline import pipeline_fixtures
+from tests.support.pipeline import call_ended, pipeline_fixtures
 from tests.tools_app.api import conftest as api_fixtures
 from tests.tools_app.api.conftest import AgentClient
 from tests.tools_app.sandbox.conftest import docker_engine
@@ -70,19 +70,8 @@ pipeline, daphne_server, _settled = pipeline_fixtures(
 )
 
 
-def _call(client: AgentClient, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    response = client.call(tool, arguments, idempotency_key=uuid.uuid4().hex, wait=60)
-    assert response.status_code in (200, 201), response.text
-    answer: dict[str, Any] = response.json()
-    for _ in range(5):  # a loaded machine: wait as long as a person would
-        if answer["status"] not in ("queued", "running"):
-            break
-        answer = client.get(answer["id"], wait=60).json()
-    return answer
-
-
 def _succeeded(client: AgentClient, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    answer = _call(client, tool, arguments)
+    answer = call_ended(client, tool, arguments)
     assert answer["status"] == "succeeded", (answer["error"], answer["result"])
     structured: dict[str, Any] = answer["result"]["structured"]
     return structured
@@ -123,7 +112,7 @@ def test_xterm_in_a_container_types_keys_and_changes_the_screen(
 ) -> None:
     client = make_agent("standard", autonomy="full")
     # No session yet: the calls say so.
-    _failed_with(_call(client, "desktop_type", {"text": "hello"}), NOT_RUNNING)
+    _failed_with(call_ended(client, "desktop_type", {"text": "hello"}), NOT_RUNNING)
     launched = _succeeded(client, "desktop_launch", {"argv": ["xterm"]})
     assert len(launched["session"]) == 32 and launched["window_title"] == "xterm"
     [container] = _containers_of(engine, client)
@@ -187,7 +176,7 @@ def test_an_idle_session_ends_its_container_and_later_calls_say_so(
         what="the idle session to end",
         poll=0.5,
     )
-    _failed_with(_call(client, "desktop_screenshot", {}), NOT_RUNNING)
+    _failed_with(call_ended(client, "desktop_screenshot", {}), NOT_RUNNING)
     wait_until(lambda: not _containers_of(engine, client), timeout=60, what="its container to go")
 
 
@@ -210,7 +199,7 @@ def test_a_person_takes_over_the_containers_desktop_and_hands_back(
     taken = panel._post(admin, f"/agents/{agent.agent.id}/desktop/take-over/")
     assert taken.status_code == 302, taken.text[:500]
     assert DesktopTakeover.objects.filter(agent_id=agent.agent.id).exists()
-    refused = _call(agent, "desktop_type", {"text": "echo agent > agent.txt\n"})
+    refused = call_ended(agent, "desktop_type", {"text": "echo agent > agent.txt\n"})
     _failed_with(refused, "desktop_taken_over")
     act = f"/agents/{agent.agent.id}/desktop/act/"
     typed = panel._post(admin, act, {"action": "type", "text": "echo person > person.txt"})
@@ -253,7 +242,7 @@ def test_cancelling_a_running_call_ends_the_sessions_container(
     assert answer["status"] == "cancelled", answer
     wait_until(lambda: not _session_dir(session).exists(), timeout=60, what="the session end")
     wait_until(lambda: not _containers_of(engine, client), timeout=60, what="its container")
-    _failed_with(_call(client, "desktop_screenshot", {}), NOT_RUNNING)
+    _failed_with(call_ended(client, "desktop_screenshot", {}), NOT_RUNNING)
 
 
 def test_a_switched_off_agents_container_ends(

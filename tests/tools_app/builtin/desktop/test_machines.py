@@ -23,7 +23,7 @@ import pytest
 import redis
 
 from common.testing import free_port, http_status, python_argv, running, wait_until
-from tests.support.pipeline import own_redis
+from tests.support.pipeline import call_ended, own_redis
 from tests.tools_app.api import conftest as api_fixtures
 from tests.tools_app.api.conftest import AgentClient
 from tools_app.builtin.desktop.placement import PLACEMENT_PREFIX
@@ -115,17 +115,6 @@ def _idle(broker: redis.Redis) -> bool:
     return sum(int(broker.llen(q)) for q in queues) == 0 and not broker.hlen("unacked")
 
 
-def _call(client: AgentClient, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    response = client.call(tool, arguments, idempotency_key=uuid.uuid4().hex, wait=60)
-    assert response.status_code in (200, 201), response.text
-    answer: dict[str, Any] = response.json()
-    for _ in range(5):  # a loaded machine: wait as long as a person would
-        if answer["status"] not in ("queued", "running"):
-            break
-        answer = client.get(answer["id"], wait=60).json()
-    return answer
-
-
 def _machine_of(answer: dict[str, Any]) -> str:
     worker = Invocation.objects.values_list("worker", flat=True).get(id=answer["id"])
     return str(worker).split("-", 1)[0]
@@ -135,19 +124,21 @@ def test_calls_follow_the_session_to_the_machine_holding_it(
     make_agent: Callable[..., AgentClient], broker: redis.Redis
 ) -> None:
     client = make_agent("standard", autonomy="full")
-    launched = _call(client, "desktop_launch", {"argv": ["xmessage", "machines"]})
+    launched = call_ended(client, "desktop_launch", {"argv": ["xmessage", "machines"]})
     assert launched["status"] == "succeeded", launched
     holder = _machine_of(launched)
     assert holder in MACHINES
     placed = broker.get(f"{PLACEMENT_PREFIX}{client.agent.id}")
     assert placed == holder.encode()
     for _ in range(8):
-        shot = _call(client, "desktop_screenshot", {})
+        shot = call_ended(client, "desktop_screenshot", {})
         assert shot["status"] == "succeeded", shot
         assert _machine_of(shot) == holder
     # Control: calls of another tool are taken by both machines' workers.
     (Path(client.agent.workspace) / "notes.txt").write_text("notes\n")
-    ran_on = {_machine_of(_call(client, "read_file", {"path": "notes.txt"})) for _ in range(20)}
+    ran_on = {
+        _machine_of(call_ended(client, "read_file", {"path": "notes.txt"})) for _ in range(20)
+    }
     assert ran_on == set(MACHINES), ran_on
 
 
@@ -155,16 +146,16 @@ def test_a_session_that_ended_leaves_its_machine_free(
     make_agent: Callable[..., AgentClient], broker: redis.Redis
 ) -> None:
     client = make_agent("standard", autonomy="full")
-    launched = _call(client, "desktop_launch", {"argv": ["xmessage", "ends"]})
+    launched = call_ended(client, "desktop_launch", {"argv": ["xmessage", "ends"]})
     assert launched["status"] == "succeeded", launched
     key = f"{PLACEMENT_PREFIX}{client.agent.id}"
     assert broker.get(key) == _machine_of(launched).encode()
     # Idle past its limit, the session ends and its holder says so at once.
     wait_until(lambda: not broker.exists(key), timeout=IDLE_SECONDS + 60, what="the key to go")
-    ended = _call(client, "desktop_screenshot", {})
+    ended = call_ended(client, "desktop_screenshot", {})
     assert ended["status"] == "failed", ended
     assert ended["error"]["code"] == "desktop_app_not_running", ended
     # Control: a new launch stands again, on whichever machine took it.
-    again = _call(client, "desktop_launch", {"argv": ["xmessage", "again"]})
+    again = call_ended(client, "desktop_launch", {"argv": ["xmessage", "again"]})
     assert again["status"] == "succeeded", again
     assert broker.get(key) == _machine_of(again).encode()

@@ -104,6 +104,15 @@ def _client(client: Any | None) -> Any:
     return client if client is not None else connect(None, timeout=600)
 
 
+def _present(engine: Any, tag: str) -> ImageBuildReport | None:
+    """The report for ``tag`` when the engine has it already."""
+    try:
+        engine.images.get(tag)
+    except sdk_errors().ImageNotFound:
+        return None
+    return ImageBuildReport(tag, "present", "image already in the engine")
+
+
 def build_sandbox_image(
     *,
     tag: str = SANDBOX_IMAGE,
@@ -121,12 +130,8 @@ def build_sandbox_image(
     """
     errors = sdk_errors()
     engine = _client(client)
-    if not force:
-        try:
-            engine.images.get(tag)
-            return ImageBuildReport(tag, "present", "image already in the engine")
-        except errors.ImageNotFound:
-            pass
+    if not force and (present := _present(engine, tag)) is not None:
+        return present
     if use_registry is None:
         use_registry = registry_reachable()
     if use_registry:
@@ -150,26 +155,17 @@ def build_gui_image(
     """Make sure the GUI image ``tag`` exists in the engine, building it if needed: the
     cached plain root filesystem (made first if missing) plus the GUI packages, from this
     machine's apt mirror. Raises SandboxImageBuildError with the reason when it cannot."""
-    errors = sdk_errors()
     engine = _client(client)
-    if not force:
-        try:
-            engine.images.get(tag)
-            return ImageBuildReport(tag, "present", "image already in the engine")
-        except errors.ImageNotFound:
-            pass
+    if not force and (present := _present(engine, tag)) is not None:
+        return present
     cache = cache_dir or default_cache_dir()
     mirror = _mirror()
     cache.mkdir(parents=True, exist_ok=True)
     # Builds started at once (several workers, a test run's processes) make it one at a time.
     with open(cache / "gui-build.lock", "a+b") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if not force:
-            try:
-                engine.images.get(tag)
-                return ImageBuildReport(tag, "present", "image already in the engine")
-            except errors.ImageNotFound:
-                pass
+        if not force and (present := _present(engine, tag)) is not None:
+            return present
         base = _cached_rootfs(cache, mirror, log)
         tarball = gui_tarball_path(cache, base)
         if tarball.exists():
