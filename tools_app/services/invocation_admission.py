@@ -31,7 +31,11 @@ from django.utils import timezone
 
 from tools_app.admission.line import WaitingCall, calls_to_start, starts_at_once
 from tools_app.models import Invocation, InvocationStatus
-from tools_app.services.invocation_dispatch import enqueue_invocation, invocation_dispatch_on_commit
+from tools_app.services.invocation_dispatch import (
+    DISPATCH_FIELDS,
+    enqueue_invocation,
+    invocation_dispatch_on_commit,
+)
 from trust_app.models import Agent
 from trust_app.selectors.agents import agent_cap
 
@@ -145,7 +149,7 @@ def agent_line_advance(*, agent: Agent, locked: bool = False) -> int:
     Invocation.objects.filter(id__in=starting, status=QUEUED, held=True).update(
         held=False, dispatched_at=now, updated_at=now
     )
-    for invocation in Invocation.objects.filter(id__in=starting).only("id", "queue"):
+    for invocation in Invocation.objects.filter(id__in=starting).only(*DISPATCH_FIELDS):
         invocation_dispatch_on_commit(invocation)
     return len(starting)
 
@@ -158,7 +162,7 @@ def invocations_dispatch_sweep() -> dict[str, int]:
         # Never sent (its send failed), or sent long ago and still not claimed.
         .filter(Q(dispatched_at__isnull=True) | Q(dispatched_at__lt=cutoff))
         .order_by("created_at")
-        .only("id", "queue")[:_SWEEP_BATCH]
+        .only(*DISPATCH_FIELDS)[:_SWEEP_BATCH]
     )
     resent = 0
     for invocation in stale:

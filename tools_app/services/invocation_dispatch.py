@@ -28,6 +28,8 @@ from trust_app.services.evidence import trust_invocation_outcome_note
 EXECUTE_TASK = "tools_app.execute_invocation"
 QUEUED = InvocationStatus.QUEUED
 DESKTOP = ToolCategory.DESKTOP.value
+# What sending a call reads of it (a partial load names these).
+DISPATCH_FIELDS = ("id", "queue", "category", "agent_id")
 log = structlog.get_logger("synthorg.dispatch")
 
 
