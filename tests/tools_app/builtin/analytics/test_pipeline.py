@@ -28,7 +28,7 @@ from audit_app.models import AuditEvent
 from audit_app.record import Actor
 from common.testing import free_port, require, running, wait_until
 from secrets_app.services import secret_set
-from tests.support.pipeline import Pipeline, configured_pipeline
+from tests.support.pipeline import Pipeline, call_ended, configured_pipeline
 from tests.tools_app.api import conftest as api_fixtures
 from tests.tools_app.api.conftest import AgentClient
 from tools_app.models import Invocation
@@ -151,26 +151,15 @@ def _agent(make: Callable[..., AgentClient], grants: list[str] | None = None) ->
     return client
 
 
-def _call(client: AgentClient, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    response = client.call(tool, arguments, idempotency_key=uuid.uuid4().hex, wait=60)
-    assert response.status_code in (200, 201), response.text
-    answer: dict[str, Any] = response.json()
-    for _ in range(5):  # a loaded machine: wait as long as a person would
-        if answer["status"] not in ("queued", "running"):
-            break
-        answer = client.get(answer["id"], wait=60).json()
-    return answer
-
-
 def _succeeded(client: AgentClient, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    answer = _call(client, tool, arguments)
+    answer = call_ended(client, tool, arguments)
     assert answer["status"] == "succeeded", answer.get("error")
     structured: dict[str, Any] = answer["result"]["structured"]
     return structured
 
 
 def _failed(client: AgentClient, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    answer = _call(client, tool, arguments)
+    answer = call_ended(client, tool, arguments)
     assert answer["status"] == "failed", (answer["status"], answer.get("error"))
     error: dict[str, Any] = answer["error"]
     return error
@@ -275,7 +264,7 @@ def test_chart_render_writes_png_and_svg_from_rows_and_workspace_files(
         os.link(outside, workspace / "hard.csv")
         for path in ("linked.csv", "hard.csv", f"../{outside.name}"):
             arguments = {"path": path, "kind": "line", "x": "day", "y": "units"}
-            answer = _call(client, "chart_render", arguments)
+            answer = call_ended(client, "chart_render", arguments)
             # Denied when decided (the path's policy), or refused by the file runner.
             assert answer["status"] in ("denied", "failed"), (path, answer)
             if answer["status"] == "failed":
@@ -351,6 +340,6 @@ def test_report_build_renders_in_a_sandboxed_engine(
     flood = "{% for i in range(100000) %}{% for j in range(100000) %}xx{% endfor %}{% endfor %}"
     assert _failed(client, "report_build", {"template": flood})["code"] == "LIMIT_EXCEEDED"
     silent = "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}"
-    endless = _call(client, "report_build", {"template": silent})
+    endless = call_ended(client, "report_build", {"template": silent})
     assert endless["status"] == "timed_out", endless
     assert set((Path(client.agent.workspace) / ".synthorg" / "reports").iterdir()) == before

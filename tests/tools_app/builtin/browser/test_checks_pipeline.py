@@ -5,13 +5,12 @@ by the test's own server, reached through the egress proxy and the agent's grant
 from __future__ import annotations
 
 import base64
-import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
-from tests.support.pipeline import pipeline_fixtures
+from tests.support.pipeline import call_ended, pipeline_fixtures
 from tests.tools_app.api import conftest as api_fixtures
 from tests.tools_app.api.conftest import AgentClient
 from tests.tools_app.net.servers import LoopbackHttpServer, Reply
@@ -58,22 +57,11 @@ def _browser_agent(make: Callable[..., AgentClient], port: int) -> AgentClient:
     return client
 
 
-def _call(client: AgentClient, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    response = client.call(tool, arguments, idempotency_key=uuid.uuid4().hex, wait=60)
-    assert response.status_code in (200, 201), response.text
-    answer: dict[str, Any] = response.json()
-    for _ in range(5):  # a loaded machine: wait as long as a person would
-        if answer["status"] not in ("queued", "running"):
-            break
-        answer = client.get(answer["id"], wait=60).json()
-    return answer
-
-
 def test_axe_finds_the_seeded_violations_and_none_on_the_clean_page(
     make_agent: Callable[..., AgentClient], site: LoopbackHttpServer
 ) -> None:
     client = _browser_agent(make_agent, site.port)
-    faulty = _call(client, "browser_accessibility_scan", {"url": site.url("/faulty")})
+    faulty = call_ended(client, "browser_accessibility_scan", {"url": site.url("/faulty")})
     assert faulty["status"] == "succeeded", faulty
     found = faulty["result"]["structured"]
     impacts = {rule["id"]: rule["impact"] for rule in found["violations"]}
@@ -81,7 +69,7 @@ def test_axe_finds_the_seeded_violations_and_none_on_the_clean_page(
     assert impacts.get("label") == "critical", impacts
     assert found["counts"]["critical"] >= 2
     # Control: the same form with alt text and a label.
-    clean = _call(client, "browser_accessibility_scan", {"url": site.url("/clean")})
+    clean = call_ended(client, "browser_accessibility_scan", {"url": site.url("/clean")})
     assert clean["status"] == "succeeded", clean
     assert clean["result"]["structured"]["violations"] == []
     assert sum(clean["result"]["structured"]["counts"].values()) == 0
@@ -99,20 +87,20 @@ def test_spec_checks_pass_and_fail_on_a_served_page(
         {"kind": "text", "contains": "Checkout"},
         {"kind": "no_console_errors"},
     ]
-    answer = _call(client, "browser_spec", {"url": site.url("/clean"), "checks": checks})
+    answer = call_ended(client, "browser_spec", {"url": site.url("/clean"), "checks": checks})
     assert answer["status"] == "succeeded", answer
     result = answer["result"]["structured"]
     assert [v["passed"] for v in result["checks"]] == [True, False, True, True, False, True]
     assert result["passed"] is False
     # Control: the same page without the failing checks passes as a whole.
     kept = [checks[0], checks[2], checks[3], checks[5]]
-    answer = _call(client, "browser_spec", {"url": site.url("/clean"), "checks": kept})
+    answer = call_ended(client, "browser_spec", {"url": site.url("/clean"), "checks": kept})
     assert answer["status"] == "succeeded", answer
     assert answer["result"]["structured"]["passed"] is True, answer["result"]["structured"]
     # A resource of the page's own that fails to load is a console error (the favicon
     # the browser asks for by itself, missing on this server too, is not).
     site.route("/broken", Reply(200, HTML, CLEAN.replace(b"/logo.gif", b"/missing.gif")))
-    broken = _call(client, "browser_spec", {"url": site.url("/broken"), "checks": [checks[5]]})
+    broken = call_ended(client, "browser_spec", {"url": site.url("/broken"), "checks": [checks[5]]})
     assert broken["status"] == "succeeded", broken
     verdict = broken["result"]["structured"]["checks"][0]
     assert verdict["passed"] is False and "404" in verdict["detail"], verdict
@@ -123,26 +111,28 @@ def test_screenshot_then_diff_against_the_page_unchanged_and_changed(
 ) -> None:
     site.route("/home", Reply(200, HTML, BANNER.format("#2a6f2a").encode()))
     client = _browser_agent(make_agent, site.port)
-    shot = _call(
+    shot = call_ended(
         client,
         "browser_screenshot",
         {"url": site.url("/home"), "viewport": {"width": 480, "height": 320}},
     )
     assert shot["status"] == "succeeded", shot
     baseline = shot["result"]["structured"]["path"]
-    same = _call(client, "browser_diff", {"baseline": baseline, "url": site.url("/home")})
+    same = call_ended(client, "browser_diff", {"baseline": baseline, "url": site.url("/home")})
     assert same["status"] == "succeeded", same
     assert same["result"]["structured"]["ssim"] >= 0.99
     assert same["result"]["structured"]["changed"] is False
     site.route("/home", Reply(200, HTML, BANNER.format("#d03030").encode()))
-    changed = _call(client, "browser_diff", {"baseline": baseline, "url": site.url("/home")})
+    changed = call_ended(client, "browser_diff", {"baseline": baseline, "url": site.url("/home")})
     assert changed["status"] == "succeeded", changed
     result = changed["result"]["structured"]
     assert result["changed"] is True
     assert [(r["x"], r["y"]) for r in result["regions"]] == [(40, 60)], result["regions"]
     # A baseline outside the workspace is denied before anything runs.
     before = len(site.requests)
-    refused = _call(client, "browser_diff", {"baseline": "/etc/passwd", "url": site.url("/home")})
+    refused = call_ended(
+        client, "browser_diff", {"baseline": "/etc/passwd", "url": site.url("/home")}
+    )
     assert refused["status"] == "denied", refused
     assert "root:" not in str(refused)
     assert len(site.requests) == before

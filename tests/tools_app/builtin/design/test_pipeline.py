@@ -28,7 +28,7 @@ from audit_app.models import AuditEvent
 from audit_app.record import Actor
 from secrets_app.redaction import GENERATION_KEY, REFRESH_SECONDS
 from secrets_app.services import secret_set
-from tests.support.pipeline import Pipeline, configured_pipeline
+from tests.support.pipeline import Pipeline, call_ended, configured_pipeline
 from tests.tools_app.api import conftest as api_fixtures
 from tests.tools_app.api.conftest import AgentClient
 from tests.tools_app.net.servers import LoopbackHttpServer, RecordedRequest, Reply
@@ -196,26 +196,15 @@ def _agent(make: Callable[..., AgentClient], grants: list[str] | None = None) ->
     return client
 
 
-def _call(client: AgentClient, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    response = client.call(tool, arguments, idempotency_key=uuid.uuid4().hex, wait=60)
-    assert response.status_code in (200, 201), response.text
-    answer: dict[str, Any] = response.json()
-    for _ in range(5):  # a loaded machine: wait as long as a person would
-        if answer["status"] not in ("queued", "running"):
-            break
-        answer = client.get(answer["id"], wait=60).json()
-    return answer
-
-
 def _succeeded(client: AgentClient, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    answer = _call(client, tool, arguments)
+    answer = call_ended(client, tool, arguments)
     assert answer["status"] == "succeeded", (answer["status"], answer.get("error"))
     structured: dict[str, Any] = answer["result"]["structured"]
     return structured
 
 
 def _failed(client: AgentClient, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    answer = _call(client, tool, arguments)
+    answer = call_ended(client, tool, arguments)
     assert answer["status"] == "failed", (answer["status"], answer.get("error"))
     error: dict[str, Any] = answer["error"]
     return error
@@ -308,7 +297,7 @@ def test_image_generate_needs_the_connection_granted(
     make_agent: Callable[..., AgentClient], credential: str
 ) -> None:
     stranger = _agent(make_agent, ["elsewhere"])
-    answer = _call(stranger, "image_generate", {"prompt": "a lighthouse", "size": "256x256"})
+    answer = call_ended(stranger, "image_generate", {"prompt": "a lighthouse", "size": "256x256"})
     assert answer["status"] == "denied", answer
     assert answer["decision"]["rule"] == "connection_not_granted", answer
     # Control: granted the connection's generations operation alone, the same call runs.
@@ -327,7 +316,7 @@ def test_a_stored_secret_in_the_prompt_is_redacted_in_audit_rows(
     # A process looks at that announcement at most every REFRESH_SECONDS.
     time.sleep(REFRESH_SECONDS * 2)
     client = _agent(make_agent, ["images"])
-    answer = _call(
+    answer = call_ended(
         client, "image_generate", {"prompt": f"a poster that says {value}", "size": "256x256"}
     )
     assert answer["status"] == "succeeded", answer
@@ -401,7 +390,7 @@ def test_a_mockup_past_the_workspace_quota_is_refused_and_nothing_kept(
     (workspace / "filler.bin").write_bytes(
         b"\0" * (QUOTA - workspace_usage(workspace).total - left)
     )
-    refused = _call(client, "mockup_render", {"svg": SVG_MOCKUP.replace("20,160,60", "1,2,3")})
+    refused = call_ended(client, "mockup_render", {"svg": SVG_MOCKUP.replace("20,160,60", "1,2,3")})
     assert refused["status"] == "failed", refused
     assert refused["error"]["code"] == "LIMIT_EXCEEDED", refused
     assert "workspace_quota" in refused["error"]["message"], refused

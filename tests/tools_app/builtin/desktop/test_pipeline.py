@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from common.testing import wait_until
-from tests.support.pipeline import pipeline_fixtures
+from tests.support.pipeline import call_ended, pipeline_fixtures
 from tests.tools_app.api import conftest as api_fixtures
 from tests.tools_app.api.conftest import AgentClient
 from tests.tools_app.mcp.conftest import with_mcp
@@ -47,19 +47,8 @@ NOT_RUNNING = "desktop_app_not_running"
 pipeline, daphne_server, _settled = pipeline_fixtures("desktop-pipeline", CONFIG, redis_db=REDIS_DB)
 
 
-def _call(client: AgentClient, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    response = client.call(tool, arguments, idempotency_key=uuid.uuid4().hex, wait=60)
-    assert response.status_code in (200, 201), response.text
-    answer: dict[str, Any] = response.json()
-    for _ in range(5):  # a loaded machine: wait as long as a person would
-        if answer["status"] not in ("queued", "running"):
-            break
-        answer = client.get(answer["id"], wait=60).json()
-    return answer
-
-
 def _succeeded(client: AgentClient, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    answer = _call(client, tool, arguments)
+    answer = call_ended(client, tool, arguments)
     assert answer["status"] == "succeeded", (answer["error"], answer["result"])
     structured: dict[str, Any] = answer["result"]["structured"]
     return structured
@@ -139,7 +128,7 @@ def test_a_call_without_a_session_fails_desktop_app_not_running(
         ("desktop_screenshot", {}),
         ("desktop_click", {"x": 1, "y": 1}),
     ):
-        _failed_with(_call(client, tool, arguments), NOT_RUNNING)
+        _failed_with(call_ended(client, tool, arguments), NOT_RUNNING)
     # Control: once launched, the same calls reach the session.
     launched = _succeeded(client, "desktop_launch", {"argv": ["xmessage", "hello"]})
     assert launched["window_title"] == "xmessage"
@@ -152,14 +141,14 @@ def test_programs_and_arguments_outside_the_rules_are_refused(
 ) -> None:
     client = _agent(make_agent)
     for argv in (["python3", "-c", "print(1)"], ["/bin/sh"], ["./xterm"], ["env", "xterm"]):
-        refused = _call(client, "desktop_launch", {"argv": argv})
+        refused = call_ended(client, "desktop_launch", {"argv": argv})
         _failed_with(refused, "BINARY_NOT_ALLOWED")
-    preload = _call(
+    preload = call_ended(
         client, "desktop_launch", {"argv": ["xmessage", "x"], "env": {"LD_PRELOAD": "/x.so"}}
     )
     _failed_with(preload, "INVALID_ARGUMENT")
     # Nothing was started by the refused calls.
-    _failed_with(_call(client, "desktop_screenshot", {}), NOT_RUNNING)
+    _failed_with(call_ended(client, "desktop_screenshot", {}), NOT_RUNNING)
     # Control: an allowed program with a plain variable starts.
     _succeeded(client, "desktop_launch", {"argv": ["xmessage", "x"], "env": {"LABEL": "one"}})
     for tool, arguments in (
@@ -168,7 +157,7 @@ def test_programs_and_arguments_outside_the_rules_are_refused(
         ("desktop_click", {"x": WIDTH, "y": 10}),
         ("desktop_type", {"text": "bell\x07"}),
     ):
-        _failed_with(_call(client, tool, arguments), "INVALID_ARGUMENT")
+        _failed_with(call_ended(client, tool, arguments), "INVALID_ARGUMENT")
     # Control: the same tools with arguments inside the rules.
     assert _succeeded(client, "desktop_key", {"keys": "ctrl+s Escape"}) == {"ok": True}
     assert _succeeded(client, "desktop_click", {"x": WIDTH - 1, "y": 10}) == {"ok": True}
@@ -182,8 +171,8 @@ def test_another_agent_never_reaches_this_agents_session(
     _succeeded(owner, "desktop_launch", {"argv": ["xterm"]})
     # Another agent, even one working in the same directory, has no session of its own.
     other = _agent(make_agent, workspace=str(workspace))
-    _failed_with(_call(other, "desktop_type", {"text": "echo leak > leak.txt\n"}), NOT_RUNNING)
-    _failed_with(_call(other, "desktop_screenshot", {}), NOT_RUNNING)
+    _failed_with(call_ended(other, "desktop_type", {"text": "echo leak > leak.txt\n"}), NOT_RUNNING)
+    _failed_with(call_ended(other, "desktop_screenshot", {}), NOT_RUNNING)
     # Its own launch starts a session of its own, not the owner's.
     own = _succeeded(other, "desktop_launch", {"argv": ["xmessage", "other"]})
     _succeeded(other, "desktop_type", {"text": "echo leak > leak.txt\n"})
@@ -209,7 +198,7 @@ def test_an_idle_session_ends_and_later_calls_say_so(
         what="the idle session to end",
         poll=0.5,
     )
-    _failed_with(_call(client, "desktop_screenshot", {}), NOT_RUNNING)
+    _failed_with(call_ended(client, "desktop_screenshot", {}), NOT_RUNNING)
 
 
 def test_cancelling_a_running_desktop_call_ends_its_session(
@@ -242,7 +231,7 @@ def test_cancelling_a_running_desktop_call_ends_its_session(
         what="the cancelled call's session to end",
         poll=0.2,
     )
-    _failed_with(_call(client, "desktop_screenshot", {}), NOT_RUNNING)
+    _failed_with(call_ended(client, "desktop_screenshot", {}), NOT_RUNNING)
 
 
 def test_healthz_says_the_desktop_is_on(daphne_server: str) -> None:
@@ -293,7 +282,7 @@ def test_a_screenshot_past_the_workspace_quota_is_undone_and_refused(
     kept = _screenshots(client)
     # A few hundred bytes left: the PNG is written by the session, then taken back.
     _fill_to(workspace, 300)
-    answer = _call(client, "desktop_screenshot", {})
+    answer = call_ended(client, "desktop_screenshot", {})
     _failed_with(answer, "LIMIT_EXCEEDED")
     assert "workspace_quota" in answer["error"]["message"], answer
     assert _screenshots(client) == kept
@@ -310,7 +299,7 @@ def test_what_desktop_programs_write_between_calls_is_held_to_the_quota(
     # xterm's shell writes past the quota (the session's own file-size limit is far
     # larger), whether during the key's call or just after it.
     _succeeded(client, "desktop_type", {"text": "head -c 200000 /dev/zero > big.bin"})
-    pressed = _call(client, "desktop_key", {"keys": "Return"})
+    pressed = call_ended(client, "desktop_key", {"keys": "Return"})
     big = workspace / "big.bin"
     if pressed["status"] == "succeeded":
         # Written after the call was measured: the next call finds the workspace over.
@@ -319,7 +308,7 @@ def test_what_desktop_programs_write_between_calls_is_held_to_the_quota(
             timeout=60,
             what="xterm's shell to write big.bin",
         )
-        answer = _call(client, "desktop_screenshot", {})
+        answer = call_ended(client, "desktop_screenshot", {})
         _failed_with(answer, "LIMIT_EXCEEDED")
         assert "programs on the desktop wrote past it" in answer["error"]["message"], answer
         big.unlink()
