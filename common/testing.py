@@ -20,6 +20,8 @@ from typing import IO, Any, TypeVar
 
 import pytest
 
+from common.platform.private_state import PRIVATE_UMASK
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 ALLOW_SKIP_ENV = "SYNTHORG_TEST_ALLOW_SKIP"
 T = TypeVar("T")
@@ -101,6 +103,9 @@ def running(
         stderr=subprocess.STDOUT,
         text=True,
         start_new_session=True,
+        # The launcher's umask (synthorg_site/launcher/private_state.py): what the console
+        # makes is private unless it says otherwise, in the tests as under `make run`.
+        umask=PRIVATE_UMASK,
     )
     try:
         yield RunningProcess(process=process, log_path=log_path)

@@ -51,6 +51,10 @@ def make_run_env(var_dir: Path, *, port: int | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k not in SUITE_ONLY_ENV}
     env["SYNTHORG_ENV"] = "dev"
     env["SYNTHORG_VAR_DIR"] = str(var_dir)
+    # The Makefile's DEMO_CONFIG: one's own synthorg.yaml beside manage.py, else the demo's.
+    own = BASE_DIR / "synthorg.yaml"
+    demo = BASE_DIR / "deploy" / "demo" / "synthorg.yaml"
+    env["SYNTHORG_CONFIG"] = env.get("SYNTHORG_CONFIG") or str(own if own.exists() else demo)
     if port is not None:
         env["PORT"] = str(port)
     return env

@@ -100,8 +100,21 @@ def runtime_root(configured: str | None) -> Path:
         root = Path("/run/synthorg-desktop")
     else:
         root = Path(f"/tmp/synthorg-desktop-{os.geteuid()}")  # noqa: S108 - checked below
-    with contextlib.suppress(FileExistsError):
-        root.mkdir(mode=0o711, parents=True)
+    # mkdir applies the umask (the launcher's is 077): each directory made here is set
+    # to 0711 itself, so the sandbox's user can pass through to a session's directory.
+    for directory in reversed([root, *root.parents]):
+        if directory.exists():
+            continue
+        with contextlib.suppress(FileExistsError):
+            directory.mkdir(mode=0o711)
+            os.chmod(directory, 0o711)  # noqa: S103 - passing through only
+    closed = [p for p in root.parents if not p.stat().st_mode & stat.S_IXOTH]
+    if closed:
+        raise DesktopSessionError(
+            "DESKTOP_UNAVAILABLE",
+            f"{closed[0]} cannot be passed through by other users, so the sandbox's user "
+            f"cannot reach the sessions in {root}; give it o+x or set desktop.runtime_dir",
+        )
     found = root.lstat()
     if not stat.S_ISDIR(found.st_mode) or found.st_uid != os.geteuid():
         raise DesktopSessionError(
@@ -289,6 +302,9 @@ def start_session(
     _remove(place)
     owner = _control_owner(backend)
     place.directory.mkdir(mode=0o711)
+    # mkdir applies the umask (the launcher's is 077): the sandbox's user, to whom the
+    # control directory is given, must pass through the session's directory to reach it.
+    os.chmod(place.directory, 0o711)  # noqa: S103 - only passing through, nothing listed
     place.control_dir.mkdir(mode=0o700)
     if owner is not None:
         os.chown(place.control_dir, *owner)
