@@ -19,13 +19,32 @@ A connection that fails ends alone; a descriptor shortage pauses accepting until
 a connection closes; the relay never ends while the command lives.
 """
 
-import contextlib
+from __future__ import annotations
+
+import _socket
 import errno
 import os
-import selectors
-import socket
 import sys
-import threading
+
+# The relay's modules, loaded in the relay (and the ssh tunnel) only: the command's own
+# start waits for the listener alone, which needs the bare socket module. Loading these
+# (enum, collections, functools...) took about half of the forwarder's start; typing
+# alone would take more than the rest, so type checkers get their own constant.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    import contextlib
+    import selectors
+    import socket
+    import threading
+
+
+def _relay_modules() -> None:
+    global contextlib, selectors, socket, threading
+    import contextlib
+    import selectors
+    import socket
+    import threading
+
 
 CHUNK = 65536
 CONNECT_SECONDS = 10.0
@@ -200,12 +219,14 @@ class _Relay:
         self._resume()
 
 
-def _serve(listener: socket.socket, path: str, alive: int) -> None:
-    _Relay(listener, path, alive).serve()
+def _serve(listening_fd: int, path: str, alive: int) -> None:
+    _relay_modules()
+    _Relay(socket.socket(fileno=listening_fd), path, alive).serve()
 
 
 def connect(path: str, host: str, port: str) -> None:
     """One CONNECT tunnel to ``host:port`` relayed over stdin and stdout."""
+    _relay_modules()
     upstream = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     upstream.connect(path)
     target = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
@@ -248,8 +269,8 @@ def main(argv: list[str]) -> None:
         sys.stderr.write("usage: forwarder.py SOCKET PORT -- COMMAND...\n")
         os._exit(2)
     path, port, command = argv[0], int(argv[1]), argv[3:]
-    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM)
+    listener.setsockopt(_socket.SOL_SOCKET, _socket.SO_REUSEADDR, 1)
     listener.bind(("127.0.0.1", port))
     listener.listen(64)
     alive_read, alive_write = os.pipe()
@@ -260,7 +281,7 @@ def main(argv: list[str]) -> None:
             null = os.open(os.devnull, os.O_RDWR)
             for fd in (0, 1, 2):
                 os.dup2(null, fd)
-            _serve(listener, path, alive_read)
+            _serve(listener.detach(), path, alive_read)
         os._exit(0)
     os.waitpid(child, 0)
     listener.close()
