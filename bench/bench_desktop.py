@@ -56,7 +56,7 @@ def _agent() -> tuple[str, Path]:
 
 def _call(http: httpx.Client, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
     answer: dict[str, Any] = http.post(
-        "/api/v1/invocations/", json={"tool": tool, "arguments": arguments, "wait": 90}
+        "/api/v1/invocations/", json={"tool": tool, "arguments": arguments, "wait": 60}
     ).json()
     if answer.get("status") != "succeeded":
         raise SystemExit(f"{tool} did not succeed: {answer}")
