@@ -190,36 +190,24 @@ CALLS: list[tuple[str, Callable[[dict[str, Any]], dict[str, Any]], Check]] = [
     ("desktop_click", lambda _: {"x": 20, "y": 20}, _succeeded()),
     ("desktop_scroll", lambda _: {"dy": 2}, _succeeded()),
     ("desktop_screenshot", lambda _: {}, _desktop_picture),
-    (
-        "http_request",
-        lambda _: {"url": UNGRANTED_URL},
-        _refused("denied", "denied", "not allowlisted"),
-    ),
-    (
-        "html_to_text",
-        lambda _: {"url": UNGRANTED_URL},
-        _refused("denied", "denied", "not allowlisted"),
-    ),
-    (
-        "extract_links",
-        lambda _: {"url": UNGRANTED_URL},
-        _refused("denied", "denied", "not allowlisted"),
-    ),
-    (
-        "sql_query",
-        lambda _: {"connection": "analytics", "query": "select 1"},
-        _refused("failed", "HOST_NOT_ALLOWED", "none are configured for you"),
-    ),
-    (
-        "schema_inspect",
-        lambda _: {"connection": "analytics"},
-        _refused("failed", "HOST_NOT_ALLOWED", "none are configured for you"),
-    ),
-    (
-        "db_mutate",
-        lambda _: {"connection": "analytics", "query": "delete from orders"},
-        _refused("failed", "HOST_NOT_ALLOWED", "none are configured for you"),
-    ),
+    # Fetching needs a granted host: the demo grants none, so each is refused by policy.
+    *[
+        (tool, lambda _: {"url": UNGRANTED_URL}, _refused("denied", "denied", "not allowlisted"))
+        for tool in ("http_request", "html_to_text", "extract_links")
+    ],
+    # Databases need a connection: the demo has none, and each says so.
+    *[
+        (
+            tool,
+            lambda _, more=more: {"connection": "analytics", **more},
+            _refused("failed", "HOST_NOT_ALLOWED", "none are configured for you"),
+        )
+        for tool, more in (
+            ("sql_query", {"query": "select 1"}),
+            ("schema_inspect", {}),
+            ("db_mutate", {"query": "delete from orders"}),
+        )
+    ],
     (
         "delete_file",
         lambda _: {"path": "demo/page.html"},
