@@ -20,7 +20,6 @@ import statistics
 import sys
 import tempfile
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -33,9 +32,11 @@ django.setup()
 
 import httpx  # noqa: E402
 
+from bench.bench_engine import _agent as engine_agent  # noqa: E402
+from bench.bench_engine import _call as engine_call  # noqa: E402
+from bench.bench_engine import _client as engine_client  # noqa: E402
 from bench.measure import emit_row, p50_p95_row  # noqa: E402
 from common.testing import BASE_DIR, free_port, http_status, python_argv, running, wait_until  # noqa: E402
-from trust_app.services.agents import agent_create, workspace_grant  # noqa: E402
 
 SESSION_STARTS = 5
 PAIRS = 20
@@ -44,20 +45,14 @@ DIFFS = 10
 PAGE = "<!doctype html><html lang='en'><title>Bench</title><main><h1>Heading</h1></main></html>"
 
 
-def _agent() -> tuple[str, Path]:
-    created = agent_create(
-        name=f"bench-desktop-{uuid.uuid4().hex[:8]}", access_level="elevated", autonomy="full"
-    )
-    workspace = Path(created.agent.workspace)
+def _agent() -> str:
+    token, workspace = engine_agent("bench-desktop")
     (workspace / "page.html").write_text(PAGE)
-    workspace_grant(workspace)
-    return created.token, workspace
+    return token
 
 
-def _call(http: httpx.Client, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    answer: dict[str, Any] = http.post(
-        "/api/v1/invocations/", json={"tool": tool, "arguments": arguments, "wait": 60}
-    ).json()
+def _succeeded(http: httpx.Client, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    answer: dict[str, Any] = engine_call(http, tool, arguments)
     if answer.get("status") != "succeeded":
         raise SystemExit(f"{tool} did not succeed: {answer}")
     return answer
@@ -66,7 +61,7 @@ def _call(http: httpx.Client, tool: str, arguments: dict[str, Any]) -> dict[str,
 def _timed(http: httpx.Client, *calls: tuple[str, dict[str, Any]]) -> float:
     started = time.perf_counter()
     for tool, arguments in calls:
-        _call(http, tool, arguments)
+        _succeeded(http, tool, arguments)
     return (time.perf_counter() - started) * 1000
 
 
@@ -90,10 +85,8 @@ def main() -> None:
             starts: list[float] = []
             token = ""
             for _ in range(SESSION_STARTS):
-                token, _ = _agent()
-                with httpx.Client(
-                    base_url=base, headers={"Authorization": f"Bearer {token}"}, timeout=120
-                ) as http:
+                token = _agent()
+                with engine_client(base, token) as http:
                     starts.append(_timed(http, ("desktop_launch", {"argv": ["xterm"]})))
             emit_row(
                 p50_p95_row(
@@ -102,9 +95,7 @@ def main() -> None:
                     f"{len(starts)} agents, one new session each, namespace sandbox",
                 )
             )
-            with httpx.Client(
-                base_url=base, headers={"Authorization": f"Bearer {token}"}, timeout=120
-            ) as http:
+            with engine_client(base, token) as http:
                 pairs = [
                     _timed(
                         http,
@@ -127,7 +118,9 @@ def main() -> None:
                     )
                 )
                 page = {"url": "file:///workspace/page.html"}
-                baseline = _call(http, "browser_screenshot", page)["result"]["structured"]["path"]
+                baseline = _succeeded(http, "browser_screenshot", page)["result"]["structured"][
+                    "path"
+                ]
                 browser_shots = [_timed(http, ("browser_screenshot", page)) for _ in range(DIFFS)]
                 emit_row(
                     p50_p95_row(

@@ -14,6 +14,7 @@ import re
 import shutil
 import signal
 import subprocess
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -386,3 +387,21 @@ def decide(
     )
     assert answer.status_code == 200, answer.text
     return dict(answer.json())
+
+
+def call_approved(
+    agent: httpx.Client, operator: httpx.Client, tool: str, arguments: dict[str, Any]
+) -> dict[str, Any]:
+    """Ask for a call as an agent (a fresh idempotency key); when the policy asks a
+    person, ``operator`` approves it; return the call once it ended (waited for)."""
+    created = agent.post(
+        "/api/v1/invocations/",
+        json={"tool": tool, "arguments": arguments, "idempotency_key": uuid.uuid4().hex},
+    )
+    assert created.status_code == 201, (tool, created.text)
+    invocation = created.json()
+    if invocation["status"] == "pending_approval":
+        decide(operator, wait_for_approval(operator, invocation["id"])["id"], "approve")
+    done = agent.get(f"/api/v1/invocations/{invocation['id']}/", params={"wait": 60})
+    assert done.status_code == 200, (tool, done.text)
+    return dict(done.json())

@@ -9,35 +9,23 @@ containerized code execution, so the same call is refused with the reason.
 from __future__ import annotations
 
 import uuid
-from typing import Any
 
 import httpx
 
 from tests.acceptance.conftest import Console
-from tests.acceptance.console import agent_client, decide, make_run_env, manage, wait_for_approval
+from tests.acceptance.console import (
+    agent_client,
+    call_approved,
+    make_run_env,
+    manage,
+)
 
 SNIPPET = {"language": "python", "code": "print(sum(range(10)), 'from the sandbox')"}
 
 
-def _call_code_runner(
-    console: Console, agent: httpx.Client, operator: httpx.Client
-) -> dict[str, Any]:
-    created = agent.post(
-        "/api/v1/invocations/",
-        json={"tool": "code_runner", "arguments": SNIPPET, "idempotency_key": uuid.uuid4().hex},
-    )
-    assert created.status_code == 201, created.text
-    invocation = created.json()
-    if invocation["status"] == "pending_approval":
-        decide(operator, wait_for_approval(operator, invocation["id"])["id"], "approve")
-    done = agent.get(f"/api/v1/invocations/{invocation['id']}/", params={"wait": 60})
-    assert done.status_code == 200, done.text
-    return dict(done.json())
-
-
 def test_a_demo_agent_runs_code(console: Console, operator: httpx.Client) -> None:
     with console.agent("build-bot") as agent:
-        done = _call_code_runner(console, agent, operator)
+        done = call_approved(agent, operator, "code_runner", SNIPPET)
     assert done["status"] == "succeeded", done
     assert "45 from the sandbox" in done["result"]["content"]
 

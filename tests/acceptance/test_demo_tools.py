@@ -15,7 +15,6 @@ the sandbox's user.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable
 from typing import Any
 
@@ -23,7 +22,7 @@ import httpx
 import pytest
 
 from tests.acceptance.conftest import Console
-from tests.acceptance.console import decide, wait_for_approval
+from tests.acceptance.console import call_approved
 
 PAGE = (
     '<html lang="en"><head><title>Demo page</title></head>'
@@ -216,29 +215,6 @@ CALLS: list[tuple[str, Callable[[dict[str, Any]], dict[str, Any]], Check]] = [
 ]
 
 
-def _call(
-    agent: httpx.Client, operator: httpx.Client, tool: str, arguments: dict[str, Any]
-) -> Answer:
-    created = agent.post(
-        "/api/v1/invocations/",
-        json={
-            "tool": tool,
-            "arguments": arguments,
-            "idempotency_key": uuid.uuid4().hex,
-            "wait": 60,
-        },
-    )
-    assert created.status_code in (200, 201), (tool, created.text)
-    answer = dict(created.json())
-    if answer["status"] == "pending_approval":
-        decide(operator, wait_for_approval(operator, answer["id"])["id"], "approve")
-    if answer["status"] not in ("succeeded", "failed", "denied", "cancelled", "timed_out"):
-        done = agent.get(f"/api/v1/invocations/{answer['id']}/", params={"wait": 60})
-        assert done.status_code == 200, (tool, done.text)
-        answer = dict(done.json())
-    return answer
-
-
 def test_the_table_names_every_tool_the_demo_agent_holds(console: Console) -> None:
     with console.agent("build-bot") as agent:
         listed = agent.get("/api/v1/tools/")
@@ -252,7 +228,7 @@ def test_each_tool_of_the_demo_agent_works(console: Console, operator: httpx.Cli
     failures: list[str] = []
     with console.agent("build-bot") as agent:
         for tool, arguments, check in CALLS:
-            answer = _call(agent, operator, tool, arguments(found))
+            answer = call_approved(agent, operator, tool, arguments(found))
             try:
                 check(answer, found)
             except AssertionError as failed:
