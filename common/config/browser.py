@@ -43,6 +43,12 @@ class BrowserSection(StrictModel):
     max_text_chars: StrictInt = Field(default=100_000, gt=0, le=2_000_000)
     max_links: StrictInt = Field(default=200, gt=0, le=5000)
     max_full_page_height: StrictInt = Field(default=8000, ge=100, le=32768)
+    # Files a page downloads during browser_navigate, kept in the workspace under
+    # .synthorg/downloads/ and held to its quota; 0 refuses every download.
+    max_downloads: StrictInt = Field(default=5, ge=0, le=50)
+    # One call's downloads together; also bounded by what the quota has left and by the
+    # sandbox's /tmp, where the browser writes them first.
+    max_download_mb: StrictInt = Field(default=16, ge=1, le=64)
 
     @field_validator("chromium_path")
     @classmethod
@@ -56,3 +62,8 @@ class BrowserSection(StrictModel):
     def memory_bytes(self) -> int:
         """The memory one call's browser may use."""
         return self.memory_mb * MIB
+
+    @property
+    def max_download_bytes(self) -> int:
+        """What one call's downloads may hold together."""
+        return self.max_download_mb * MIB

@@ -16,9 +16,11 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
+from urllib.parse import unquote, urlsplit
 
 from common.config.browser import BrowserSection
 from common.settings_config import synthorg_config
@@ -28,11 +30,18 @@ from tools_app.builtin.base import (
     ToolFailedError,
     ToolRefusedError,
 )
-from tools_app.builtin.browser.inside.driver import TIMEOUT_EXIT
+from tools_app.builtin.browser.inside.driver import (
+    DOWNLOAD_DIR,
+    TIMEOUT_EXIT,
+    WORKSPACE,
+    download_name,
+)
 from tools_app.builtin.pictures import read_kept
 from tools_app.builtin.program_answer import program_answer
 from tools_app.builtin.sandbox_network import sandbox_network
+from tools_app.quota.guard import QUOTA_SETTING
 from tools_app.quota.precheck import refuse_write_over_quota, sandbox_failure
+from tools_app.quota.usage import human_size, workspace_usage
 from tools_app.sandbox.errors import SandboxError
 from tools_app.sandbox.protocol import (
     Limits,
@@ -203,3 +212,95 @@ def keep_png(context: ToolContext, data: bytes, *, label: str) -> dict[str, str]
             "the picture in the workspace is not the one the browser took", code="BROWSER_FAILED"
         )
     return {"path": path, "sha256": digest}
+
+
+def download_limits(context: ToolContext, section: BrowserSection) -> dict[str, object]:
+    """What one call's downloads may be: how many, how many bytes together (the section's
+    ceiling, or what the workspace quota has left when that is less), and why."""
+    limit = section.max_download_bytes
+    why = f"browser.max_download_mb is {section.max_download_mb}"
+    quota: int | None = getattr(context.sandbox, "quota_bytes", None)
+    if quota is not None:
+        left = max(0, quota - workspace_usage(Path(os.path.realpath(context.workspace))).total)
+        if left < limit:
+            limit = left
+            why = (
+                f"the workspace quota of {human_size(quota)} ({QUOTA_SETTING}) has "
+                f"{human_size(left)} left; delete files to make room"
+            )
+    return {"max_count": section.max_downloads, "max_bytes": limit, "why": why}
+
+
+def _download_url_allowed(url: str) -> bool:
+    """A download came from the web, the page itself (data:, blob:), or the workspace."""
+    scheme = url.split(":", 1)[0].lower()
+    if scheme in ("http", "https", "data", "blob"):
+        return True
+    if scheme != "file":
+        return False
+    path = unquote(urlsplit(url).path)
+    return path == WORKSPACE or (path.startswith(WORKSPACE + "/") and "/../" not in path + "/")
+
+
+def keep_downloads(context: ToolContext, answered: object) -> list[dict[str, Any]]:
+    """Keep the files the browser downloaded under ``.synthorg/downloads/``, as the
+    sandbox's user, held to the workspace quota (refused before writing when they would
+    not fit); ``[{path, sha256, bytes, url}]`` as the worker reads them back."""
+    if not answered:
+        return []
+    if not isinstance(answered, list):
+        raise ToolFailedError("the browser's downloads are unreadable", code="BROWSER_FAILED")
+    files: list[dict[str, object]] = []
+    contents: list[bytes] = []
+    for entry in answered:
+        url = str(entry.get("url", ""))
+        if not _download_url_allowed(url):
+            raise ToolRefusedError(
+                RefusalCode.PATH_NOT_REACHABLE,
+                "the page downloaded a file from outside the workspace; nothing was kept",
+            )
+        try:
+            data = base64.b64decode(str(entry["data"]), validate=True)
+        except (KeyError, ValueError) as exc:
+            raise ToolFailedError(
+                "the browser sent an unreadable download", code="BROWSER_FAILED"
+            ) from exc
+        digest = hashlib.sha256(data).hexdigest()
+        name = download_name(entry.get("name", ""))
+        files.append({"name": name, "bytes": len(data), "sha256": digest, "url": url})
+        contents.append(data)
+    refuse_write_over_quota(
+        quota_bytes=getattr(context.sandbox, "quota_bytes", None),
+        workspace=context.workspace,
+        new_bytes=sum(len(data) for data in contents),
+    )
+    saved = run_driver(
+        context,
+        {
+            "action": "save_downloads",
+            "files": [{k: f[k] for k in ("name", "bytes", "sha256")} for f in files],
+            "timeout_seconds": SAVE_SECONDS,
+        },
+        needs_network=False,
+        writes=True,
+        stdin=b"".join(contents),
+    )
+    kept: list[dict[str, Any]] = []
+    for answered_file, wanted in zip(saved.get("files") or [], files, strict=False):
+        path = str(answered_file.get("path", ""))
+        if not path.startswith(DOWNLOAD_DIR + "/"):
+            raise ToolFailedError(
+                "a download was kept at an unexpected place", code="BROWSER_FAILED"
+            )
+        digest, _ = read_kept(context, path, what="the download", code="BROWSER_FAILED")
+        if digest != wanted["sha256"]:
+            raise ToolFailedError(
+                "a file in the workspace is not the one the browser downloaded",
+                code="BROWSER_FAILED",
+            )
+        kept.append(
+            {"path": path, "sha256": digest, "bytes": wanted["bytes"], "url": wanted["url"]}
+        )
+    if len(kept) != len(files):
+        raise ToolFailedError("not every download was kept", code="BROWSER_FAILED")
+    return kept

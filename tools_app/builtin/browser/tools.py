@@ -36,6 +36,8 @@ from tools_app.builtin.base import (
 from tools_app.builtin.browser.driving import (
     answer_png,
     browser_section,
+    download_limits,
+    keep_downloads,
     keep_png,
     run_driver,
 )
@@ -163,7 +165,9 @@ NAVIGATE_CONTRACT: Final = ToolContract(
         "(display:none, invisible, transparent or same colour as its background, "
         "off-screen, clipped, aria-hidden, zero-size) is dropped and "
         "`hidden_text_removed` says so. Hosts are reached only through the egress proxy "
-        "and the agent's network grant; file:// only inside the workspace."
+        "and the agent's network grant; file:// only inside the workspace. Files the URL "
+        "or the page downloads are kept under `.synthorg/downloads/` in the workspace, "
+        "held to its quota, and listed in `downloads` with their SHA-256."
     ),
     input_schema={
         "type": "object",
@@ -192,6 +196,20 @@ NAVIGATE_CONTRACT: Final = ToolContract(
                 },
             },
             "hidden_text_removed": {"type": "boolean"},
+            "downloads": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {
+                        "path": {"type": "string"},
+                        "sha256": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
+                        "bytes": {"type": "integer", "minimum": 0},
+                        "url": {"type": "string"},
+                    },
+                    "required": ["path", "sha256", "bytes", "url"],
+                    "additionalProperties": False,
+                },
+            },
         },
         "required": ["final_url", "status", "title", "text", "links", "hidden_text_removed"],
         "additionalProperties": False,
@@ -201,7 +219,10 @@ NAVIGATE_CONTRACT: Final = ToolContract(
         "PATH_NOT_REACHABLE: a file:// URL outside the workspace, or a page that moved there.",
         "NAVIGATION_FAILED: the browser could not load the page (the egress proxy refused "
         "the host, or it did not answer).",
-        "TIMED_OUT: the page was not ready within the call's time.",
+        "TIMED_OUT: the page (or a download) was not ready within the call's time.",
+        "LIMIT_EXCEEDED: the downloads passed browser.max_download_mb or what the "
+        "workspace quota has left (nothing is kept).",
+        "DOWNLOAD_FAILED: a download did not complete.",
     ),
     argument_roles={"url": ArgumentRole.URL},
 )
@@ -231,11 +252,13 @@ class BrowserNavigateTool:
                 "wait_until": wait_until,
                 "timeout_seconds": timeout,
                 "viewport": page_viewport(section, None),
+                "downloads": download_limits(context, section),
             },
             needs_network=needs_network,
             writes=False,
         )
-        structured = {
+        downloads = keep_downloads(context, answer.get("downloads"))
+        structured: dict[str, Any] = {
             "final_url": str(answer["final_url"]),
             "status": answer.get("status"),
             "title": str(answer["title"]),
@@ -250,6 +273,13 @@ class BrowserNavigateTool:
             if structured["hidden_text_removed"]
             else ""
         )
+        if downloads:
+            structured["downloads"] = downloads
+            note += "".join(
+                f"\n[downloaded {d['url'][:200]} to {d['path']} ({d['bytes']} bytes, "
+                f"sha256 {d['sha256']})]"
+                for d in downloads
+            )
         content = f"{structured['title']}\n{structured['final_url']}\n\n{structured['text']}{note}"
         return ToolOutcome(
             content=content,

@@ -66,6 +66,30 @@ def _slow_body() -> Iterator[bytes]:
         yield b" ."
 
 
+FIGURES = b"quarter,revenue\nQ1,100\nQ2,104\n"
+# A name that tries to climb out of the downloads folder.
+FIGURES_HEADERS = {
+    "Content-Type": "text/csv",
+    "Content-Disposition": 'attachment; filename="../../../figures.csv"',
+}
+BINARY = {"Content-Type": "application/octet-stream"}
+# Past the browser section's default ceiling of 16 MiB for one call's downloads.
+HUGE_BYTES = 24 * 1024 * 1024
+
+
+def _huge_body() -> Iterator[bytes]:
+    chunk = b"\0" * (1024 * 1024)
+    for _ in range(HUGE_BYTES // len(chunk)):
+        yield chunk
+
+
+def _slow_download() -> Iterator[bytes]:
+    """A file whose body never ends."""
+    for _ in range(600):
+        time.sleep(0.5)
+        yield b"x" * 1024
+
+
 @pytest.fixture(scope="module")
 def site() -> Iterator[LoopbackHttpServer]:
     with LoopbackHttpServer() as server:
@@ -73,6 +97,9 @@ def site() -> Iterator[LoopbackHttpServer]:
         server.route("/details", Reply(200, HTML, b"<title>Details</title><p>details</p>"))
         server.route("/hiding", Reply(200, HTML, HIDING_PAGE))
         server.route("/slow", lambda _request: Reply(200, HTML, _slow_body()))
+        server.route("/figures", Reply(200, FIGURES_HEADERS, FIGURES))
+        server.route("/huge.bin", lambda _request: Reply(200, BINARY, _huge_body()))
+        server.route("/endless.bin", lambda _request: Reply(200, BINARY, _slow_download()))
         yield server
 
 
@@ -321,3 +348,45 @@ def test_without_a_network_grant_the_workspaces_own_pages_open_and_reach_nothing
     opened = _call(granted, "browser_navigate", {"url": "file:///workspace/offline.html"})
     assert opened["status"] == "succeeded", opened
     assert site.count() > before
+
+
+def test_a_url_that_is_a_file_is_downloaded_into_the_workspace(
+    make_agent: Callable[..., AgentClient], site: LoopbackHttpServer, elsewhere: LoopbackHttpServer
+) -> None:
+    client = _browser_agent(make_agent, [site.port])
+    answer = _call(client, "browser_navigate", {"url": site.url("/figures")})
+    assert answer["status"] == "succeeded", answer
+    (kept,) = answer["result"]["structured"]["downloads"]
+    # The suggested name climbed; the kept one is plain, inside the downloads folder.
+    assert kept["path"].startswith(".synthorg/downloads/") and "/.." not in kept["path"]
+    assert kept["path"].endswith("figures.csv")
+    assert kept["sha256"] == hashlib.sha256(FIGURES).hexdigest()
+    assert kept["bytes"] == len(FIGURES) and kept["url"] == site.url("/figures")
+    workspace = Path(client.agent.workspace)
+    assert (workspace / kept["path"]).read_bytes() == FIGURES
+    assert not (workspace.parent / "figures.csv").exists()
+    # A download from a host outside the grant is refused by the egress proxy.
+    refused = _call(client, "browser_navigate", {"url": elsewhere.url("/secret")})
+    assert refused["status"] in ("denied", "failed"), refused
+
+
+def test_a_download_past_its_ceiling_or_its_time_is_stopped_and_nothing_kept(
+    make_agent: Callable[..., AgentClient], site: LoopbackHttpServer
+) -> None:
+    client = _browser_agent(make_agent, [site.port])
+    workspace = Path(client.agent.workspace)
+    huge = _call(client, "browser_navigate", {"url": site.url("/huge.bin")})
+    assert huge["status"] == "failed", huge
+    assert huge["error"]["code"] == "LIMIT_EXCEEDED", huge
+    assert "max_download_mb" in huge["error"]["message"], huge
+    endless = _call(
+        client, "browser_navigate", {"url": site.url("/endless.bin"), "timeout_seconds": 4}
+    )
+    assert endless["status"] == "timed_out", endless
+    assert not (workspace / ".synthorg" / "downloads").exists() or not list(
+        (workspace / ".synthorg" / "downloads").iterdir()
+    )
+    # Control: the same agent's small download is kept.
+    small = _call(client, "browser_navigate", {"url": site.url("/figures")})
+    assert small["status"] == "succeeded", small
+    assert len(small["result"]["structured"]["downloads"]) == 1

@@ -12,8 +12,11 @@ Chromium runs with ``--no-sandbox``: its own sandbox needs user namespaces, whic
 cannot nest inside ours. The sandbox this script runs in is the wall: its own
 network namespace (the egress forwarder on loopback is the only way out), only the
 workspace and read-only system directories visible, memory, process and time limits.
-Every call gets a fresh profile under the sandbox's private ``/tmp``; extensions,
-background networking and downloads are off.
+Every call gets a fresh profile under the sandbox's private ``/tmp``; extensions and
+background networking are off. Downloads are refused, but for ``navigate`` when the
+worker allows them: Chromium then writes them into the private ``/tmp`` under names of
+its own, bounded in count and bytes here, and they come back on the answer for the
+worker to keep in the workspace (``save_downloads``) under its quota.
 
 The answer is one JSON line on stdout: ``{"ok": true, ...}`` or
 ``{"ok": false, "code": ..., "message": ...}``; exit status 0 either way, or
@@ -32,11 +35,17 @@ import signal
 import sys
 import tempfile
 import time
+import unicodedata
 from urllib.parse import unquote, urlsplit
 
 TIMEOUT_EXIT = 124
 WORKSPACE = "/workspace"
 SCREENSHOT_DIR = ".synthorg/screenshots"
+DOWNLOAD_DIR = ".synthorg/downloads"
+# The longest name a kept download gets (bytes of UTF-8), its extension kept.
+DOWNLOAD_NAME_BYTES = 120
+# How long a navigation that became a download may take to say so.
+DOWNLOAD_BEGIN_SECONDS = 5.0
 MOCKUP_DIR = ".synthorg/mockups"
 # A mockup is served as this page; the name cannot resolve (.invalid), and every other
 # request the mockup makes is failed here before it leaves the browser.
@@ -189,6 +198,10 @@ SIZE_JS = r"""
 """
 
 
+# open_page's status for a URL that was a file to download rather than a page.
+DOWNLOADED = "downloaded"
+
+
 class Failure(Exception):
     """The call cannot be answered; ``code`` says why in a word an agent can branch on."""
 
@@ -200,6 +213,157 @@ class Failure(Exception):
 
 class Timeout(Exception):
     """The page was not ready within the call's time."""
+
+
+def download_name(suggested):
+    """A plain file name for a download from the name the server or page suggested: its
+    last part only, without controls, format characters (bidirectional overrides),
+    separators or leading dots, cut to ``DOWNLOAD_NAME_BYTES``; ``download`` when
+    nothing is left."""
+    name = unicodedata.normalize("NFKC", str(suggested))
+    name = name.replace("\\", "/").rsplit("/", 1)[-1]
+    kept = []
+    for char in name:
+        category = unicodedata.category(char)
+        if (category[0] in "CZ" and char != " ") or char in '<>:"|?*':
+            kept.append("_")
+        else:
+            kept.append(char)
+    name = "".join(kept).strip(" ._")
+    stem, dot, suffix = name.rpartition(".")
+    if not dot or not stem or len(suffix.encode()) > 16:
+        stem, suffix = name, ""
+    room = DOWNLOAD_NAME_BYTES - (len(suffix.encode()) + 1 if suffix else 0)
+    stem = stem.encode()[:room].decode("utf-8", "ignore").rstrip(" ._")
+    name = f"{stem}.{suffix}" if suffix and stem else stem
+    return name or "download"
+
+
+class Downloads:
+    """The files pages download during one call: Chromium writes them into ``folder``
+    (the private /tmp) under its own names, never the suggested ones; at most
+    ``max_count`` are kept (the rest are cancelled) and together at most ``max_bytes``
+    (past it the call fails ``LIMIT_EXCEEDED``: ``why`` names the limit). A ``file:``
+    download outside the workspace is refused."""
+
+    def __init__(self, folder, max_count, max_bytes, why):
+        self.folder = folder
+        self.max_count = max_count
+        self.max_bytes = max_bytes
+        self.why = why
+        self.begun = {}
+        self.received = {}
+        self.finished = {}
+        self.skipped = 0
+
+    @classmethod
+    def of(cls, request, profile):
+        wanted = request.get("downloads")
+        if not wanted or not wanted.get("max_count"):
+            return None
+        folder = os.path.join(profile, "downloads")
+        os.mkdir(folder, 0o700)
+        return cls(folder, int(wanted["max_count"]), int(wanted["max_bytes"]), wanted["why"])
+
+    def allow(self, pipe):
+        pipe.call(
+            "Browser.setDownloadBehavior",
+            {"behavior": "allowAndName", "downloadPath": self.folder, "eventsEnabled": True},
+        )
+
+    def _cancel(self, pipe, guid):
+        with contextlib.suppress(Failure):
+            pipe.call("Browser.cancelDownload", {"guid": guid})
+
+    def _over(self, pipe, guid):
+        self._cancel(pipe, guid)
+        name = self.begun.get(guid, {}).get("name", "a file")
+        raise Failure(
+            "LIMIT_EXCEEDED",
+            f"the download of {name} passed {self.max_bytes} bytes, what this call may "
+            f"keep ({self.why}); nothing was kept",
+        )
+
+    def note(self, pipe, event):
+        """Follow one download event; True when it was one."""
+        method, params = event.get("method"), event.get("params", {})
+        guid = params.get("guid")
+        if method == "Browser.downloadWillBegin":
+            url = str(params.get("url", ""))
+            if url.lower().startswith("file:") and not final_url_allowed(url):
+                self._cancel(pipe, guid)
+                raise Failure(
+                    "PATH_NOT_REACHABLE",
+                    "the page asked to download a file outside the workspace",
+                )
+            if len(self.begun) >= self.max_count:
+                self._cancel(pipe, guid)
+                self.skipped += 1
+                self.finished[guid] = "skipped"
+                return True
+            suggested = params.get("suggestedFilename") or ""
+            self.begun[guid] = {"url": url[:2000], "name": download_name(suggested)}
+            return True
+        if method != "Browser.downloadProgress" or guid not in self.begun:
+            return method == "Browser.downloadProgress"
+        # What arrived so far, or what the server announced when that is more.
+        self.received[guid] = max(
+            int(params.get("receivedBytes") or 0), int(params.get("totalBytes") or 0)
+        )
+        if sum(self.received.values()) > self.max_bytes:
+            self._over(pipe, guid)
+        state = params.get("state")
+        if state in ("completed", "canceled"):
+            self.finished[guid] = state
+        return True
+
+    def began(self, pipe, deadline):
+        """Whether a download began (a navigation that ended as a file, not a page)."""
+        while not any(e.get("method") == "Browser.downloadWillBegin" for e in pipe.events):
+            try:
+                pipe.events.append(pipe._message(deadline))
+            except Timeout:
+                return False
+        return True
+
+    def _pending(self, pipe):
+        for event in list(pipe.events):
+            if event.get("method", "").startswith("Browser.download"):
+                pipe.events.remove(event)
+                self.note(pipe, event)
+        return [guid for guid in self.begun if guid not in self.finished]
+
+    def settle(self, pipe):
+        """Wait for every begun download to end; the kept ones, each read whole."""
+        while self._pending(pipe):
+            pipe.events.append(pipe._message(pipe.deadline))
+        kept = []
+        total = 0
+        for guid, begun in self.begun.items():
+            if self.finished.get(guid) != "completed":
+                raise Failure(
+                    "DOWNLOAD_FAILED",
+                    f"the download of {begun['name']} from {begun['url'][:200]} did not "
+                    "complete (the server ended it, or it did not fit in the browser's "
+                    "temporary space)",
+                )
+            path = os.path.join(self.folder, guid)
+            with open(path, "rb") as handle:
+                data = handle.read(self.max_bytes + 1)
+            total += len(data)
+            if total > self.max_bytes:
+                self._over(pipe, guid)
+            kept.append(dict(begun, data=data))
+        return [
+            {
+                "url": k["url"],
+                "name": k["name"],
+                "bytes": len(k["data"]),
+                "sha256": hashlib.sha256(k["data"]).hexdigest(),
+                "data": base64.b64encode(k["data"]).decode("ascii"),
+            }
+            for k in kept
+        ]
 
 
 def chromium_argv(request, profile):
@@ -382,11 +546,15 @@ def final_url_allowed(url):
     return False
 
 
-def open_page(pipe, request):
-    """A new tab, its session, and the navigation done; (session, status, navigated url)."""
+def open_page(pipe, request, downloads=None):
+    """A new tab, its session, and the navigation done; (session, status). The status is
+    ``DOWNLOADED`` when the URL was a file the browser downloads (with ``downloads``)."""
     target = pipe.call("Target.createTarget", {"url": "about:blank"})["targetId"]
     session = pipe.call("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
-    pipe.call("Browser.setDownloadBehavior", {"behavior": "deny"})
+    if downloads is None:
+        pipe.call("Browser.setDownloadBehavior", {"behavior": "deny"})
+    else:
+        downloads.allow(pipe)
     pipe.call("Page.enable", {}, session)
     pipe.call("Network.enable", {}, session)
     pipe.call("Page.setLifecycleEventsEnabled", {"enabled": True}, session)
@@ -405,9 +573,17 @@ def open_page(pipe, request):
         },
         session,
     )
+    # The blank page the tab opened with has its own lifecycle (networkIdle too) under
+    # its own loader: only what comes after it counts.
+    blank = pipe.call("Page.getFrameTree", {}, session)["frameTree"]["frame"].get("loaderId")
     navigation_started = time.monotonic()
     navigated = pipe.call("Page.navigate", {"url": request["url"]}, session)
     if navigated.get("errorText"):
+        # A file to download ends its navigation (net::ERR_ABORTED) as the download begins.
+        began = min(pipe.deadline, time.monotonic() + DOWNLOAD_BEGIN_SECONDS)
+        if downloads is not None and downloads.began(pipe, began):
+            pipe.load_ms = int((time.monotonic() - navigation_started) * 1000)
+            return session, DOWNLOADED
         raise Failure(
             "NAVIGATION_FAILED",
             f"the browser could not load {request['url']}: {navigated['errorText']} (a host "
@@ -421,6 +597,7 @@ def open_page(pipe, request):
             e.get("method") == "Page.lifecycleEvent"
             and e.get("params", {}).get("name") == "networkIdle"
             and e.get("params", {}).get("frameId") == frame
+            and e.get("params", {}).get("loaderId") != blank
         ),
     }[request["wait_until"]]
     pipe.wait_event(lambda e: e.get("sessionId") == session and wanted(e))
@@ -445,8 +622,19 @@ def open_page(pipe, request):
     return session, status
 
 
-def navigate(pipe, request):
-    session, status = open_page(pipe, request)
+def navigate(pipe, request, downloads=None):
+    session, status = open_page(pipe, request, downloads)
+    if status == DOWNLOADED:
+        return {
+            "final_url": request["url"],
+            "status": None,
+            "title": "",
+            "text": "",
+            "text_truncated": False,
+            "links": [],
+            "hidden_text_removed": False,
+            "downloads": downloads.settle(pipe),
+        }
     page = evaluate(
         pipe,
         session,
@@ -462,6 +650,7 @@ def navigate(pipe, request):
         "text_truncated": bool(page["text_truncated"]),
         "links": page["links"],
         "hidden_text_removed": page["hidden_chars"] > 0,
+        "downloads": downloads.settle(pipe) if downloads is not None else [],
     }
 
 
@@ -525,7 +714,7 @@ def screenshot(pipe, request):
     return stored
 
 
-def write_whole(fd, path, data):
+def write_whole(fd, path, data, what="the picture"):
     """Write ``data`` to the new file ``fd``; a file the workspace quota (the call's file
     size limit) cannot hold is removed, never left cut short."""
     try:
@@ -537,7 +726,7 @@ def write_whole(fd, path, data):
         if exc.errno in (errno.EFBIG, errno.ENOSPC, errno.EDQUOT):
             raise Failure(
                 "LIMIT_EXCEEDED",
-                f"the picture ({len(data)} bytes) does not fit in what the workspace quota "
+                f"{what} ({len(data)} bytes) does not fit in what the workspace quota "
                 "(sandboxing.workspace_quota) has left; delete files to make room",
             ) from None
         raise Failure("WORKSPACE_NOT_WRITABLE", f"cannot write {path}: {exc.strerror}") from None
@@ -564,6 +753,42 @@ def store_png(data, label, folder=SCREENSHOT_DIR):
         "width": width,
         "height": height,
     }
+
+
+def store_downloads(files, data):
+    """Save each of ``files`` (``{name, bytes, sha256}``, their contents one after the
+    other in ``data``) under ``DOWNLOAD_DIR`` by its plain name, or the name with the
+    digest's start when that is taken; never over a file, never through a link."""
+    if sum(int(f["bytes"]) for f in files) != len(data):
+        raise Failure("INVALID_ARGUMENT", "the downloads' sizes do not add up")
+    folder = screenshot_dir(DOWNLOAD_DIR)
+    kept = []
+    offset = 0
+    for entry in files:
+        content = data[offset : offset + int(entry["bytes"])]
+        offset += len(content)
+        digest = hashlib.sha256(content).hexdigest()
+        if digest != entry["sha256"]:
+            raise Failure("INVALID_ARGUMENT", "a download is not the one the browser took")
+        name = download_name(entry["name"])
+        stem, dot, suffix = name.rpartition(".")
+        tagged = f"{stem}-{digest[:12]}.{suffix}" if dot and stem else f"{name}-{digest[:12]}"
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        for candidate in (name, tagged):
+            path = os.path.join(folder, candidate)
+            try:
+                fd = os.open(path, flags, 0o644)
+            except FileExistsError:
+                continue
+            except OSError as exc:
+                raise Failure(
+                    "WORKSPACE_NOT_WRITABLE", f"cannot write {path}: {exc.strerror}"
+                ) from None
+            write_whole(fd, path, content, what=f"the download {name}")
+            break
+        # Both names taken: the tagged one holds these bytes already (the worker checks).
+        kept.append({"path": os.path.relpath(path, WORKSPACE), "sha256": digest})
+    return kept
 
 
 def mockup(pipe, request, content):
@@ -834,6 +1059,14 @@ def log_tail(profile):
 def main():
     request = json.loads(sys.argv[1])
     started = time.monotonic()
+    if request["action"] == "save_downloads":
+        # Files the browser downloaded in a call before, kept as the sandbox's user.
+        try:
+            files = store_downloads(request["files"], sys.stdin.buffer.read())
+            answer({"ok": True, "files": files})
+        except Failure as exc:
+            answer({"ok": False, "code": exc.code, "message": exc.message})
+        return 0
     if request["action"] == "save":
         # A picture made by the worker (a diff), saved as the sandbox's user: no browser.
         try:
@@ -855,6 +1088,7 @@ def main():
     # A mockup's HTML or SVG arrives on stdin too.
     content = sys.stdin.buffer.read() if request["action"] == "mockup" else b""
     profile = tempfile.mkdtemp(prefix="chromium-profile-")
+    downloads = Downloads.of(request, profile) if request["action"] == "navigate" else None
     pid, write_fd, read_fd = start(request, profile)
     pipe = Pipe(write_fd, read_fd, started + START_SECONDS)
     try:
@@ -876,7 +1110,7 @@ def main():
         elif request["action"] == "mockup":
             result = mockup(pipe, request, content)
         else:
-            result = navigate(pipe, request)
+            result = navigate(pipe, request, downloads)
         result.update(ok=True, elapsed_ms=int((time.monotonic() - started) * 1000))
         answer(result)
         code = 0
