@@ -32,8 +32,15 @@ class BrowserSection(StrictModel):
     """The ``browser`` section: where Chromium is, and the ceilings of one call."""
 
     chromium_path: StrictStr = DEFAULT_CHROMIUM
-    # A fresh profile per call: nothing one page stores is seen by the next.
-    profile: Literal["per_call"] = "per_call"
+    # per_call: a fresh profile per call, nothing one page stores is seen by the next.
+    # per_agent_session: the agent's calls share one profile (cookies, storage), kept
+    # sealed between them and ended after session_idle_seconds without a browser call,
+    # session_max_seconds after it began, or when the agent is switched off.
+    profile: Literal["per_call", "per_agent_session"] = "per_call"
+    session_idle_seconds: StrictInt = Field(default=1800, ge=60, le=7 * 86400)
+    session_max_seconds: StrictInt = Field(default=86400, ge=60, le=30 * 86400)
+    # The packed profile kept between calls; past it the session starts afresh.
+    profile_max_mb: StrictInt = Field(default=16, ge=1, le=64)
     default_timeout_seconds: float = Field(default=30.0, gt=0, le=600)
     max_timeout_seconds: float = Field(default=120.0, gt=0, le=600)
     memory_mb: StrictInt = Field(default=1024, ge=256, le=16384)
@@ -62,6 +69,11 @@ class BrowserSection(StrictModel):
     def memory_bytes(self) -> int:
         """The memory one call's browser may use."""
         return self.memory_mb * MIB
+
+    @property
+    def profile_max_bytes(self) -> int:
+        """What an agent's packed profile may weigh."""
+        return self.profile_max_mb * MIB
 
     @property
     def max_download_bytes(self) -> int:

@@ -16,6 +16,7 @@ from trust_app.models import Agent
 from trust_app.services.agents import agent_create
 from trust_app.services.permissions import agent_permissions_update
 from trust_app.services.teams import agent_team_set
+from trust_app.signals import agent_switched_off
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,11 @@ def agent_active_update(*, agent: Agent, active: bool, actor: Actor) -> None:
     Agent.objects.filter(pk=agent.pk).update(active=active)
     audit_record(kind="agent.activated" if active else "agent.deactivated", actor=actor,
                  agent=agent, outcome="activated" if active else "deactivated")  # fmt: skip
+    if not active:
+        agent_id = str(agent.pk)
+        transaction.on_commit(
+            lambda: agent_switched_off.send_robust(sender=Agent, agent_id=agent_id)
+        )
 
 
 def _make(change: Change, actor: Actor, new_tokens: dict[str, str]) -> None:

@@ -22,6 +22,8 @@ from pathlib import Path
 from typing import Any, Final
 from urllib.parse import unquote, urlsplit
 
+import structlog
+
 from common.config.browser import BrowserSection
 from common.settings_config import synthorg_config
 from tools_app.builtin.base import (
@@ -35,6 +37,12 @@ from tools_app.builtin.browser.inside.driver import (
     TIMEOUT_EXIT,
     WORKSPACE,
     download_name,
+)
+from tools_app.builtin.browser.profiles import (
+    PROFILE_ACTIONS,
+    profile_end,
+    profile_keep,
+    profile_load,
 )
 from tools_app.builtin.pictures import read_kept
 from tools_app.builtin.program_answer import program_answer
@@ -52,6 +60,8 @@ from tools_app.sandbox.protocol import (
     SandboxSpec,
     WorkspaceMount,
 )
+
+log = structlog.get_logger("synthorg.browser")
 
 # Where Chromium may run: its own sandbox cannot nest, so ours must be the wall.
 ISOLATING_BACKENDS: Final = ("namespace", "docker")
@@ -102,6 +112,13 @@ def run_driver(
             code="SANDBOX_NOT_ISOLATED",
         )
     section = browser_section()
+    carried = section.profile == "per_agent_session" and request["action"] in PROFILE_ACTIONS
+    if carried:
+        packed = profile_load(context.agent_id, section)
+        request = dict(
+            request, profile={"bytes": len(packed), "max_bytes": section.profile_max_bytes}
+        )
+        stdin = packed + stdin
     with sandbox_network(context) as network:
         if needs_network and network["network"] is not NetworkPolicy.PROXY:
             raise ToolRefusedError(
@@ -120,7 +137,32 @@ def run_driver(
             result = context.sandbox.run(spec)
         except SandboxError as exc:
             raise sandbox_failure(exc, code="SANDBOX_REFUSED") from exc
-    return answer_of(result, request["timeout_seconds"])
+    answer = answer_of(result, request["timeout_seconds"])
+    if carried:
+        _keep_profile(context, section, answer)
+    return answer
+
+
+def _keep_profile(context: ToolContext, section: BrowserSection, answer: dict[str, Any]) -> None:
+    """Keep the profile the call's browser ended with (or end the session, when it
+    outgrew its ceiling or could not be restored); a failed call keeps none."""
+    note = answer.pop("profile_note", None)
+    encoded = answer.pop("profile", None)
+    if note:
+        log.warning("browser_profile_note", agent=context.agent_id, note=note)
+    if encoded == "":
+        profile_end(context.agent_id)
+        return
+    packed: bytes | None = None
+    if isinstance(encoded, str):
+        try:
+            packed = base64.b64decode(encoded, validate=True)
+        except ValueError:
+            packed = None
+    if packed is not None and len(packed) > section.profile_max_bytes:
+        profile_end(context.agent_id)
+        return
+    profile_keep(context.agent_id, section, packed)
 
 
 def driver_spec(

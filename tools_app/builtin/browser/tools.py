@@ -65,15 +65,20 @@ def browser_readiness(config: SynthOrgConfig) -> tuple[bool, str]:
     if config.browser is None:
         return False, "off: the config has no 'browser' section"
     backend = config.sandboxing.backend_for(ToolCategory.BROWSER.value)
+    profile = (
+        "a fresh profile per call"
+        if config.browser.profile == "per_call"
+        else "one profile per agent session, kept sealed between calls"
+    )
     if backend == "docker":
         return True, (
             f"on: Chromium in a fresh container of the image {config.sandboxing.docker.gui_image} "
-            "per call on the docker sandbox, its network only through the egress proxy"
+            f"per call on the docker sandbox, its network only through the egress proxy; {profile}"
         )
     if backend == "namespace":
         return True, (
             f"on: {config.browser.chromium_path} in the namespace sandbox, its network only "
-            "through the egress proxy"
+            f"through the egress proxy; {profile}"
         )
     return False, (
         f"off: the browser runs only on the namespace or docker sandbox, and sandboxing sends "

@@ -27,12 +27,15 @@ import base64
 import contextlib
 import errno
 import hashlib
+import io
 import json
 import os
 import select
 import shutil
 import signal
+import stat
 import sys
+import tarfile
 import tempfile
 import time
 import unicodedata
@@ -198,6 +201,76 @@ SIZE_JS = r"""
 """
 
 
+# What of an agent's profile is not carried between calls: caches, crash reports, the
+# driver's own files and Chromium's single-instance markers.
+PROFILE_SKIP_DIRS = frozenset(
+    {
+        "cache",
+        "fontcache",
+        "downloads",
+        "Cache",
+        "Code Cache",
+        "GPUCache",
+        "GrShaderCache",
+        "ShaderCache",
+        "GraphiteDawnCache",
+        "DawnCache",
+        "DawnGraphiteCache",
+        "DawnWebGPUCache",
+        "Crashpad",
+        "Crash Reports",
+        # Kept by the state file below instead: the browser writes them late, or not at all
+        # when it closes soon after a change.
+        "Local Storage",
+        "Session Storage",
+    }
+)
+PROFILE_SKIP_FILES = frozenset(
+    {
+        "chromium.log",
+        "fonts.conf",
+        "BrowserMetrics-spare.pma",
+        os.path.join("Default", "Cookies"),
+        os.path.join("Default", "Cookies-journal"),
+    }
+)
+# Cookies and local storage, read from the browser before it closes and given back to
+# the next one through the DevTools protocol.
+STATE_FILE = "synthorg-state.json"
+COOKIE_FIELDS = (
+    "name",
+    "value",
+    "domain",
+    "path",
+    "secure",
+    "httpOnly",
+    "sameSite",
+    "priority",
+    "sourceScheme",
+    "sourcePort",
+)
+# Puts an origin's kept local storage back before the page's own scripts run: once per
+# origin and tab (its session storage remembers), so later pages of the same call see
+# their own changes.
+RESTORE_STORAGE_JS = r"""
+(() => {
+  const kept = %s;
+  const origin = location.protocol === "file:" ? "file://" : location.origin;
+  const items = kept[origin];
+  if (!items) return;
+  try {
+    if (sessionStorage.getItem("synthorg:restored")) return;
+    sessionStorage.setItem("synthorg:restored", "1");
+    for (const [key, value] of items) localStorage.setItem(key, value);
+  } catch (e) {}
+})()
+"""
+# A restored profile may unpack to this much at most, in this many entries.
+PROFILE_UNPACKED_BYTES = 48 * 1024 * 1024
+PROFILE_ENTRIES = 20000
+# How long the browser may take to close and write what it holds (cookies) to disk.
+CLOSE_SECONDS = 5.0
+
 # open_page's status for a URL that was a file to download rather than a page.
 DOWNLOADED = "downloaded"
 
@@ -257,12 +330,12 @@ class Downloads:
         self.skipped = 0
 
     @classmethod
-    def of(cls, request, profile):
+    def of(cls, request):
         wanted = request.get("downloads")
-        if not wanted or not wanted.get("max_count"):
+        if request["action"] != "navigate" or not wanted or not wanted.get("max_count"):
             return None
-        folder = os.path.join(profile, "downloads")
-        os.mkdir(folder, 0o700)
+        # Beside the profile, never in it: an agent's profile is kept between calls.
+        folder = tempfile.mkdtemp(prefix="downloads-")
         return cls(folder, int(wanted["max_count"]), int(wanted["max_bytes"]), wanted["why"])
 
     def allow(self, pipe):
@@ -472,6 +545,10 @@ class Pipe:
         self.next_id = 0
         self.events = []
         self.load_ms = None
+        # The agent's kept local storage ({origin: [[key, value], ...]}) and the page's
+        # DevTools session, when its profile is carried.
+        self.kept_storage = {}
+        self.page_session = None
 
     def send(self, method, params=None, session=None):
         self.next_id += 1
@@ -496,7 +573,9 @@ class Pipe:
                 raise Failure("BROWSER_FAILED", "the browser closed its DevTools pipe")
             self.buffer += chunk
         raw, _, self.buffer = self.buffer.partition(b"\0")
-        return json.loads(raw)
+        message = json.loads(raw)
+        message["_at"] = time.time()
+        return message
 
     def call(self, method, params=None, session=None, deadline=None):
         ident = self.send(method, params, session)
@@ -555,6 +634,13 @@ def open_page(pipe, request, downloads=None):
         pipe.call("Browser.setDownloadBehavior", {"behavior": "deny"})
     else:
         downloads.allow(pipe)
+    if request.get("profile"):
+        # The origins whose local storage a page touches are followed, to keep it.
+        pipe.call("DOMStorage.enable", {}, session)
+        pipe.page_session = session
+        if pipe.kept_storage:
+            source = RESTORE_STORAGE_JS % json.dumps(pipe.kept_storage)
+            pipe.call("Page.addScriptToEvaluateOnNewDocument", {"source": source}, session)
     pipe.call("Page.enable", {}, session)
     pipe.call("Network.enable", {}, session)
     pipe.call("Page.setLifecycleEventsEnabled", {"enabled": True}, session)
@@ -1034,6 +1120,157 @@ def spec(pipe, request):
     return {"checks": verdicts, "final_url": location, "status": status, "load_ms": pipe.load_ms}
 
 
+def restore_profile(blob, profile):
+    """Unpack an agent's profile (a gzip tar made by ``pack_profile``) into ``profile``:
+    plain files and directories only, every name relative and without ``..``, bounded in
+    size and count. The tar comes from an earlier call's sandbox, so it is checked here,
+    never trusted."""
+    total = 0
+    with tarfile.open(fileobj=io.BytesIO(blob), mode="r:gz") as tar:
+        for count, member in enumerate(tar):
+            if count >= PROFILE_ENTRIES:
+                raise Failure("PROFILE", "too many entries")
+            parts = member.name.split("/")
+            if member.name.startswith("/") or any(p in ("", ".", "..") for p in parts):
+                raise Failure("PROFILE", f"an entry named {member.name[:100]!r}")
+            target = os.path.join(profile, *parts)
+            if member.isdir():
+                os.makedirs(target, 0o700, exist_ok=True)
+                continue
+            if not member.isreg():
+                continue
+            total += member.size
+            if total > PROFILE_UNPACKED_BYTES:
+                raise Failure("PROFILE", "it unpacks to more than its ceiling")
+            os.makedirs(os.path.dirname(target), 0o700, exist_ok=True)
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+            source = tar.extractfile(member)
+            if source is None:
+                continue
+            with os.fdopen(os.open(target, flags, 0o600), "wb") as out:
+                shutil.copyfileobj(source, out)
+
+
+def pack_profile(profile):
+    """The profile's files, caches and markers left out, as a gzip tar."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz", compresslevel=6) as tar:
+        for root, dirs, files in os.walk(profile):
+            dirs[:] = sorted(d for d in dirs if d not in PROFILE_SKIP_DIRS)
+            for name in sorted(files):
+                path = os.path.join(root, name)
+                relative = os.path.relpath(path, profile)
+                if relative in PROFILE_SKIP_FILES or name.startswith("Singleton"):
+                    continue
+                if not stat.S_ISREG(os.lstat(path).st_mode):
+                    continue
+                tar.add(path, arcname=relative, recursive=False)
+    return buffer.getvalue()
+
+
+def restore_state(pipe, profile):
+    """Give the browser the cookies kept in the profile, and keep its local storage for
+    the page to restore."""
+    try:
+        with open(os.path.join(profile, STATE_FILE), encoding="utf-8") as handle:
+            state = json.load(handle)
+    except (OSError, ValueError):
+        return
+    cookies = [
+        {k: c[k] for k in COOKIE_FIELDS if k in c}
+        | ({"expires": c["expires"]} if not c.get("session") and "expires" in c else {})
+        for c in state.get("cookies", [])
+        if isinstance(c, dict) and "name" in c and "value" in c
+    ]
+    if cookies:
+        pipe.call("Storage.setCookies", {"cookies": cookies})
+    kept = state.get("local_storage")
+    if isinstance(kept, dict):
+        pipe.kept_storage = {
+            str(origin): [[str(k), str(v)] for k, v in items]
+            for origin, items in kept.items()
+            if isinstance(items, list)
+        }
+
+
+def save_state(pipe, profile, deadline):
+    """Write the browser's cookies and the local storage of every origin the call's
+    page touched (and those it was given) into the profile."""
+    cookies = pipe.call("Storage.getCookies", {}, deadline=deadline).get("cookies", [])
+    kept = dict(pipe.kept_storage)
+    touched = {}
+    for event in pipe.events:
+        storage = event.get("params", {}).get("storageId", {})
+        if str(event.get("method", "")).startswith("DOMStorage.") and storage.get("isLocalStorage"):
+            touched[storage.get("securityOrigin") or storage.get("storageKey")] = storage
+        if event.get("method") == "Page.frameNavigated":
+            origin = event.get("params", {}).get("frame", {}).get("securityOrigin")
+            if origin and origin != "://":
+                touched.setdefault(origin, {"securityOrigin": origin, "isLocalStorage": True})
+    for origin in kept:
+        touched.setdefault(origin, {"securityOrigin": origin, "isLocalStorage": True})
+    if pipe.page_session is not None:
+        for origin, storage in touched.items():
+            if not origin:
+                continue
+            try:
+                items = pipe.call(
+                    "DOMStorage.getDOMStorageItems",
+                    {"storageId": storage},
+                    pipe.page_session,
+                    deadline=deadline,
+                ).get("entries", [])
+            except Failure:
+                continue
+            kept[origin.rstrip("/") if origin != "file://" else origin] = items
+    state = {"cookies": cookies, "local_storage": {o: i for o, i in kept.items() if i}}
+    with open(os.path.join(profile, STATE_FILE), "w", encoding="utf-8") as handle:
+        json.dump(state, handle)
+
+
+def close_browser(pipe, pid):
+    """Ask the browser to close, so it writes what it holds (cookies) into the profile;
+    True once it has exited."""
+    deadline = time.monotonic() + CLOSE_SECONDS
+    with contextlib.suppress(OSError):
+        pipe.send("Browser.close")
+    exited = False
+    while time.monotonic() < deadline:
+        if not exited:
+            try:
+                exited = os.waitpid(pid, os.WNOHANG)[0] != 0
+            except ChildProcessError:
+                exited = True
+        if exited:
+            # Its helpers (the storage service among them) write until they end too.
+            try:
+                os.killpg(pid, 0)
+            except ProcessLookupError:
+                return True
+        time.sleep(0.02)
+    return False
+
+
+def keep_profile(pipe, pid, profile, limit):
+    """What the answer carries of the agent's profile: the packed profile, or why not."""
+    try:
+        save_state(pipe, profile, time.monotonic() + CLOSE_SECONDS)
+    except (Failure, Timeout, OSError) as exc:
+        detail = exc.message if isinstance(exc, Failure) else type(exc).__name__
+        return {"profile_note": f"the browser's cookies could not be read ({detail}); "
+                "the profile was not kept"}  # fmt: skip
+    if not close_browser(pipe, pid):
+        return {"profile_note": "the browser did not close in time; the profile was not kept"}
+    packed = pack_profile(profile)
+    if len(packed) > limit:
+        return {
+            "profile_note": f"the profile packed to {len(packed)} bytes, over "
+            f"browser.profile_max_mb ({limit} bytes); the next call starts afresh",
+            "profile": "",
+        }
+    return {"profile": base64.b64encode(packed).decode("ascii")}
+
+
 def stop(pid, pipe_fds):
     for fd in pipe_fds:
         with contextlib.suppress(OSError):
@@ -1081,6 +1318,9 @@ def main():
         missing = f"Chromium is not installed in the sandbox ({request['chromium']})"
         answer({"ok": False, "code": "BROWSER_UNAVAILABLE", "message": missing})
         return 0
+    # The agent's profile (browser.profile: per_agent_session) arrives first on stdin.
+    carried = request.get("profile")
+    blob = sys.stdin.buffer.read(int(carried["bytes"])) if carried else b""
     # axe-core arrives on stdin: the worker read it from the console's vendored copy.
     axe_source = (
         sys.stdin.buffer.read().decode("utf-8") if request["action"] == "accessibility_scan" else ""
@@ -1088,7 +1328,17 @@ def main():
     # A mockup's HTML or SVG arrives on stdin too.
     content = sys.stdin.buffer.read() if request["action"] == "mockup" else b""
     profile = tempfile.mkdtemp(prefix="chromium-profile-")
-    downloads = Downloads.of(request, profile) if request["action"] == "navigate" else None
+    restored = {}
+    if blob:
+        try:
+            restore_profile(blob, profile)
+        except (Failure, OSError, tarfile.TarError, EOFError, ValueError) as exc:
+            shutil.rmtree(profile, ignore_errors=True)
+            profile = tempfile.mkdtemp(prefix="chromium-profile-")
+            detail = exc.message if isinstance(exc, Failure) else type(exc).__name__
+            restored = {"profile_note": f"the agent's profile could not be restored "
+                        f"({detail}); this call started afresh"}  # fmt: skip
+    downloads = Downloads.of(request)
     pid, write_fd, read_fd = start(request, profile)
     pipe = Pipe(write_fd, read_fd, started + START_SECONDS)
     try:
@@ -1099,6 +1349,8 @@ def main():
             raise Failure(
                 "BROWSER_FAILED", f"Chromium did not start: {log_tail(profile) or 'no output'}"
             ) from None
+        if carried is not None:
+            restore_state(pipe, profile)
         # The call's time is the page's: it starts once the browser answers.
         pipe.deadline = time.monotonic() + float(request["timeout_seconds"])
         if request["action"] == "screenshot":
@@ -1111,6 +1363,9 @@ def main():
             result = mockup(pipe, request, content)
         else:
             result = navigate(pipe, request, downloads)
+        result.update(restored)
+        if carried is not None:
+            result.update(keep_profile(pipe, pid, profile, int(carried["max_bytes"])))
         result.update(ok=True, elapsed_ms=int((time.monotonic() - started) * 1000))
         answer(result)
         code = 0
@@ -1127,6 +1382,8 @@ def main():
     finally:
         stop(pid, (write_fd, read_fd))
         shutil.rmtree(profile, ignore_errors=True)
+        if downloads is not None:
+            shutil.rmtree(downloads.folder, ignore_errors=True)
     return code
 
 
