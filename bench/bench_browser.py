@@ -11,6 +11,7 @@ and a time budget per figure.
 
 from __future__ import annotations
 
+import base64
 import http.server
 import json
 import os
@@ -23,12 +24,18 @@ from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from bench.measure import emit_row, p50_p95_row, time_runs
-from common.config.browser import BrowserSection
-from tools_app.builtin.browser.driving import answer_of, driver_spec
-from tools_app.egress import LocalEgressGateway, NetworkGrant
-from tools_app.sandbox.backends.namespace import NamespaceSandbox
-from tools_app.sandbox.protocol import NetworkPolicy
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "synthorg_site.settings")
+
+import django
+
+django.setup()
+
+from bench.measure import emit_row, p50_p95_row, time_runs  # noqa: E402
+from common.config.browser import BrowserSection  # noqa: E402
+from tools_app.builtin.browser.driving import answer_of, driver_spec  # noqa: E402
+from tools_app.egress import LocalEgressGateway, NetworkGrant  # noqa: E402
+from tools_app.sandbox.backends.namespace import NamespaceSandbox  # noqa: E402
+from tools_app.sandbox.protocol import NetworkPolicy  # noqa: E402
 
 RUNS = 20
 BUDGET_SECONDS = 120.0
@@ -52,20 +59,37 @@ class _Page(http.server.BaseHTTPRequestHandler):
 
 
 def call(
-    backend: NamespaceSandbox, workspace: Path, egress_dir: Path, request: dict[str, object]
+    backend: NamespaceSandbox,
+    workspace: Path,
+    egress_dir: Path,
+    request: dict[str, object],
+    *,
+    carry_profile: bool = False,
 ) -> Callable[[], object]:
+    """One driver run; with ``carry_profile``, each run is handed the profile the one
+    before packed (``browser.profile: per_agent_session``, as the worker hands it)."""
     section = BrowserSection()
+    carried = {"packed": b""}
 
     def run() -> object:
+        full = dict(request)
+        stdin = b""
+        if carry_profile:
+            stdin = carried["packed"]
+            full["profile"] = {"bytes": len(stdin), "max_bytes": section.profile_max_bytes}
         spec = driver_spec(
             section,
-            request,
+            full,
             workspace,
             writes=request["action"] == "screenshot",
             network=NetworkPolicy.PROXY,
             egress_dir=egress_dir,
+            stdin=stdin,
         )
-        return answer_of(backend.run(spec), float(str(request["timeout_seconds"])))
+        answer = answer_of(backend.run(spec), float(str(request["timeout_seconds"])))
+        if carry_profile:
+            carried["packed"] = base64.b64decode(str(answer["profile"]))
+        return answer
 
     return run
 
@@ -90,12 +114,17 @@ def main() -> None:
     }
     try:
         with gateway.session(grant) as egress:
-            for action, figure in (
-                ("navigate", "browser_navigate cold (fresh Chromium, 200-paragraph page)"),
-                ("screenshot", "browser_screenshot cold (viewport PNG into the workspace)"),
+            for action, figure, carry in (
+                ("navigate", "browser_navigate cold (fresh Chromium, 200-paragraph page)", False),
+                (
+                    "navigate",
+                    "browser_navigate with the agent's session profile carried in and out",
+                    True,
+                ),
+                ("screenshot", "browser_screenshot cold (viewport PNG into the workspace)", False),
             ):
                 request = dict(base, action=action)
-                run = call(backend, workspace, egress.directory, request)
+                run = call(backend, workspace, egress.directory, request, carry_profile=carry)
                 samples = time_runs(run, RUNS, warmup=1, budget_seconds=BUDGET_SECONDS)
                 note = f"{len(samples)} runs, namespace sandbox, through the egress proxy"
                 emit_row(p50_p95_row(figure, samples, note))

@@ -15,6 +15,8 @@ the sandbox's user.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 from collections.abc import Callable
 from typing import Any
 
@@ -250,3 +252,37 @@ def test_a_demo_agent_without_the_desktop_is_refused_it(console: Console, agent_
     answer = created.json()
     assert answer["status"] == "denied", answer
     assert "does not permit category desktop" in answer["decision"]["reason"], answer
+
+
+def test_a_page_the_demo_agent_opens_downloads_a_file_it_can_then_read(
+    console: Console, operator: httpx.Client
+) -> None:
+    """A download lands in the agent's workspace, where its file tools read it."""
+    content = "quarter,revenue\nQ1,100\n"
+    encoded = base64.b64encode(content.encode()).decode("ascii")
+    page = (
+        f'<title>Figures</title><a id="get" href="data:text/csv;base64,{encoded}" '
+        'download="../../figures.csv">figures</a>'
+        "<script>document.getElementById('get').click()</script>"
+    )
+    with console.agent("build-bot") as agent:
+        written = call_approved(
+            agent,
+            operator,
+            "write_file",
+            {"path": "downloads-demo/get.html", "content": page, "create_parents": True},
+        )
+        assert written["status"] == "succeeded", written
+        opened = call_approved(
+            agent,
+            operator,
+            "browser_navigate",
+            {"url": "file:///workspace/downloads-demo/get.html", "wait_until": "networkidle"},
+        )
+        assert opened["status"] == "succeeded", opened
+        (kept,) = opened["result"]["structured"]["downloads"]
+        assert kept["path"] == ".synthorg/downloads/figures.csv", kept
+        assert kept["sha256"] == hashlib.sha256(content.encode()).hexdigest()
+        read = call_approved(agent, operator, "read_file", {"path": kept["path"]})
+        assert read["status"] == "succeeded", read
+        assert "Q1,100" in read["result"]["content"], read

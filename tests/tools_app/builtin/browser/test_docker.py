@@ -7,8 +7,11 @@ grant). Each refusal has a control beside it.
 
 from __future__ import annotations
 
+import base64
+import dataclasses
 import hashlib
 import json
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,6 +25,7 @@ from tests.tools_app.builtin.fs_fixtures import CountingSandbox, make_context
 from tests.tools_app.net.servers import LoopbackHttpServer, Reply
 from tests.tools_app.sandbox.conftest import docker_engine
 from tools_app.builtin.base import RefusalCode, ToolFailedError, ToolRefusedError
+from tools_app.builtin.browser.profiles import profile_end
 from tools_app.builtin.browser.tools import (
     browser_navigate,
     browser_readiness,
@@ -148,6 +152,57 @@ def test_each_call_gets_a_fresh_browser_profile(
         assert "now kept-value" in result.structured["text"]
         # ...and the next call's browser never saw it.
         assert "seen nothing" in result.structured["text"]
+
+
+def test_an_agent_session_profile_carries_storage_between_containers(
+    tmp_path: Path, workspace: Path, gui_backend: DockerSandbox
+) -> None:
+    """With ``per_agent_session`` the agent's next call, in a new container, sees what
+    its page stored; another agent's does not."""
+    path = tmp_path / "session.yaml"
+    path.write_text(
+        json.dumps({"browser": {"default_timeout_seconds": 60, "profile": "per_agent_session"}})
+    )
+    settings.SYNTHORG_CONFIG = str(path)
+    config_reload()
+    url = _page(
+        workspace,
+        "session.html",
+        "<title>Session</title><p id=seen></p><script>"
+        "document.getElementById('seen').textContent = 'seen ' + "
+        "(localStorage.getItem('k') || 'nothing');"
+        "localStorage.setItem('k', 'kept-value');</script>",
+    )
+    alice = dataclasses.replace(
+        make_context(workspace, gui_backend), agent_id=f"docker-{uuid.uuid4()}"
+    )
+    bob = dataclasses.replace(alice, agent_id=f"docker-{uuid.uuid4()}")
+    try:
+        seen = [browser_navigate.run(alice, {"url": url}).structured for _ in range(2)]
+        assert seen[0] is not None and "seen nothing" in seen[0]["text"]
+        assert seen[1] is not None and "seen kept-value" in seen[1]["text"]
+        other = browser_navigate.run(bob, {"url": url}).structured
+        assert other is not None and "seen nothing" in other["text"]
+    finally:
+        profile_end(alice.agent_id)
+        profile_end(bob.agent_id)
+
+
+def test_a_download_is_kept_from_the_container(workspace: Path, gui_backend: DockerSandbox) -> None:
+    data = base64.b64encode(b"figures from the container").decode("ascii")
+    url = _page(
+        workspace,
+        "download.html",
+        f'<title>Get</title><a id=a href="data:text/plain;base64,{data}" download="../f.txt">'
+        "get</a><script>document.getElementById('a').click()</script>",
+    )
+    result = browser_navigate.run(
+        make_context(workspace, gui_backend), {"url": url, "wait_until": "networkidle"}
+    )
+    assert result.structured is not None
+    (kept,) = result.structured["downloads"]
+    assert kept["path"].startswith(".synthorg/downloads/") and kept["path"].endswith("f.txt")
+    assert (workspace / kept["path"]).read_bytes() == b"figures from the container"
 
 
 def test_a_screenshot_is_kept_in_the_workspace_with_its_digest(
