@@ -29,6 +29,7 @@ from common.settings_config import config_reload, synthorg_config
 from tests.tools_app.builtin.fs_fixtures import make_context
 from tests.tools_app.net.servers import LoopbackHttpServer, RecordedRequest, Reply
 from tools_app.builtin.base import ToolContext
+from tools_app.builtin.browser.inside.driver import PROFILE_UNPACKED_BYTES
 from tools_app.builtin.browser.profiles import PROFILE_PREFIX, profile_end, profile_keep
 from tools_app.builtin.browser.tools import browser_navigate
 from tools_app.egress.gateway import LocalEgressGateway
@@ -184,6 +185,22 @@ def test_a_profile_handed_back_with_a_climbing_entry_is_not_unpacked(
     # Control: the call kept a sound profile again, which the next call finds.
     assert _shown(alice, "delta-1") == "delta-1"
     assert _shown(alice) == "delta-1"
+
+
+def test_a_profile_that_unpacks_past_its_ceiling_starts_afresh(
+    agent_context: Callable[..., ToolContext],
+) -> None:
+    """A small tar of a file far larger than the ceiling (zeros pack tightly)."""
+    alice = agent_context("alice")
+    section = synthorg_config().browser
+    assert section is not None
+    bomb = tarfile.TarInfo("Default/bomb.bin")
+    packed = _tar([(bomb, bytes(PROFILE_UNPACKED_BYTES + 1))])
+    assert len(packed) < 1024 * 1024
+    profile_keep(alice.agent_id, section, packed)
+    assert _shown(alice) == "none"
+    assert _shown(alice, "eta") == "eta"
+    assert _shown(alice) == "eta"
 
 
 def test_a_profile_that_is_not_a_tar_starts_afresh(
