@@ -56,6 +56,26 @@ def create_private_file(path: Path) -> None:
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE_MODE))
 
 
+def traversable_dir(path: Path, *, parents: bool = False, exist_ok: bool = True) -> Path:
+    """Make ``path`` (with ``parents``, each missing directory above it too) with mode
+    0711 exactly, whatever the umask (the console's is 077): others may pass through it
+    to what is bound below, never list it. Directories that exist are left as they are;
+    ``path`` existing raises FileExistsError unless ``exist_ok``."""
+    above = [p for p in reversed(path.parents) if not p.exists()] if parents else []
+    for directory in above:
+        with contextlib.suppress(FileExistsError):
+            directory.mkdir(mode=TRAVERSE_MODE)
+            directory.chmod(TRAVERSE_MODE)
+    try:
+        path.mkdir(mode=TRAVERSE_MODE)
+    except FileExistsError:
+        if not exist_ok:
+            raise
+        return path
+    path.chmod(TRAVERSE_MODE)
+    return path
+
+
 def private_dir(path: Path) -> Path:
     """Create a private (0700) directory under ``var/`` (idempotent)."""
     path.mkdir(mode=PRIVATE_DIR_MODE, parents=True, exist_ok=True)

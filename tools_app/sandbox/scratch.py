@@ -20,6 +20,7 @@ import stat
 import threading
 from pathlib import Path
 
+from common.platform.private_state import traversable_dir
 from tools_app.sandbox.linux.identity import SandboxIdentity
 from tools_app.sandbox.linux.limits import pid_alive
 
@@ -96,9 +97,8 @@ def _make(base: Path, identity: SandboxIdentity) -> Path:
 
 
 def _make_base(base: Path) -> None:
-    base.mkdir(mode=0o711, parents=True, exist_ok=True)
-    # mkdir applies the umask (the console's is 077): others must pass through.
-    os.chmod(base, 0o711)  # noqa: S103 - search only, no listing
+    # The sandbox's user must pass through it (and what is above) to its own directory.
+    traversable_dir(base, parents=True)
 
 
 def _delete(path: Path) -> None:

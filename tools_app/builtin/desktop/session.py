@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
+from common.platform.private_state import traversable_dir
 from tools_app.builtin.desktop.placement import placement_hold, placement_release
 from tools_app.sandbox.backends.docker.backend import DockerSandbox
 from tools_app.sandbox.backends.docker.standing import ContainerProcess
@@ -100,14 +101,9 @@ def runtime_root(configured: str | None) -> Path:
         root = Path("/run/synthorg-desktop")
     else:
         root = Path(f"/tmp/synthorg-desktop-{os.geteuid()}")  # noqa: S108 - checked below
-    # mkdir applies the umask (the launcher's is 077): each directory made here is set
-    # to 0711 itself, so the sandbox's user can pass through to a session's directory.
-    for directory in reversed([root, *root.parents]):
-        if directory.exists():
-            continue
-        with contextlib.suppress(FileExistsError):
-            directory.mkdir(mode=0o711)
-            os.chmod(directory, 0o711)  # noqa: S103 - passing through only
+    # Each directory made here is 0711 whatever the umask (the launcher's is 077), so
+    # the sandbox's user can pass through to a session's directory.
+    traversable_dir(root, parents=True)
     closed = [p for p in root.parents if not p.stat().st_mode & stat.S_IXOTH]
     if closed:
         raise DesktopSessionError(
@@ -301,10 +297,9 @@ def start_session(
     answer; this process holds the session from then on."""
     _remove(place)
     owner = _control_owner(backend)
-    place.directory.mkdir(mode=0o711)
-    # mkdir applies the umask (the launcher's is 077): the sandbox's user, to whom the
-    # control directory is given, must pass through the session's directory to reach it.
-    os.chmod(place.directory, 0o711)  # noqa: S103 - only passing through, nothing listed
+    # The sandbox's user, to whom the control directory is given, must pass through the
+    # session's directory to reach it.
+    traversable_dir(place.directory, exist_ok=False)
     place.control_dir.mkdir(mode=0o700)
     if owner is not None:
         os.chown(place.control_dir, *owner)
