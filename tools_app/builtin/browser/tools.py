@@ -285,6 +285,12 @@ class BrowserNavigateTool:
                 f"sha256 {d['sha256']})]"
                 for d in downloads
             )
+        skipped = int(answer.get("downloads_skipped") or 0)
+        if skipped:
+            note += (
+                f"\n[{skipped} more download(s) were not kept: browser.max_downloads is "
+                f"{section.max_downloads}]"
+            )
         content = f"{structured['title']}\n{structured['final_url']}\n\n{structured['text']}{note}"
         return ToolOutcome(
             content=content,

@@ -216,6 +216,7 @@ def test_downloads_past_the_count_are_not_kept(
     assert result.structured is not None
     assert len(result.structured["downloads"]) == 2
     assert len(_kept(workspace)) == 2
+    assert "3 more download(s) were not kept: browser.max_downloads is 2" in result.content
 
 
 def test_a_file_download_from_outside_the_workspace_is_refused(

@@ -720,6 +720,7 @@ def navigate(pipe, request, downloads=None):
             "links": [],
             "hidden_text_removed": False,
             "downloads": downloads.settle(pipe),
+            "downloads_skipped": downloads.skipped,
         }
     page = evaluate(
         pipe,
@@ -737,6 +738,7 @@ def navigate(pipe, request, downloads=None):
         "links": page["links"],
         "hidden_text_removed": page["hidden_chars"] > 0,
         "downloads": downloads.settle(pipe) if downloads is not None else [],
+        "downloads_skipped": downloads.skipped if downloads is not None else 0,
     }
 
 
