@@ -218,14 +218,19 @@ def answer_of(result: SandboxResult, timeout: float) -> dict[str, Any]:
     )
 
 
-def answer_png(answer: Mapping[str, Any]) -> bytes:
-    """The PNG a screenshot answer carries (the browser ran with the workspace read-only)."""
+def _decoded(answer: Mapping[str, Any], key: str, what: str) -> bytes:
+    """The bytes the driver sent base64-encoded under ``key``."""
     try:
-        data = base64.b64decode(str(answer["png"]), validate=True)
+        return base64.b64decode(str(answer[key]), validate=True)
     except (KeyError, ValueError) as exc:
         raise ToolFailedError(
-            "the browser sent no readable screenshot", code="BROWSER_FAILED"
+            f"the browser sent no readable {what}", code="BROWSER_FAILED"
         ) from exc
+
+
+def answer_png(answer: Mapping[str, Any]) -> bytes:
+    """The PNG a screenshot answer carries (the browser ran with the workspace read-only)."""
+    data = _decoded(answer, "png", "screenshot")
     if not data.startswith(PNG_SIGNATURE):
         raise ToolFailedError("the browser's screenshot is not a PNG", code="BROWSER_FAILED")
     return data
@@ -301,12 +306,7 @@ def keep_downloads(context: ToolContext, answered: object) -> list[dict[str, Any
                 RefusalCode.PATH_NOT_REACHABLE,
                 "the page downloaded a file from outside the workspace; nothing was kept",
             )
-        try:
-            data = base64.b64decode(str(entry["data"]), validate=True)
-        except (KeyError, ValueError) as exc:
-            raise ToolFailedError(
-                "the browser sent an unreadable download", code="BROWSER_FAILED"
-            ) from exc
+        data = _decoded(entry, "data", "download")
         digest = hashlib.sha256(data).hexdigest()
         name = download_name(entry.get("name", ""))
         files.append({"name": name, "bytes": len(data), "sha256": digest, "url": url})
