@@ -267,7 +267,8 @@ def download_limits(context: ToolContext, section: BrowserSection) -> dict[str, 
     limit = section.max_download_bytes
     why = f"browser.max_download_mb is {section.max_download_mb}"
     quota: int | None = getattr(context.sandbox, "quota_bytes", None)
-    if quota is not None:
+    # The workspace is measured only when downloads may be kept at all.
+    if quota is not None and section.max_downloads:
         left = max(0, quota - workspace_usage(Path(os.path.realpath(context.workspace))).total)
         if left < limit:
             limit = left

@@ -156,6 +156,17 @@ def _tar(entries: list[tuple[tarfile.TarInfo, bytes]]) -> bytes:
     return buffer.getvalue()
 
 
+def _bad_profile_starts_afresh(agent: ToolContext, packed: bytes, value: str) -> None:
+    """Keep ``packed`` as the agent's profile: its next call starts afresh, and (the
+    control) the profile that call keeps is sound, so the one after finds ``value``."""
+    section = synthorg_config().browser
+    assert section is not None
+    profile_keep(agent.agent_id, section, packed)
+    assert _shown(agent) == "none"
+    assert _shown(agent, value) == value
+    assert _shown(agent) == value
+
+
 @pytest.mark.parametrize(
     "entry",
     [
@@ -176,43 +187,25 @@ def test_a_profile_handed_back_with_a_climbing_entry_is_not_unpacked(
     link = tarfile.TarInfo("Default/link")
     link.type = tarfile.SYMTYPE
     link.linkname = "/workspace"
-    section = synthorg_config().browser
-    assert section is not None
-    profile_keep(alice.agent_id, section, _tar([(link, b""), (info, b"escaped")]))
-    assert _shown(alice) == "none"
+    _bad_profile_starts_afresh(alice, _tar([(link, b""), (info, b"escaped")]), "delta-1")
     assert not (workspace / "escaped.txt").exists()
     assert not list(workspace.parent.glob("escaped.txt"))
-    # Control: the call kept a sound profile again, which the next call finds.
-    assert _shown(alice, "delta-1") == "delta-1"
-    assert _shown(alice) == "delta-1"
 
 
 def test_a_profile_that_unpacks_past_its_ceiling_starts_afresh(
     agent_context: Callable[..., ToolContext],
 ) -> None:
     """A small tar of a file far larger than the ceiling (zeros pack tightly)."""
-    alice = agent_context("alice")
-    section = synthorg_config().browser
-    assert section is not None
     bomb = tarfile.TarInfo("Default/bomb.bin")
     packed = _tar([(bomb, bytes(PROFILE_UNPACKED_BYTES + 1))])
     assert len(packed) < 1024 * 1024
-    profile_keep(alice.agent_id, section, packed)
-    assert _shown(alice) == "none"
-    assert _shown(alice, "eta") == "eta"
-    assert _shown(alice) == "eta"
+    _bad_profile_starts_afresh(agent_context("alice"), packed, "eta")
 
 
 def test_a_profile_that_is_not_a_tar_starts_afresh(
     agent_context: Callable[..., ToolContext],
 ) -> None:
-    alice = agent_context("alice")
-    section = synthorg_config().browser
-    assert section is not None
-    profile_keep(alice.agent_id, section, b"not a profile at all" * 100)
-    assert _shown(alice) == "none"
-    assert _shown(alice, "epsilon") == "epsilon"
-    assert _shown(alice) == "epsilon"
+    _bad_profile_starts_afresh(agent_context("alice"), b"not a profile at all" * 100, "epsilon")
 
 
 @pytest.mark.django_db(transaction=True)
