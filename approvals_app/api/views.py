@@ -16,6 +16,7 @@ from approvals_app.representation import approval_json
 from approvals_app.selectors.requests import approval_request, approval_requests
 from approvals_app.services import GrantSpec, approval_decide
 from common import openapi
+from common.body_fields import StrictIntegerField, StrictRegexField, StrictTextField
 from common.errors import InvalidArgumentError, NotFoundError
 from common.roles import Role
 from trust_app.api.people import PersonView, roles_required
@@ -24,9 +25,9 @@ LIST_MAX = 500
 
 
 class RememberSerializer(serializers.Serializer):
-    minutes = serializers.IntegerField(min_value=1)
+    minutes = StrictIntegerField(min_value=1)
     pattern = serializers.DictField(
-        child=serializers.CharField(min_length=1, trim_whitespace=False),
+        child=StrictTextField(min_length=1, trim_whitespace=False),
         required=False,
         default=dict,
     )
@@ -34,8 +35,8 @@ class RememberSerializer(serializers.Serializer):
 
 class DecideSerializer(serializers.Serializer):
     decision = serializers.ChoiceField(choices=["approve", "deny"])
-    reason = serializers.CharField(required=False, allow_blank=True, default="", max_length=2000)
-    arguments_hash = serializers.RegexField(r"^[0-9a-f]{64}$", required=False)
+    reason = StrictTextField(required=False, allow_blank=True, default="", max_length=2000)
+    arguments_hash = StrictRegexField(r"^[0-9a-f]{64}$", required=False)
     remember = RememberSerializer(required=False)
 
 

@@ -10,13 +10,18 @@ from typing import Any
 from django.conf import settings
 from rest_framework import serializers
 
+from common.body_fields import StrictIntegerField, StrictTextField
 from tools_app.services.invocation_submit import PURPOSE_MAX
 
 
-def bounded_integer(name: str, low: int, high: int, **kwargs: Any) -> serializers.IntegerField:
-    """An integer field whose every refusal names the allowed range."""
+def bounded_integer(
+    name: str, low: int, high: int, *, in_body: bool = True, **kwargs: Any
+) -> serializers.IntegerField:
+    """An integer field whose every refusal names the allowed range. In a JSON body it
+    takes a number only; in a query string, the number's text."""
     allowed = f"{name} must be an integer from {low} to {high}"
-    return serializers.IntegerField(
+    field = StrictIntegerField if in_body else serializers.IntegerField
+    return field(
         min_value=low,
         max_value=high,
         error_messages={
@@ -29,24 +34,16 @@ def bounded_integer(name: str, low: int, high: int, **kwargs: Any) -> serializer
     )
 
 
-def wait_field() -> serializers.IntegerField:
+def wait_field(*, in_body: bool = True) -> serializers.IntegerField:
     return bounded_integer(
         "wait",
         0,
         settings.SYNTHORG_WAIT_MAX_SECONDS,
+        in_body=in_body,
         required=False,
         default=0,
         help_text="seconds to hold the answer until the invocation is terminal",
     )
-
-
-class StrictTextField(serializers.CharField):
-    """A CharField that takes only a JSON string (DRF's would turn 12 into "12")."""
-
-    def to_internal_value(self, data: Any) -> str:
-        if not isinstance(data, str):
-            self.fail("not_text")
-        return str(super().to_internal_value(data))
 
 
 def purpose_field() -> StrictTextField:
@@ -69,12 +66,12 @@ def purpose_field() -> StrictTextField:
 
 class CallSerializer(serializers.Serializer):
     # Text is taken as sent (no trimming), so the schema's lengths are the real ones.
-    tool = serializers.CharField(min_length=1, max_length=200, trim_whitespace=False)
+    tool = StrictTextField(min_length=1, max_length=200, trim_whitespace=False)
     arguments = serializers.DictField(required=False, default=dict)
-    idempotency_key = serializers.CharField(
+    idempotency_key = StrictTextField(
         min_length=1, max_length=200, required=False, allow_null=True, trim_whitespace=False
     )
-    task_id = serializers.CharField(
+    task_id = StrictTextField(
         max_length=200, required=False, allow_blank=True, default="", trim_whitespace=False
     )
     purpose = purpose_field()
@@ -106,7 +103,7 @@ class BatchSerializer(serializers.Serializer):
 
 
 class WaitQuerySerializer(serializers.Serializer):
-    wait = wait_field()
+    wait = wait_field(in_body=False)
 
 
 class ErrorBodySerializer(serializers.Serializer):

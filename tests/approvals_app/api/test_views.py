@@ -128,6 +128,32 @@ def test_expired_is_409_and_deny_without_reason_is_400(
     assert Invocation.objects.get(id=request_row.invocation_id).status == "expired"
 
 
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"decision": "deny", "reason": 12}, "reason"),
+        ({"decision": "approve", "arguments_hash": int("1" * 64)}, "arguments_hash"),
+        ({"decision": "approve", "remember": {"minutes": "10"}}, "remember.minutes"),
+        ({"decision": "approve", "remember": {"minutes": True}}, "remember.minutes"),
+        (
+            {"decision": "approve", "remember": {"minutes": 10, "pattern": {"path": 7}}},
+            "remember.pattern.path",
+        ),
+    ],
+)
+def test_a_decision_whose_value_has_another_json_type_is_400_and_decides_nothing(
+    request_row: ApprovalRequest, make_person: Callable[..., Any], body: dict[str, Any], field: str
+) -> None:
+    headers = bearer(make_person("operator"))
+    refused = decide(Client(), request_row.id, body, headers)
+    assert refused.status_code == 400, refused.content
+    assert list(refused.json()["error"]["details"]["fields"]) == [field], refused.json()
+    assert ApprovalRequest.objects.get(id=request_row.id).status == "pending"
+    # Control: the same decision with values of the right type is taken.
+    taken = decide(Client(), request_row.id, {"decision": "deny", "reason": "12"}, headers)
+    assert taken.status_code == 200, taken.content
+
+
 def test_the_agents_owner_is_403(
     make_agent_row: Callable[..., Any], make_person: Callable[..., Any], submit: Callable[..., Any]
 ) -> None:

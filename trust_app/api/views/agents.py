@@ -11,6 +11,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from common import openapi
+from common.body_fields import StrictTextField
 from common.errors import ForbiddenError, NotFoundError
 from common.roles import Role
 from common.team_scope import READ_AGENTS
@@ -20,7 +21,7 @@ from trust_app.services.agents import agent_explain
 
 
 class ExplainSerializer(serializers.Serializer):
-    tool = serializers.CharField(min_length=1, max_length=200, trim_whitespace=False)
+    tool = StrictTextField(min_length=1, max_length=200, trim_whitespace=False)
     arguments = serializers.DictField(required=False, default=dict)
 
 

@@ -1,0 +1,47 @@
+"""Request-body fields that take JSON as typed.
+
+DRF's fields coerce: ``CharField`` turns ``12`` into ``"12"`` and ``IntegerField``
+turns ``"12"`` into ``12``. A JSON body whose value has the wrong type is refused
+instead, as the published schema says, so what a client sends is what it meant.
+Query parameters are text by nature and keep DRF's own fields.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework import serializers
+
+
+class StrictTextField(serializers.CharField):
+    """A CharField that takes only a JSON string."""
+
+    default_error_messages = {"not_text": "not a string"}
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("not_text")
+        return str(super().to_internal_value(data))
+
+
+class StrictRegexField(serializers.RegexField):
+    """A RegexField that takes only a JSON string (a number of 64 digits is not a digest)."""
+
+    default_error_messages = {"not_text": "not a string"}
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("not_text")
+        return str(super().to_internal_value(data))
+
+
+class StrictIntegerField(serializers.IntegerField):
+    """An IntegerField that takes only a JSON number with no fraction (not a string, not a
+    boolean)."""
+
+    def to_internal_value(self, data: Any) -> int:
+        if isinstance(data, bool) or not isinstance(data, int | float):
+            self.fail("invalid")
+        if isinstance(data, float) and not data.is_integer():
+            self.fail("invalid")
+        return int(super().to_internal_value(data))
