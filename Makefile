@@ -16,7 +16,8 @@ help:
 
 env:
 	@scripts/require.sh run
-	@$(UV) sync --frozen --no-dev --quiet
+	@$(UV) sync --frozen --no-dev --quiet --compile-bytecode
+	@scripts/compile-bytecode.sh
 
 # The demo's config (opt-in browser tools on) unless SYNTHORG_CONFIG names one, or one
 # sits beside manage.py.
@@ -30,7 +31,7 @@ run: env
 
 test:
 	@scripts/require.sh test
-	@$(UV) sync --frozen --quiet
+	@$(UV) sync --frozen --quiet --compile-bytecode
 	@scripts/test.sh
 
 lint:
@@ -42,7 +43,7 @@ lint:
 
 bench:
 	@scripts/require.sh test
-	@$(UV) sync --frozen --quiet
+	@$(UV) sync --frozen --quiet --compile-bytecode
 	@scripts/test.sh bench
 
 clean:

@@ -35,6 +35,8 @@ export SYNTHORG_TEST_RUN_DIR="$run_dir"
 export SYNTHORG_EXTRA_TOOL_MODULES=tests.support.tools
 
 say() { echo "== $*"; }
+# Every console, worker and command the tests start reads bytecode instead of compiling.
+scripts/compile-bytecode.sh
 # Test modules run in this many processes side by side (pytest-xdist), each with its own
 # Redis, var/ and test database; a module stays whole in one of them. Three on two
 # cores: most of the suite's time is spent waiting (for people, sandboxes, restarts).
