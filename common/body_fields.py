@@ -13,10 +13,23 @@ from typing import Any
 from rest_framework import serializers
 
 
+def _allowed_text(min_length: int | None, max_length: int | None) -> str:
+    if max_length is not None:
+        return f"not a string; a string of {min_length or 0} to {max_length} characters"
+    if min_length:
+        return f"not a string; a string of at least {min_length} characters"
+    return "not a string; a JSON string"
+
+
 class StrictTextField(serializers.CharField):
-    """A CharField that takes only a JSON string."""
+    """A CharField that takes only a JSON string; its refusal says the lengths allowed."""
 
     default_error_messages = {"not_text": "not a string"}
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        if "not_text" not in kwargs.get("error_messages", {}):
+            self.error_messages["not_text"] = _allowed_text(self.min_length, self.max_length)
 
     def to_internal_value(self, data: Any) -> str:
         if not isinstance(data, str):
@@ -27,7 +40,7 @@ class StrictTextField(serializers.CharField):
 class StrictRegexField(serializers.RegexField):
     """A RegexField that takes only a JSON string (a number of 64 digits is not a digest)."""
 
-    default_error_messages = {"not_text": "not a string"}
+    default_error_messages = {"not_text": "not a string; a JSON string matching the pattern"}
 
     def to_internal_value(self, data: Any) -> str:
         if not isinstance(data, str):

@@ -92,3 +92,11 @@ def test_a_wait_in_the_query_string_is_still_its_text(
     again = client.get(made.json()["id"], wait=1)  # sent as ?wait=1
     assert again.status_code == 200, again.text
     assert client.http.get(f"/api/v1/invocations/{made.json()['id']}/?wait=x").status_code == 400
+
+
+def test_the_refusal_says_what_is_allowed(make_agent: Callable[..., AgentClient]) -> None:
+    client = make_agent(autonomy="full")
+    refused = client.http.post("/api/v1/invocations/", json=_body("idempotency_key", 12))
+    assert refused.json()["error"]["message"] == (
+        "idempotency_key: not a string; a string of 1 to 200 characters"
+    ), refused.json()
