@@ -21,7 +21,16 @@ def _allowed_text(min_length: int | None, max_length: int | None) -> str:
     return "not a string; a JSON string"
 
 
-class StrictTextField(serializers.CharField):
+class _JsonStringOnly:
+    """Refuses a value that is not a JSON string before the field's own checks."""
+
+    def to_internal_value(self, data: Any) -> str:
+        if not isinstance(data, str):
+            self.fail("not_text")  # type: ignore[attr-defined]
+        return str(super().to_internal_value(data))  # type: ignore[misc]
+
+
+class StrictTextField(_JsonStringOnly, serializers.CharField):
     """A CharField that takes only a JSON string; its refusal says the lengths allowed."""
 
     default_error_messages = {"not_text": "not a string"}
@@ -31,21 +40,11 @@ class StrictTextField(serializers.CharField):
         if "not_text" not in kwargs.get("error_messages", {}):
             self.error_messages["not_text"] = _allowed_text(self.min_length, self.max_length)
 
-    def to_internal_value(self, data: Any) -> str:
-        if not isinstance(data, str):
-            self.fail("not_text")
-        return str(super().to_internal_value(data))
 
-
-class StrictRegexField(serializers.RegexField):
+class StrictRegexField(_JsonStringOnly, serializers.RegexField):
     """A RegexField that takes only a JSON string (a number of 64 digits is not a digest)."""
 
     default_error_messages = {"not_text": "not a string; a JSON string matching the pattern"}
-
-    def to_internal_value(self, data: Any) -> str:
-        if not isinstance(data, str):
-            self.fail("not_text")
-        return str(super().to_internal_value(data))
 
 
 class StrictIntegerField(serializers.IntegerField):

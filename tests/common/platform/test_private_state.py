@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import stat
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,7 +21,7 @@ def private_umask() -> Iterator[None]:
 
 def _mode(path: Path) -> int:
     """The permission bits (a setgid bit a parent hands down is not the point here)."""
-    return stat.S_IMODE(path.stat().st_mode) & 0o777
+    return path.stat().st_mode & 0o777
 
 
 def test_the_directory_and_its_missing_parents_are_0711(tmp_path: Path) -> None:
