@@ -39,6 +39,10 @@ if TYPE_CHECKING:
     from tools_app.egress.authority import EgressAuthority
 
 CALL_ENDED = "the call ended while the connection was open"
+# When the call ends, a connection its sandbox closed may still be ending here (the
+# close travels through the sandbox's relay): it is given this long to end as closed
+# before what is still open is cut.
+STOP_SETTLE_SECONDS = 0.5
 
 
 class _Refused(Exception):
@@ -95,6 +99,8 @@ class EgressProxy:
         self._admitted = 0
         """Connections open now that were within ``max_connections`` (the loop's own)."""
         self._startup_error: BaseException | None = None
+        self.stop_settle_seconds = STOP_SETTLE_SECONDS
+        """How long ``stop`` lets open connections end by themselves before it cuts them."""
 
     # --- lifecycle (called from the worker's thread) -------------------------
 
@@ -107,7 +113,8 @@ class EgressProxy:
             raise self._startup_error
 
     def stop(self) -> list[ConnectionRecord]:
-        """Cut open connections, stop serving, and return the records not drained."""
+        """Stop serving, cut the connections still open after a short settle (one its
+        client is closing ends as closed), and return the records not drained."""
         thread = self._thread
         if self._loop is not None and self._stop is not None and thread is not None:
             if thread.is_alive():
@@ -164,6 +171,8 @@ class EgressProxy:
         async with server:
             await self._stop.wait()
             server.close()
+            if self._tasks:
+                await asyncio.wait(list(self._tasks), timeout=self.stop_settle_seconds)
             for task in list(self._tasks):
                 task.cancel()
             await asyncio.gather(*self._tasks, return_exceptions=True)

@@ -7,6 +7,7 @@ of request, to the destination the grant allows.
 from __future__ import annotations
 
 import socket
+import threading
 from pathlib import Path
 
 import pytest
@@ -266,5 +267,41 @@ def test_stopping_the_proxy_cuts_open_connections_and_records_them(tmp_path: Pat
             _tunnel(client, f"127.0.0.1:{stalling.port}")
             assert client.recv(1) == b"s"
         client.close()
+        (record,) = proxy.records
+    assert record.outcome is EgressOutcome.CUT and "call ended" in record.reason
+
+
+def test_a_connection_its_client_closes_as_the_call_ends_is_recorded_closed(
+    tmp_path: Path,
+) -> None:
+    # The destination answers once the client has sent all it will send (its close), as
+    # a keep-alive HTTP server does: the close reaches the proxy just after the call ends.
+    with ByteServer(expect=10**9, answer=3) as server:
+        with running_proxy(tmp_path, _allow(f"127.0.0.1:{server.port}")) as proxy:
+            proxy.stop_settle_seconds = 10  # generous: the machine may be loaded
+            client = connect(proxy)
+            _tunnel(client, f"127.0.0.1:{server.port}")
+            closing = threading.Timer(0.1, lambda: client.shutdown(socket.SHUT_WR))
+            closing.start()
+            proxy.stop()
+            closing.join()
+            client.close()
+        (record,) = proxy.records
+    assert record.outcome is EgressOutcome.CLOSED, record
+    assert record.bytes_down == 3
+
+
+def test_without_the_settle_the_same_connection_is_cut(tmp_path: Path) -> None:
+    # The control: the same close, when the proxy cuts at once, is recorded as cut.
+    with ByteServer(expect=10**9, answer=3) as server:
+        with running_proxy(tmp_path, _allow(f"127.0.0.1:{server.port}")) as proxy:
+            proxy.stop_settle_seconds = 0
+            client = connect(proxy)
+            _tunnel(client, f"127.0.0.1:{server.port}")
+            closing = threading.Timer(0.1, lambda: client.shutdown(socket.SHUT_WR))
+            closing.start()
+            proxy.stop()
+            closing.join()
+            client.close()
         (record,) = proxy.records
     assert record.outcome is EgressOutcome.CUT and "call ended" in record.reason
