@@ -217,6 +217,7 @@ def test_an_allowed_call_runs_upstream_and_is_audited_with_the_server(
     admin = console.person("admin")
     try:
         events = admin.get("/api/v1/audit/events/", params={"tool": "py__echo"}).json()
+        own = admin.get("/api/v1/audit/events/", params={"invocation": done["id"]}).json()
     finally:
         admin.close()
     bridge_rows = [e for e in events["results"] if e["kind"] == "mcp.call"]
@@ -225,6 +226,13 @@ def test_an_allowed_call_runs_upstream_and_is_audited_with_the_server(
     assert data["server"] == "py" and data["upstream_tool"] == "echo"
     assert len(data["definition_hash"]) == 64
     assert "py_tools.py" in data["server_identity"]
+    # The bridge's row is written with the call's end, in the transaction that settles it:
+    # the chain holds it just before the call's `invocation.finished`.
+    rows = sorted(own["results"], key=lambda e: e["id"])
+    kinds = [e["kind"] for e in rows]
+    assert kinds[-2:] == ["mcp.call", "invocation.finished"], kinds
+    assert rows[-1]["id"] == rows[-2]["id"] + 1
+    assert rows[-2]["outcome"] == "ok" and rows[-2]["agent"]["name"] == "build-bot"
 
 
 def test_a_stock_mcp_client_calls_an_upstream_tool(bridged: tuple[Console, Path]) -> None:

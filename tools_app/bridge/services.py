@@ -1,7 +1,8 @@
-"""Writers of what the bridge learns: discovered tools, unavailable servers, bridged calls.
+"""Writers of what the bridge learns: discovered tools, unavailable servers; and the row
+of a bridged call, which the worker writes with the call's end (``bridge_call_entry``).
 
-Each runs in one transaction with its audit rows. Discovery of the same definitions again
-writes nothing, so several workers may report the same server.
+Each writer runs in one transaction with its audit rows. Discovery of the same definitions
+again writes nothing, so several workers may report the same server.
 """
 
 from __future__ import annotations
@@ -237,37 +238,35 @@ def bridge_servers_unconfigured(*, configured: Sequence[str]) -> list[str]:
     ]
 
 
-@transaction.atomic
-def bridge_call_record(
+def bridge_call_entry(
     *,
     record: Mapping[str, str],
-    agent_id: str,
     invocation_id: str | None,
     outcome: str,
     reason: str = "",
     duration_ms: int | None = None,
-) -> None:
-    """The bridge's own row for one upstream call: server, tool, hash and server identity."""
+) -> dict[str, Any]:
+    """The bridge's own row for one upstream call (server, tool, hash and server
+    identity), as ``audit_record`` takes it less the agent: the worker appends it with
+    the call's end, in the one transaction that settles the call."""
     import uuid
 
     from tools_app.agent_view import agent_message
-    from trust_app.models import Agent
 
-    audit_record(
-        kind="mcp.call",
-        actor=ACTOR,
-        agent=Agent.objects.filter(pk=agent_id).first(),
-        invocation_id=uuid.UUID(invocation_id) if invocation_id else None,
-        tool=record["name"],
-        category=CATEGORY,
-        outcome=outcome,
+    return {
+        "kind": "mcp.call",
+        "actor": ACTOR,
+        "invocation_id": uuid.UUID(invocation_id) if invocation_id else None,
+        "tool": record["name"],
+        "category": CATEGORY,
+        "outcome": outcome,
         # The server's words may quote what it read: sanitised like everything it says.
-        reason=agent_message(reason),
-        duration_ms=duration_ms,
-        data={
+        "reason": agent_message(reason),
+        "duration_ms": duration_ms,
+        "data": {
             "server": record["server"],
             "upstream_tool": record["upstream_name"],
             "definition_hash": record["upstream_hash"],
             "server_identity": record["server_identity"],
         },
-    )
+    }

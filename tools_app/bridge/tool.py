@@ -100,12 +100,13 @@ class BridgedTool:
 
     def run(self, context: ToolContext, arguments: Mapping[str, Any]) -> ToolOutcome:
         """Call the upstream tool through this worker's warm pool; audit the bridge's part
-        (the call, and the server's connections through its egress proxy)."""
+        (the call, left in ``context.audit_entries`` for the call's end, and the server's
+        connections through its egress proxy)."""
         from tools_app.bridge.credentials import SecretRedactor, server_secret_values
         from tools_app.bridge.egress import has_proxy
         from tools_app.bridge.pinning import upstream_pin
         from tools_app.bridge.pool import call_upstream, pool_key
-        from tools_app.bridge.services import bridge_call_record
+        from tools_app.bridge.services import bridge_call_entry
 
         self.preflight(context.settings, arguments)
         server = configured_server(self.record.server)
@@ -147,13 +148,15 @@ class BridgedTool:
             outcome_code, reason = exc.code.value, exc.reason
             raise
         finally:
-            bridge_call_record(
-                record=self.record.audit_fields(),
-                agent_id=context.agent_id,
-                invocation_id=context.invocation_id,
-                outcome=outcome_code,
-                reason=redact.text(reason)[:2000],
-                duration_ms=int((time.monotonic() - started) * 1000),
+            # Written with the call's end, in the transaction that settles it.
+            context.audit_entries.append(
+                bridge_call_entry(
+                    record=self.record.audit_fields(),
+                    invocation_id=context.invocation_id,
+                    outcome=outcome_code,
+                    reason=redact.text(reason)[:2000],
+                    duration_ms=int((time.monotonic() - started) * 1000),
+                )
             )
             if has_proxy(server):
                 _audit_connections(key, server.name, context, self.contract.name)

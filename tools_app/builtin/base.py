@@ -79,6 +79,10 @@ class ToolContext:
     """The worker's egress proxy; None where no proxy runs (the sandbox gets no network)."""
     # The invocation this call runs for (a tool that waits may look whether it was cancelled).
     invocation_id: str | None = None
+    audit_entries: list[dict[str, Any]] = field(default_factory=list)
+    """Audit rows the tool leaves for its call's record (``audit_record``'s arguments,
+    the agent left out): the worker appends them in the transaction that settles the
+    call, before ``invocation.finished``, however the call ends."""
 
     @property
     def invocation_uuid(self) -> uuid.UUID | None:

@@ -15,14 +15,14 @@ import time
 import uuid
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import structlog
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from audit_app.record import Actor, audit_record
+from audit_app.record import Actor, AuditEntry, audit_record, audit_record_many
 from common.platform.database import database_connections_release, until_database_answers
 from common.settings_config import synthorg_config
 from secrets_app.broker import GrantedSecret, SecretNotGrantedError, SecretUnavailableError
@@ -125,7 +125,10 @@ def invocation_worker_lost(*, invocation: Invocation, worker: str) -> None:
 
 
 def _context(
-    invocation: Invocation, backend: Any, sealed: tuple[GrantedSecret, ...] = ()
+    invocation: Invocation,
+    backend: Any,
+    sealed: tuple[GrantedSecret, ...] = (),
+    audit_entries: list[dict[str, Any]] | None = None,
 ) -> ToolContext:
     agent = invocation.agent
     policy = agent_policy(agent)
@@ -143,6 +146,7 @@ def _context(
             mode="json"
         ),
         egress=invocation_egress(invocation, sealed),
+        audit_entries=[] if audit_entries is None else audit_entries,
     )
 
 
@@ -243,6 +247,18 @@ def _refusal_before_running(invocation: Invocation) -> Settled | None:
 def _run_tool(
     invocation: Invocation, arguments: dict[str, Any], sealed: tuple[GrantedSecret, ...] = ()
 ) -> Settled:
+    """The call run, settled; with the audit rows its tool left, however it ended."""
+    left: list[dict[str, Any]] = []
+    settled = _run_tool_settled(invocation, arguments, sealed, left)
+    return dataclasses.replace(settled, audit=tuple(left)) if left else settled
+
+
+def _run_tool_settled(
+    invocation: Invocation,
+    arguments: dict[str, Any],
+    sealed: tuple[GrantedSecret, ...],
+    left: list[dict[str, Any]],
+) -> Settled:
     catalog = tool_catalog()
     tool = catalog.implementation(invocation.tool)
     contract = catalog.contract(invocation.tool)
@@ -257,7 +273,7 @@ def _run_tool(
                 quota_entries=backends.config.workspace_quota_entries,
             )
         )
-        outcome = tool.run(_context(invocation, backend, sealed), arguments)
+        outcome = tool.run(_context(invocation, backend, sealed, left), arguments)
     except ToolRefusedError as exc:
         return Settled(
             status=InvocationStatus.FAILED,
@@ -358,10 +374,15 @@ def _finish(*, invocation: Invocation, settled: Settled) -> None:
         # held, so a line with none waiting has nothing to start.
         if line.waiting:
             agent_line_advance(agent=invocation.agent, locked=True)
+        # What the tool left for the record (the bridge's upstream call) is written
+        # whoever settled the call: it ran.
+        left = [cast(AuditEntry, {**entry, "agent": invocation.agent}) for entry in settled.audit]
+        if not done and left:
+            audit_record_many(left)
         if done:
             invocation_settled(invocation=invocation, status=settled.status, at=finished_at)
             # Last: the audit chain's lock is held from here to the commit.
-            audit_record(
+            finished = AuditEntry(
                 kind="invocation.finished",
                 actor=Actor.system("worker"),
                 agent=invocation.agent,
@@ -376,6 +397,10 @@ def _finish(*, invocation: Invocation, settled: Settled) -> None:
                 duration_ms=settled.duration_ms,
                 data={"exit_code": settled.exit_code, "truncated": settled.truncated},
             )
+            if left:
+                audit_record_many([*left, finished])
+            else:
+                audit_record(**finished)
     if not done:
         # Settled elsewhere while it ran (the sweeper took its worker for dead).
         log.info("invocation_result_discarded", invocation=str(invocation.id))

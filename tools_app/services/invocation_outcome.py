@@ -32,6 +32,8 @@ class Settled:
     error_message: str = ""
     # Content and error message already sanitised for the agent.
     for_agent: bool = False
+    # Audit rows the tool left for the call's record (ToolContext.audit_entries).
+    audit: tuple[dict[str, Any], ...] = ()
 
 
 def settle_outcome(*, contract: Any, outcome: ToolOutcome) -> Settled:

@@ -15,6 +15,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, cast
 
+from django.db import transaction
+
+from audit_app.record import AuditEntry, audit_record_many
 from common.config.mcp import McpServer
 from common.settings_config import config_reload, synthorg_config
 from common.testing import run_fresh
@@ -92,7 +95,9 @@ def stop_servers(names: list[str]) -> None:
 def call(
     tool: str, arguments: dict[str, Any], *, agent: Agent, workspace: Path
 ) -> tuple[ToolOutcome, Settled, str]:
-    """Run ``tool`` for ``agent``: the outcome, the agent's view, the invocation id."""
+    """Run ``tool`` for ``agent``: the outcome, the agent's view, the invocation id. The
+    audit rows the tool leaves are written after, however it ended, as the worker writes
+    them with the call's end."""
     implementation = tool_catalog().implementation(tool)
     assert implementation is not None, f"{tool} was not discovered"
     invocation_id = str(uuid.uuid4())
@@ -104,6 +109,12 @@ def call(
         owner=Owner(agent_id=str(agent.id)),
         invocation_id=invocation_id,
     )
-    outcome = implementation.run(context, arguments)
+    try:
+        outcome = implementation.run(context, arguments)
+    finally:
+        with transaction.atomic():
+            audit_record_many(
+                [cast(AuditEntry, {**entry, "agent": agent}) for entry in context.audit_entries]
+            )
     settled = settle_outcome(contract=implementation.contract, outcome=outcome)
     return outcome, settled, invocation_id
