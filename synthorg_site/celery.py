@@ -9,6 +9,7 @@ import structlog
 from celery import Celery, signals
 from kombu import Exchange, Queue
 
+from synthorg_site.broker_clients import broker_clients_apply
 from synthorg_site.broker_repair import broker_repair_apply
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "synthorg_site.settings")
@@ -19,6 +20,8 @@ QUEUES = ("default", "sandbox.subprocess", "sandbox.namespace", "sandbox.docker"
 
 # Before any connection exists: a worker must survive a restart of its Redis broker.
 broker_repair_apply()
+# One Redis client per channel, not one per message sent or acknowledged.
+broker_clients_apply()
 
 app = Celery("synthorg")
 app.config_from_object("django.conf:settings", namespace="CELERY")
