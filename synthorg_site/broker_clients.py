@@ -41,5 +41,5 @@ def broker_clients_apply() -> None:
         return
     from kombu.transport import redis as redis_transport
 
-    setattr(redis_transport.Channel, "conn_or_acquire", _conn_or_acquire)
+    redis_transport.Channel.conn_or_acquire = _conn_or_acquire  # type: ignore[method-assign]
     _applied["clients"] = True
