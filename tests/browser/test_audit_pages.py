@@ -13,10 +13,11 @@ from typing import Any
 import pytest
 from django.contrib.auth import get_user_model
 from django.db import transaction
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from approvals_app.models import ApprovalRequest
 from approvals_app.services import approval_decide
-from audit_app.models import AuditEvent
+from audit_app.models import AuditEvent, AuditVerification
 from audit_app.record import Actor, audit_record
 from audit_app.selectors.browse import audit_filter_choices
 from common.testing import RunningProcess
@@ -113,10 +114,18 @@ def test_audit_pages_filter_page_step_and_verify(
     # Verify on a worker; the panel follows the run until it reports the chain intact
     # (as long as a person would wait: the worker may be busy with the suite's load).
     page.click("#verify-chain")
-    page.wait_for_function(
-        "() => document.querySelector('#chain-last strong')?.textContent === 'Intact'",
-        timeout=180_000,
-    )
+    try:
+        page.wait_for_function(
+            "() => document.querySelector('#chain-last strong')?.textContent === 'Intact'",
+            timeout=180_000,
+        )
+    except PlaywrightTimeoutError:
+        runs = list(AuditVerification.objects.order_by("id").values())
+        verified = list(AuditEvent.objects.filter(kind__startswith="audit.").values())
+        raise AssertionError(
+            f"the panel says {page.locator('#chain-status').inner_text()!r}; "
+            f"runs {runs}; audit events {verified}"
+        ) from None
     assert no_sideways_scroll(page)
     page.screenshot(path=str(tmp_path / f"audit-{role}-{width}.png"), full_page=True)
 
