@@ -21,7 +21,13 @@ from tests.tools_app.egress.servers import (
     socks_connect,
 )
 from tests.tools_app.net.servers import LoopbackHttpServer, Reply, StaticResolver
-from tools_app.egress import EgressOutcome, EgressProtocol, NetworkGrant, ProxyLimits
+from tools_app.egress import (
+    ConnectionRecord,
+    EgressOutcome,
+    EgressProtocol,
+    NetworkGrant,
+    ProxyLimits,
+)
 
 
 def _allow(*entries: str, mode: str = "allowlist_only") -> NetworkGrant:
@@ -271,14 +277,14 @@ def test_stopping_the_proxy_cuts_open_connections_and_records_them(tmp_path: Pat
     assert record.outcome is EgressOutcome.CUT and "call ended" in record.reason
 
 
-def test_a_connection_its_client_closes_as_the_call_ends_is_recorded_closed(
-    tmp_path: Path,
-) -> None:
-    # The destination answers once the client has sent all it will send (its close), as
-    # a keep-alive HTTP server does: the close reaches the proxy just after the call ends.
+def _closed_as_the_proxy_stops(tmp_path: Path, settle_seconds: float) -> ConnectionRecord:
+    """The record of a connection whose client closes 0.1 s after the proxy begins to
+    stop. Its destination answers once the client has sent all it will send (its close),
+    as a keep-alive HTTP server does: the close reaches the proxy just after the call
+    ends."""
     with ByteServer(expect=10**9, answer=3) as server:
         with running_proxy(tmp_path, _allow(f"127.0.0.1:{server.port}")) as proxy:
-            proxy.stop_settle_seconds = 10  # generous: the machine may be loaded
+            proxy.stop_settle_seconds = settle_seconds
             client = connect(proxy)
             _tunnel(client, f"127.0.0.1:{server.port}")
             closing = threading.Timer(0.1, lambda: client.shutdown(socket.SHUT_WR))
@@ -287,21 +293,18 @@ def test_a_connection_its_client_closes_as_the_call_ends_is_recorded_closed(
             closing.join()
             client.close()
         (record,) = proxy.records
+    return record
+
+
+def test_a_connection_its_client_closes_as_the_call_ends_is_recorded_closed(
+    tmp_path: Path,
+) -> None:
+    record = _closed_as_the_proxy_stops(tmp_path, 10)  # generous: the machine may be loaded
     assert record.outcome is EgressOutcome.CLOSED, record
     assert record.bytes_down == 3
 
 
 def test_without_the_settle_the_same_connection_is_cut(tmp_path: Path) -> None:
     # The control: the same close, when the proxy cuts at once, is recorded as cut.
-    with ByteServer(expect=10**9, answer=3) as server:
-        with running_proxy(tmp_path, _allow(f"127.0.0.1:{server.port}")) as proxy:
-            proxy.stop_settle_seconds = 0
-            client = connect(proxy)
-            _tunnel(client, f"127.0.0.1:{server.port}")
-            closing = threading.Timer(0.1, lambda: client.shutdown(socket.SHUT_WR))
-            closing.start()
-            proxy.stop()
-            closing.join()
-            client.close()
-        (record,) = proxy.records
+    record = _closed_as_the_proxy_stops(tmp_path, 0)
     assert record.outcome is EgressOutcome.CUT and "call ended" in record.reason
