@@ -302,3 +302,52 @@ def test_a_log_rehashed_without_the_key_shows_unverified(auditor: Client) -> Non
     auditor.post("/audit/verify/")  # refused to record; the panel still says why
     status = auditor.get("/audit/verify/status/").content.decode()
     assert "<strong>Unverified</strong>" in status
+
+
+def _run_ends_during(read: str, run_id: int) -> Any:
+    """``read`` of the status panel, with the run finishing (as a fast worker does) just
+    before it reads."""
+    import audit_app.selectors.browse as browse
+
+    original = getattr(browse, read)
+
+    def finishing_first(*args: Any, **kwargs: Any) -> Any:
+        if AuditVerification.objects.filter(id=run_id, status="queued").exists():
+            audit_verification_run(verification_id=run_id)
+        return original(*args, **kwargs)
+
+    return finishing_first
+
+
+def test_a_run_that_ends_while_the_panel_is_read_is_shown_as_current_or_as_its_result(
+    auditor: Client, events: list[AuditEvent], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The panel reads the run in progress, then the newest result. A run that ends between
+    # the two (a short chain, a fast worker) is seen by the first read as current, or by
+    # the second as its result: never as neither, which left the panel "not verified"
+    # and no longer following the run.
+    import audit_app.selectors.browse as browse
+
+    auditor.post("/audit/verify/")
+    run = AuditVerification.objects.get()
+    monkeypatch.setattr(browse, "_last_result", _run_ends_during("_last_result", run.id))
+    status = audit_chain_status()
+    assert AuditVerification.objects.get(id=run.id).status == "passed"
+    assert status.current is not None and status.current.id == run.id
+    # The next poll shows its result.
+    monkeypatch.undo()
+    after = audit_chain_status()
+    assert after.current is None
+    assert after.last is not None and after.last.verification == run.id
+
+
+def test_a_run_that_ended_before_the_panel_is_read_is_shown_as_its_result(
+    auditor: Client, events: list[AuditEvent]
+) -> None:
+    # The control: a run finished before the read is its result, at once.
+    auditor.post("/audit/verify/")
+    run = AuditVerification.objects.get()
+    audit_verification_run(verification_id=run.id)
+    status = audit_chain_status()
+    assert status.current is None
+    assert status.last is not None and status.last.verification == run.id
