@@ -129,6 +129,23 @@ def _children(root: int) -> dict[str, list[int]]:
     return roles
 
 
+def _postgresql_root() -> int | None:
+    """The main process of the PostgreSQL server the bench's database lives on, when this
+    machine runs it (its data directory readable here); None otherwise (SQLite, a remote
+    server)."""
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        return None
+    with connection.cursor() as cursor:
+        cursor.execute("SHOW data_directory")
+        row = cursor.fetchone()
+    try:
+        return int((Path(row[0]) / "postmaster.pid").read_text().split()[0])
+    except (OSError, TypeError, ValueError, IndexError):
+        return None
+
+
 def _cpu_by_role(roles: dict[str, list[int]]) -> dict[str, float]:
     return {role: sum(tree_cpu_seconds(pid) for pid in pids) for role, pids in roles.items()}
 
@@ -307,10 +324,13 @@ def main() -> None:
             emit(_row("engine: shell_command true end to end (REST)", shell, "one client, wait"))
             roles = _children(console.process.pid)
             tokens = [_agent("bench-load")[0] for _ in range(CLIENTS)]
+            database = _postgresql_root()
+            database_before = tree_cpu_seconds(database) if database else 0.0
             before, started = _cpu_by_role(roles), time.monotonic()
             submitted, failed = _load(base, tokens, LOAD_SECONDS)
             elapsed = time.monotonic() - started
             after = _cpu_by_role(roles)
+            database_after = tree_cpu_seconds(database) if database else 0.0
             done = Invocation.objects.filter(id__in=submitted, status="succeeded").count()
             calls = max(len(submitted), 1)
             per_role = {r: (after[r] - before.get(r, 0.0)) * 1000 / calls for r in after}
@@ -328,6 +348,16 @@ def main() -> None:
                     ),
                 }
             )
+            if database:
+                emit(
+                    {
+                        "figure": "engine: PostgreSQL CPU per read_file call, the same load",
+                        "unit": "ms",
+                        "p50": (database_after - database_before) * 1000 / calls,
+                        "note": "the database server's processes (not in the console's figure "
+                        "above), counted when it runs on this machine",
+                    }
+                )
             for fair in _fairness(base):
                 emit(fair)
             emit(_sleepers(base, http, statistics.median(reads)))
