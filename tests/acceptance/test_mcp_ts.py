@@ -97,8 +97,14 @@ def test_the_typescript_sdk_calls_waits_sees_a_denial_and_cancels(
     assert ok["isError"] is False, ok
     assert ok["meta"]["synthorg/status"] == "succeeded"
     request_id = decided["approved"]["id"]
-    assert len(ok["progress"]) >= 2, ok["progress"]
-    assert all(f"approval request {request_id}" in note["message"] for note in ok["progress"])
+    # While the call waits, each note names the approval request; a note that falls just
+    # after the person's decision says where the call stands then.
+    notes = [note["message"] for note in ok["progress"]]
+    waiting = [message for message in notes if "awaits a person's approval" in message]
+    assert len(waiting) >= 2, notes
+    assert all(f"approval request {request_id}" in message for message in waiting), notes
+    after = [message for message in notes if message not in waiting]
+    assert all(message.endswith((" is queued", " is running")) for message in after), notes
     assert "from typescript" in text_of(read_back(console, "ops-bot", approved))
 
     no = report["denied"]
