@@ -16,7 +16,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from audit_app.models import AuditEvent
-from audit_app.record import Actor, audit_record
+from audit_app.record import Actor, AuditEntry, audit_record
 from common.config.mcp import McpServer
 from tools_app.bridge.classify import bridged_contract
 from tools_app.bridge.definitions import CATEGORY, UpstreamTool
@@ -245,7 +245,7 @@ def bridge_call_entry(
     outcome: str,
     reason: str = "",
     duration_ms: int | None = None,
-) -> dict[str, Any]:
+) -> AuditEntry:
     """The bridge's own row for one upstream call (server, tool, hash and server
     identity), as ``audit_record`` takes it less the agent: the worker appends it with
     the call's end, in the one transaction that settles the call."""

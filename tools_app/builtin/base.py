@@ -16,11 +16,14 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from tools_app.contracts import ToolContract
 from tools_app.egress.gateway import EgressGateway
 from tools_app.sandbox.protocol import Owner, SandboxBackend
+
+if TYPE_CHECKING:  # the record API needs Django; this module is imported by pure ones
+    from audit_app.record import AuditEntry
 
 
 class RefusalCode(StrEnum):
@@ -79,7 +82,7 @@ class ToolContext:
     """The worker's egress proxy; None where no proxy runs (the sandbox gets no network)."""
     # The invocation this call runs for (a tool that waits may look whether it was cancelled).
     invocation_id: str | None = None
-    audit_entries: list[dict[str, Any]] = field(default_factory=list)
+    audit_entries: list[AuditEntry] = field(default_factory=list)
     """Audit rows the tool leaves for its call's record (``audit_record``'s arguments,
     the agent left out): the worker appends them in the transaction that settles the
     call, before ``invocation.finished``, however the call ends."""

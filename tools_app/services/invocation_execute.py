@@ -15,7 +15,7 @@ import time
 import uuid
 from datetime import datetime
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import structlog
 from django.conf import settings
@@ -128,7 +128,7 @@ def _context(
     invocation: Invocation,
     backend: Any,
     sealed: tuple[GrantedSecret, ...] = (),
-    audit_entries: list[dict[str, Any]] | None = None,
+    audit_entries: list[AuditEntry] | None = None,
 ) -> ToolContext:
     agent = invocation.agent
     policy = agent_policy(agent)
@@ -248,7 +248,7 @@ def _run_tool(
     invocation: Invocation, arguments: dict[str, Any], sealed: tuple[GrantedSecret, ...] = ()
 ) -> Settled:
     """The call run, settled; with the audit rows its tool left, however it ended."""
-    left: list[dict[str, Any]] = []
+    left: list[AuditEntry] = []
     settled = _run_tool_settled(invocation, arguments, sealed, left)
     return dataclasses.replace(settled, audit=tuple(left)) if left else settled
 
@@ -257,7 +257,7 @@ def _run_tool_settled(
     invocation: Invocation,
     arguments: dict[str, Any],
     sealed: tuple[GrantedSecret, ...],
-    left: list[dict[str, Any]],
+    left: list[AuditEntry],
 ) -> Settled:
     catalog = tool_catalog()
     tool = catalog.implementation(invocation.tool)
@@ -376,7 +376,7 @@ def _finish(*, invocation: Invocation, settled: Settled) -> None:
             agent_line_advance(agent=invocation.agent, locked=True)
         # What the tool left for the record (the bridge's upstream call) is written
         # whoever settled the call: it ran.
-        left = [cast(AuditEntry, {**entry, "agent": invocation.agent}) for entry in settled.audit]
+        left: list[AuditEntry] = [{**entry, "agent": invocation.agent} for entry in settled.audit]
         if not done and left:
             audit_record_many(left)
         if done:

@@ -8,6 +8,7 @@ import itertools
 from dataclasses import dataclass
 from typing import Any
 
+from audit_app.record import AuditEntry
 from tools_app.agent_view import agent_message, agent_output, agent_structure
 from tools_app.builtin.base import ToolOutcome
 from tools_app.models import InvocationStatus
@@ -33,7 +34,7 @@ class Settled:
     # Content and error message already sanitised for the agent.
     for_agent: bool = False
     # Audit rows the tool left for the call's record (ToolContext.audit_entries).
-    audit: tuple[dict[str, Any], ...] = ()
+    audit: tuple[AuditEntry, ...] = ()
 
 
 def settle_outcome(*, contract: Any, outcome: ToolOutcome) -> Settled:

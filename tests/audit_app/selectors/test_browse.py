@@ -18,6 +18,7 @@ from django.utils import timezone
 from audit_app.chain import CHAINED_FIELDS, event_hash
 from audit_app.models import AuditEvent, AuditVerification
 from audit_app.record import Actor, audit_record
+from audit_app.selectors import browse
 from audit_app.selectors.browse import audit_chain_status
 from audit_app.services.verification import (
     audit_verification_run,
@@ -304,17 +305,15 @@ def test_a_log_rehashed_without_the_key_shows_unverified(auditor: Client) -> Non
     assert "<strong>Unverified</strong>" in status
 
 
-def _run_ends_during(read: str, run_id: int) -> Any:
-    """``read`` of the status panel, with the run finishing (as a fast worker does) just
-    before it reads."""
-    import audit_app.selectors.browse as browse
+def _last_result_after_the_run_ends(run_id: int) -> Any:
+    """The panel's read of the newest result, with the run finishing (as a fast worker
+    does) just before it reads."""
+    original = browse._last_result
 
-    original = getattr(browse, read)
-
-    def finishing_first(*args: Any, **kwargs: Any) -> Any:
+    def finishing_first() -> Any:
         if AuditVerification.objects.filter(id=run_id, status="queued").exists():
             audit_verification_run(verification_id=run_id)
-        return original(*args, **kwargs)
+        return original()
 
     return finishing_first
 
@@ -326,11 +325,9 @@ def test_a_run_that_ends_while_the_panel_is_read_is_shown_as_current_or_as_its_r
     # the two (a short chain, a fast worker) is seen by the first read as current, or by
     # the second as its result: never as neither, which left the panel "not verified"
     # and no longer following the run.
-    import audit_app.selectors.browse as browse
-
     auditor.post("/audit/verify/")
     run = AuditVerification.objects.get()
-    monkeypatch.setattr(browse, "_last_result", _run_ends_during("_last_result", run.id))
+    monkeypatch.setattr(browse, "_last_result", _last_result_after_the_run_ends(run.id))
     status = audit_chain_status()
     assert AuditVerification.objects.get(id=run.id).status == "passed"
     assert status.current is not None and status.current.id == run.id

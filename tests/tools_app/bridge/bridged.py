@@ -113,8 +113,6 @@ def call(
         outcome = implementation.run(context, arguments)
     finally:
         with transaction.atomic():
-            audit_record_many(
-                [cast(AuditEntry, {**entry, "agent": agent}) for entry in context.audit_entries]
-            )
+            audit_record_many([AuditEntry(**entry, agent=agent) for entry in context.audit_entries])
     settled = settle_outcome(contract=implementation.contract, outcome=outcome)
     return outcome, settled, invocation_id

@@ -11,7 +11,7 @@ import pytest
 
 import tools_app.services.invocation_dispatch as dispatch
 from audit_app.models import AuditEvent
-from audit_app.record import Actor
+from audit_app.record import Actor, AuditEntry
 from tools_app.models import Invocation, InvocationStatus
 from tools_app.services.invocation_claim import invocation_claim
 from tools_app.services.invocation_execute import _finish
@@ -37,7 +37,7 @@ def _running_call() -> Invocation:
     return claimed
 
 
-def _left(invocation: Invocation) -> dict[str, object]:
+def _left(invocation: Invocation) -> AuditEntry:
     """A row as a tool leaves it (the bridge's upstream call): no agent."""
     return {
         "kind": "mcp.call",
