@@ -27,8 +27,9 @@ import re
 import unicodedata
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal, Self
 
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
@@ -188,13 +189,15 @@ class ToolContract(StrictModel):
             )
         return self
 
-    @property
+    @cached_property
     def definition_hash(self) -> str:
         """SHA-256 (hex) of the canonical JSON of the whole definition.
 
         Canonical: keys sorted, no insignificant whitespace, UTF-8, no NaN.
-        Computed on each access so a copied-and-changed model never shows a
-        stale hash.
+        Computed once per contract (every call reads it: submit, schema validators,
+        the worker's check): the model is frozen, its schemas are never changed in
+        place, and a copy made with changes computes its own (`model_copy`). Kept
+        beside the fields, where pydantic's equality and dumps do not look.
         """
         canonical = json.dumps(
             self.model_dump(mode="json"),
@@ -204,6 +207,13 @@ class ToolContract(StrictModel):
             allow_nan=False,
         )
         return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """A copy; one made with changes computes its own definition hash."""
+        copied = super().model_copy(update=update, deep=deep)
+        if update:
+            copied.__dict__.pop("definition_hash", None)
+        return copied
 
     @property
     def resolved_action_type(self) -> str:

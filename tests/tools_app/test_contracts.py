@@ -104,6 +104,22 @@ def test_definition_hash_is_stable_and_covers_every_field() -> None:
         assert changed.definition_hash != base.definition_hash
 
 
+def test_a_known_definition_hash_never_follows_a_changed_copy() -> None:
+    # The hash is computed once per contract; a copy made with changes after it was
+    # known computes its own (the attack), one made without keeps it (the control).
+    base = contract()
+    known = base.definition_hash
+    renamed = base.model_copy(update={"name": "read_file2"})
+    deep = base.model_copy(update={"summary": "Another summary."}, deep=True)
+    assert renamed.definition_hash == contract(name="read_file2").definition_hash != known
+    assert deep.definition_hash == contract(summary="Another summary.").definition_hash
+    assert base.model_copy().definition_hash == known
+    assert base.model_copy(deep=True).definition_hash == known
+    # Kept beside the fields: not dumped, and no part of equality.
+    assert "definition_hash" not in base.model_dump()
+    assert base == contract() and contract() == base
+
+
 def test_disclosure_levels() -> None:
     tool = contract(
         resources=[{"id": "guide", "media_type": "text/markdown", "content": "# Guide"}],
