@@ -14,6 +14,13 @@ handler404 = "synthorg_site.error_pages.views.page_404"
 handler500 = "synthorg_site.error_pages.views.page_500"
 
 urlpatterns = [
+    # Agents' calls first: Django tries patterns in order, and every page include ahead
+    # of them would be tried and fail on each call (no route hides another, so the
+    # order decides nothing else: tests/common/test_every_route.py).
+    path("api/v1/", include("tools_app.api.urls")),
+    path("api/v1/", include("audit_app.api.urls")),
+    path("api/v1/", include("trust_app.api.urls")),
+    path("api/v1/", include("approvals_app.api.urls")),
     path("healthz", health.healthz, name="healthz"),
     path("metrics", metrics, name="metrics"),
     path("", pages.dashboard, name="dashboard"),
@@ -32,10 +39,6 @@ urlpatterns = [
     path("", include("audit_app.urls")),
     path("", include("secrets_app.urls")),
     path("", include("notifications_app.urls")),
-    path("api/v1/", include("tools_app.api.urls")),
-    path("api/v1/", include("audit_app.api.urls")),
-    path("api/v1/", include("trust_app.api.urls")),
-    path("api/v1/", include("approvals_app.api.urls")),
     path("api/schema/", api_docs.schema, name="api-schema"),
     path("api/docs/", api_docs.docs, name="api-docs"),
 ]

@@ -32,7 +32,7 @@ from typing import Any, Literal
 
 import pytest
 from django.test import Client
-from django.urls import URLPattern, URLResolver, get_resolver, reverse
+from django.urls import URLPattern, URLResolver, get_resolver, resolve, reverse
 
 from audit_app.record import Actor
 from secrets_app.services import secret_grant, secret_set
@@ -366,6 +366,15 @@ def test_the_table_reverses_every_route() -> None:
         assert list(route.rules()), f"{name}: no method in the table"
         kwargs = {key: SAMPLE.get(value, value) for key, value in route.kwargs.items()}
         reverse(name, kwargs=kwargs)
+
+
+def test_no_route_hides_another() -> None:
+    """Each route's own path resolves to that route: no earlier pattern takes it, so the
+    URLconf's order (agents' API first, the hot path) decides nothing."""
+    for name, route in ROUTES.items():
+        kwargs = {key: SAMPLE.get(value, value) for key, value in route.kwargs.items()}
+        path = reverse(name, kwargs=kwargs)
+        assert resolve(path).url_name == name, f"{path} resolves to {resolve(path).url_name}"
 
 
 def cases() -> Iterator[Any]:
