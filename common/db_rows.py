@@ -13,8 +13,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import connections
-from django.db.models import Model
+from django.db import connections, transaction
+from django.db.models import Field, Model
 
 # A database converter and the column expression it is called with.
 Converter = tuple[Callable[[Any, Any, Any], Any], Any]
@@ -152,3 +152,83 @@ def insert_instance(obj: Model, using: str = "default", *, ignore_conflicts: boo
     obj._state.adding = False
     obj._state.db = using
     return inserted
+
+
+@dataclass(frozen=True)
+class _Update:
+    sql: str
+    fields: tuple[Any, ...]
+    among: Any  # the field whose value must be one of the given ones
+
+
+_updates: dict[tuple[type[Model], str, str, tuple[str, ...], str, int], _Update] = {}
+
+
+def _update_statement(
+    model: type[Model], using: str, names: tuple[str, ...], among: str, count: int
+) -> _Update:
+    connection = connections[using]
+    key = (model, using, connection.vendor, names, among, count)
+    found = _updates.get(key)
+    if found is not None:
+        return found
+    quote = connection.ops.quote_name
+    meta = model._meta
+    fields = tuple(_concrete(meta.get_field(name)) for name in names)
+    if any(f.primary_key for f in fields):
+        raise ValueError(f"the primary key is not set here: {names}")
+    condition = _concrete(meta.get_field(among))
+    assert meta.pk is not None
+    sets = ", ".join(f"{quote(str(f.column))} = %s" for f in fields)
+    choices = ", ".join(["%s"] * count)
+    sql = (
+        f"UPDATE {quote(meta.db_table)} SET {sets} "  # noqa: S608 (names from the model)
+        f"WHERE {quote(str(meta.pk.column))} = %s AND {quote(str(condition.column))} IN ({choices})"
+    )
+    built = _updates[key] = _Update(sql, fields, condition)
+    return built
+
+
+def _concrete(field: Any) -> Field[Any, Any]:
+    if not isinstance(field, Field) or not field.concrete:
+        raise ValueError(f"{field} is not a column of its model")
+    return field
+
+
+def update_if_among(
+    model: type[Model],
+    *,
+    pk: Any,
+    field: str,
+    among: Sequence[Any],
+    values: dict[str, Any],
+    using: str = "default",
+) -> int | None:
+    """``model.objects.filter(pk=pk, <field>__in=among).update(**values)`` without
+    compiling a query each time; the number of rows changed.
+
+    For the compare-and-set every call runs. Values go through the fields'
+    ``get_db_prep_save``, as ``QuerySet.update`` sends them. None (nothing done) when a
+    value is an expression or a model instance, or ``among`` is empty: the caller uses
+    the ORM then.
+    """
+    if not among or any(
+        hasattr(value, "resolve_expression") or isinstance(value, Model)
+        for value in values.values()
+    ):
+        return None
+    names = tuple(values)
+    statement = _update_statement(model, using, names, field, len(among))
+    connection = connections[using]
+    meta = model._meta
+    assert meta.pk is not None
+    params = [
+        f.get_db_prep_save(values[name], connection)
+        for f, name in zip(statement.fields, names, strict=True)
+    ]
+    params.append(meta.pk.get_db_prep_value(pk, connection))
+    params.extend(statement.among.get_db_prep_value(value, connection) for value in among)
+    # As QuerySet.update: a failure inside a transaction marks it for rollback.
+    with transaction.mark_for_rollback_on_error(using), connection.cursor() as cursor:
+        cursor.execute(statement.sql, params)
+        return int(cursor.rowcount)

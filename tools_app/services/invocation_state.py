@@ -9,6 +9,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from common.db_rows import update_if_among
 from tools_app.events import publish_invocation_status, publish_invocations_status
 from tools_app.models import Invocation
 
@@ -31,11 +32,23 @@ def invocation_transition(
     it after this change) when given. ``where`` adds conditions the row must meet too.
     """
     fields.setdefault("updated_at", timezone.now())
+    statuses = list(from_statuses)
+    values = {"status": to_status, **fields}
+    # Every call runs this at least twice: without extra conditions, one statement
+    # compiled once (common/db_rows); the ORM otherwise.
     updated = (
-        Invocation.objects.filter(id=invocation_id, status__in=list(from_statuses))
-        .filter(**(where or {}))
-        .update(status=to_status, **fields)
+        None
+        if where
+        else update_if_among(
+            Invocation, pk=invocation_id, field="status", among=statuses, values=values
+        )
     )
+    if updated is None:
+        updated = (
+            Invocation.objects.filter(id=invocation_id, status__in=statuses)
+            .filter(**(where or {}))
+            .update(**values)
+        )
     if updated:
         body = dict(announce) if announce is not None else None
         transaction.on_commit(lambda: publish_invocation_status(invocation_id, to_status, body))
