@@ -42,11 +42,17 @@ from tools_app.sandbox.errors import SandboxUnavailableError
 from tools_app.sandbox.linux.identity import resolve_identity
 from tools_app.sandbox.paths import resolve_workspace, restrict_path
 from tools_app.sandbox.protocol import MountMode, NetworkPolicy, SandboxSpec, WorkspaceMount
+from tools_app.sandbox.runner import SHARED_NPROC_HEADROOM
 from tools_app.sandbox.workspace import check_workspace_access
 
 # Open files and processes of the server (its own children included).
 MAX_OPEN_FILES = 1024
 MAX_PROCESSES = 256
+# RLIMIT_NPROC counts every process and thread of the sandbox user, and other agents'
+# calls run as that user too (hundreds at once when they wait): a ceiling of the
+# server's own share alone failed its threads, so its calls, whenever they ran. It gets
+# the same room for the user's other sandboxes as a call (tools_app.sandbox.runner).
+SERVER_NPROC = MAX_PROCESSES + SHARED_NPROC_HEADROOM
 
 
 @dataclass
@@ -126,7 +132,7 @@ def _namespace(
     env.update(PWD=WORKSPACE_INSIDE, USER=identity.name, LOGNAME=identity.name)
     env.setdefault("SHELL", "/bin/sh")
     env.setdefault("TERM", "dumb")
-    limits = ["prlimit", f"--nofile={MAX_OPEN_FILES}", f"--nproc={MAX_PROCESSES}", "--"]
+    limits = ["prlimit", f"--nofile={MAX_OPEN_FILES}", f"--nproc={SERVER_NPROC}", "--"]
     drop: list[str] = []
     if identity.switch:
         drop = ["setpriv", f"--reuid={identity.uid}", f"--regid={identity.gid}",
