@@ -12,10 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import signal
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +28,6 @@ from tests.tools_app.bridge.bridged import (
     server_name,
     stop_servers,
 )
-from tests.tools_app.sandbox.conftest import make_workspace
 from tools_app.bridge.catalog import forget_records
 from tools_app.bridge.pool import bridge_pool
 from tools_app.builtin.base import ToolFailedError
@@ -43,19 +39,6 @@ from trust_app.selectors.agents import agent_policy
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
 PULL_SERVER = ["/usr/bin/python3", str(SERVERS / "py_pull.py"), SITE]
-
-
-@pytest.fixture
-def agent() -> Agent:
-    name = f"pin-agent-{uuid.uuid4().hex[:8]}"
-    return Agent.objects.create(name=name, access_level="standard", workspace=f"/tmp/{name}")
-
-
-@pytest.fixture
-def workspace() -> Iterator[Path]:
-    path = make_workspace(writable=True)
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
 
 
 def _servers(name: str) -> list[dict[str, Any]]:

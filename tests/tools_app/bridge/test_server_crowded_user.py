@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import pwd
 import subprocess
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,29 +21,14 @@ import pytest
 from common.testing import wait_until
 from common.vocabulary.sandbox import DEFAULT_SANDBOX_USER
 from tests.tools_app.bridge.bridged import NET_SERVER, bridged_servers, call, server_name
-from tests.tools_app.sandbox.conftest import make_workspace
 from tools_app.bridge.launch import MAX_PROCESSES
+from tools_app.sandbox.linux.limits import count_user_processes
 from trust_app.models import Agent
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
 # More processes of the sandbox user than one server may have on its own.
 CROWD = MAX_PROCESSES + 64
-
-
-@pytest.fixture
-def agent() -> Agent:
-    name = f"crowd-agent-{uuid.uuid4().hex[:8]}"
-    return Agent.objects.create(name=name, access_level="standard", workspace=f"/tmp/{name}")
-
-
-@pytest.fixture
-def workspace() -> Iterator[Path]:
-    import shutil
-
-    path = make_workspace(writable=True)
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture
@@ -57,7 +41,7 @@ def crowd() -> Iterator[int]:
     try:
         # Each is the user's once setpriv has switched to it.
         wait_until(
-            lambda: _user_processes(user.pw_uid) >= CROWD, timeout=60, what="the crowd to run"
+            lambda: count_user_processes(user.pw_uid) >= CROWD, timeout=60, what="the crowd to run"
         )
         yield user.pw_uid
     finally:
@@ -65,12 +49,6 @@ def crowd() -> Iterator[int]:
             sleeper.kill()
         for sleeper in sleepers:
             sleeper.wait(timeout=30)
-
-
-def _user_processes(uid: int) -> int:
-    from tools_app.sandbox.linux.limits import count_user_processes
-
-    return count_user_processes(uid)
 
 
 def _answers(settings: Any, tmp_path: Path, agent: Agent, workspace: Path) -> str:
@@ -87,7 +65,7 @@ def _answers(settings: Any, tmp_path: Path, agent: Agent, workspace: Path) -> st
 def test_a_server_answers_while_its_user_runs_many_processes_elsewhere(
     settings: Any, tmp_path: Path, agent: Agent, workspace: Path, crowd: int
 ) -> None:
-    assert _user_processes(crowd) >= CROWD  # the attack: the user is past one server's share
+    assert count_user_processes(crowd) >= CROWD  # the attack: the user is past one server's share
     assert "PATH" in _answers(settings, tmp_path, agent, workspace)
 
 

@@ -9,8 +9,6 @@ without ``network`` reaches nothing, not even the allowlisted port (control).
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,26 +18,10 @@ from audit_app.models import AuditEvent
 from tests.tools_app.bridge.bridged import NET_SERVER, bridged_servers, call, server_name
 from tests.tools_app.egress.servers import ByteServer
 from tests.tools_app.net.servers import LoopbackHttpServer, Reply
-from tests.tools_app.sandbox.conftest import make_workspace
 from tools_app.bridge.pool import bridge_pool
 from trust_app.models import Agent
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture
-def agent() -> Agent:
-    name = f"net-agent-{uuid.uuid4().hex[:8]}"
-    return Agent.objects.create(name=name, access_level="standard", workspace=f"/tmp/{name}")
-
-
-@pytest.fixture
-def workspace() -> Iterator[Path]:
-    import shutil
-
-    path = make_workspace(writable=True)
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
 
 
 def test_the_allowlisted_port_is_reached_and_nothing_else(

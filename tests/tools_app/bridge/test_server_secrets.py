@@ -16,10 +16,8 @@ import functools
 import hashlib
 import json
 import secrets
-import shutil
 import threading
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +31,6 @@ from common.testing import in_fresh_thread, wait_until
 from secrets_app.services import secret_grant, secret_set
 from tests.tools_app.bridge.bridged import NET_SERVER, bridged_servers, call, server_name
 from tests.tools_app.net.servers import LoopbackHttpServer, RecordedRequest, Reply
-from tests.tools_app.sandbox.conftest import make_workspace
 from tools_app.bridge.discovery import discover_server
 from tools_app.bridge.pool import bridge_pool
 from tools_app.builtin.base import ToolRefusedError
@@ -46,13 +43,6 @@ ADMIN = Actor.system("test admin")
 def _agent(prefix: str) -> Agent:
     name = f"{prefix}-{uuid.uuid4().hex[:8]}"
     return Agent.objects.create(name=name, access_level="standard", workspace=f"/tmp/{name}")
-
-
-@pytest.fixture
-def workspace() -> Iterator[Path]:
-    path = make_workspace(writable=True)
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
 
 
 def _spellings(value: str) -> list[str]:
