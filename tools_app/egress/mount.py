@@ -14,6 +14,9 @@ from typing import Final
 MOUNT_POINT: Final = "/run/synthorg-egress"
 SOCKET_NAME: Final = "proxy.sock"
 FORWARDER_NAME: Final = "forward.py"
+FORWARDER_SOURCE: Final = Path(__file__).parent / "inside" / "forwarder.py"
+"""The forwarder's source: copied into each call's egress directory, and the relay the
+spawn server runs for a namespace sandbox (``tools_app/sandbox/spawn/inside/loopback.py``)."""
 FORWARD_PORT: Final = 3128
 PYTHON_INSIDE: Final = "/usr/bin/python3"
 TRUST_BUNDLE: Final = "ca-bundle.pem"

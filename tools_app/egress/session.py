@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from tools_app.egress.decision import EgressDecider
 from tools_app.egress.limits import ProxyLimits
-from tools_app.egress.mount import FORWARDER_NAME, SOCKET_NAME, TRUST_BUNDLE
+from tools_app.egress.mount import FORWARDER_NAME, FORWARDER_SOURCE, SOCKET_NAME, TRUST_BUNDLE
 from tools_app.egress.records import ConnectionRecord
 from tools_app.egress.seal import Seal
 from tools_app.egress.server import EgressProxy
@@ -30,8 +30,6 @@ if TYPE_CHECKING:
     import ssl
 
     from tools_app.egress.authority import EgressAuthority
-
-FORWARDER_SOURCE = Path(__file__).parent / "inside" / "forwarder.py"
 
 RecordsSink = Callable[[list[ConnectionRecord], int], None]
 """Receives the records and how many connections were refused without one."""

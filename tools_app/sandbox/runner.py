@@ -112,6 +112,7 @@ def run_confined(
     info_pipe: tuple[int, int] | None = None,
     warm_python: bool = False,
     private_root: Mapping[str, object] | None = None,
+    loopback: Mapping[str, object] | None = None,
 ) -> ProcessOutcome:
     """Start ``argv`` confined, capture its output, and end every process it made.
 
@@ -123,6 +124,8 @@ def run_confined(
     ``python3 -I -S -c`` commands in its already started interpreter.
     ``private_root``: the plan of ``spawn_confine.enter_private_root``; the
     command then runs in its own mount, network, IPC and pid namespaces.
+    ``loopback``: the plan of ``spawn_loopback``; the command starts in a network
+    namespace of its own with the egress relay on its loopback.
     """
     started = time.monotonic()
     deadline = started + timeout_seconds
@@ -146,7 +149,7 @@ def run_confined(
             spawned = _spawn(
                 server, argv, env=env, cwd=cwd, fds=child_fds, stdin=bool(stdin),
                 limits=limits, identity=identity, group=group, warm_python=warm_python,
-                private_root=private_root, headroom=nproc_headroom,
+                private_root=private_root, loopback=loopback, headroom=nproc_headroom,
             )  # fmt: skip
         finally:
             # The server holds its own copies now (or the spawn failed).
@@ -213,6 +216,7 @@ def _spawn(
     group: CallCgroup | None,
     warm_python: bool,
     private_root: Mapping[str, object] | None,
+    loopback: Mapping[str, object] | None = None,
     headroom: int = 0,
 ) -> Spawned | ExecFailure:
     """Have the spawn server start ``argv`` confined: rlimits, user, cgroup, root."""
@@ -230,6 +234,7 @@ def _spawn(
         cgroup_procs=group.procs_files if group is not None else (),
         warm=warm_python and server.serves_warm(argv, env),
         private_root=private_root,
+        loopback=loopback,
     )
 
 

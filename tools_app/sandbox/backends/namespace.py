@@ -17,8 +17,15 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from common.vocabulary.sandbox import DEFAULT_SANDBOX_USER
+from tools_app.egress.mount import (
+    FORWARD_PORT,
+    FORWARDER_SOURCE,
+    SOCKET_NAME,
+    forwarded_argv,
+    proxy_env,
+    sealed_call,
+)
 from tools_app.egress.mount import MOUNT_POINT as EGRESS_INSIDE
-from tools_app.egress.mount import forwarded_argv, proxy_env, sealed_call
 from tools_app.sandbox.env import build_sandbox_env
 from tools_app.sandbox.errors import SandboxError, SandboxUnavailableError
 from tools_app.sandbox.linux.cgroups import CgroupSupport, detect_cgroup_support
@@ -103,6 +110,7 @@ class NamespaceSandbox:
         exit_drain_seconds: float = 0.2,
         use_cgroup: bool = True,
         worker_env: dict[str, str] | None = None,
+        loopback_relay: bool = True,
     ) -> None:
         self.run_as_user = run_as_user
         self.bwrap_path = bwrap_path or shutil.which("bwrap")
@@ -114,6 +122,9 @@ class NamespaceSandbox:
         self.exit_drain_seconds = exit_drain_seconds
         self.use_cgroup = use_cgroup
         self._worker_env = worker_env
+        self.loopback_relay = loopback_relay
+        """A proxied call's network and relay are made by the spawn server before bubblewrap
+        (where the worker is root), instead of a forwarder started inside the sandbox."""
         self._system_args = self._system_binds()
         self._extra_args = [a for e in self.extra_ro_binds for a in ("--ro-bind-try", e, e)]
         self._etc_view = etc_view(ETC_ENTRIES)
@@ -147,12 +158,17 @@ class NamespaceSandbox:
         info_fd: int | None = None,
         etc: EtcLayout | None = None,
         binds: Sequence[tuple[str, str]] = (),
+        *,
+        network_ready: bool = False,
     ) -> list[str]:
         """The full bubblewrap command line for ``spec`` (exposed for inspection).
 
         ``etc`` says how ``/etc`` is made (see ``etc_view``); by default every
         allowed entry is bound on its own. ``binds``: (host directory, place inside)
         pairs bound writable, for a standing command's own control directory.
+        ``network_ready``: the spawn server has made the command's network namespace
+        and its relay (``loopback_plan``), so bubblewrap makes every namespace but that
+        one and runs the command itself, not under the forwarder.
         """
         if self.bwrap_path is None:
             raise SandboxUnavailableError(self.name, "bubblewrap (bwrap) is not installed")
@@ -176,13 +192,19 @@ class NamespaceSandbox:
                 "the namespace sandbox never shares the host's network; a command reaches "
                 "the network only through the call's egress proxy (network 'proxy')",
             )
+        proxied = spec.network is NetworkPolicy.PROXY and spec.egress_dir is not None
+        if network_ready and not proxied:
+            raise SandboxUnavailableError(self.name, "only a proxied call has its network made")
         # Loopback only; with PROXY the bound-in socket is the one way out.
-        args.append("--unshare-net")
+        if not network_ready:
+            args.append("--unshare-net")
         egress_args: list[str] = []
         argv = spec.argv
-        if spec.network is NetworkPolicy.PROXY and spec.egress_dir is not None:
+        if proxied:
+            # Still bound in when the relay runs outside: ssh's tunnel and the trust bundle.
             egress_args = ["--ro-bind", str(spec.egress_dir), EGRESS_INSIDE]
-            argv = forwarded_argv(spec.argv)
+            if not network_ready:
+                argv = forwarded_argv(spec.argv)
         args += [
             "--die-with-parent",
             "--new-session",
@@ -283,8 +305,12 @@ class NamespaceSandbox:
         timeout = spec.timeout_seconds
         if self.max_timeout_seconds is not None:
             timeout = min(timeout, self.max_timeout_seconds)
+        loopback = self.loopback_plan(spec, identity)
         with self._etc_view.lease() as etc:
-            argv = self.bwrap_argv(spec, workspace, cwd_inside, info_fd=INFO_FD, etc=etc)
+            argv = self.bwrap_argv(
+                spec, workspace, cwd_inside, info_fd=INFO_FD, etc=etc,
+                network_ready=loopback is not None,
+            )  # fmt: skip
             outcome = run_confined(
                 argv,
                 env=env,
@@ -298,8 +324,28 @@ class NamespaceSandbox:
                 exit_drain_seconds=self.exit_drain_seconds,
                 nproc_headroom=USER_NAMESPACE_NPROC_HEADROOM,
                 info_pipe=os.pipe(),
+                loopback=loopback,
             )
         return result_from_outcome(self.name, outcome)
+
+    def loopback_plan(
+        self, spec: SandboxSpec, identity: SandboxIdentity
+    ) -> dict[str, object] | None:
+        """What the spawn server makes for a proxied call before bubblewrap, or None.
+
+        Only a root worker (one that switches to the sandbox user) may make a network
+        namespace itself; otherwise the forwarder starts inside the sandbox, as the
+        docker backend and a bridged MCP server do.
+        """
+        if not self.loopback_relay or not identity.switch:
+            return None
+        if spec.network is not NetworkPolicy.PROXY or spec.egress_dir is None:
+            return None
+        return {
+            "socket": str(spec.egress_dir / SOCKET_NAME),
+            "port": FORWARD_PORT,
+            "relay": str(FORWARDER_SOURCE),
+        }
 
     def probe(self) -> ProbeReport:
         """Really create the namespaces and run ``true`` inside; say why not when it fails."""

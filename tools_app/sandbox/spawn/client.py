@@ -228,8 +228,13 @@ class SpawnServer:
         cgroup_procs: Sequence[str],
         warm: bool,
         private_root: Mapping[str, Any] | None = None,
+        loopback: Mapping[str, Any] | None = None,
     ) -> Spawned | ExecFailure:
-        """Start ``argv`` confined; ``fds`` are stdin (when ``stdin``), stdout, stderr, extras."""
+        """Start ``argv`` confined; ``fds`` are stdin (when ``stdin``), stdout, stderr, extras.
+
+        ``loopback``: the plan of ``spawn_loopback`` (``socket``, ``port``, ``relay``); the
+        command then starts in a network namespace of its own whose loopback has the
+        egress relay listening on it."""
         request = {
             "op": "spawn",
             "argv": list(argv),
@@ -243,6 +248,7 @@ class SpawnServer:
             "cgroups": list(cgroup_procs),
             "warm": warm,
             "private_root": dict(private_root) if private_root else None,
+            "loopback": dict(loopback) if loopback else None,
             "executable": (shutil.which("python3", path=env.get("PATH", "")) or "") if warm else "",
         }
         reply = self._exchange(request, fds)

@@ -139,6 +139,8 @@ class Server:
         self.code_cache = {}
         self.warm = _load_sibling("warm").WarmInterpreter(startup_keys)
         self.confine = _load_sibling("confine")
+        self.loopback = _load_sibling("loopback")
+        self.relays = {}
 
     def serve(self):
         _send_message(self.sock, {"ready": os.getpid(), "executable": sys.executable})
@@ -233,6 +235,14 @@ class Server:
         if code is None:
             # Searched here, before fork: the less the child runs, the less it copies.
             request["program"] = _find_program(request["argv"][0], request["env"].get("PATH"))
+        if request.get("loopback"):
+            # Loaded here once, so every later child (and standby) has it already.
+            try:
+                self.relay_loop(request["loopback"]["relay"])
+            except Exception as exc:  # any failure is the call's, not the server's
+                for fd in fds:
+                    os.close(fd)
+                return {"error": f"the egress relay: {exc}", "errno": 0, "stage": "relay"}
         err_read, err_write = os.pipe()
         pid = self.hand_to_standby(request, fds, err_write)
         if pid is None:
@@ -304,6 +314,10 @@ class Server:
             if private_root:
                 step = "private root"
                 self.confine.enter_private_root(private_root)
+            loopback = request.get("loopback")
+            if loopback:
+                step = "network"
+                self.loopback.enter_network_namespace()
             step = "cwd"
             os.chdir(request["cwd"])
             step = "rlimits"
@@ -319,6 +333,10 @@ class Server:
             if private_root:
                 self.confine.drop_capabilities()
             os.umask(0o022)
+            if loopback:
+                step = "relay"
+                serve = self.relay_loop(loopback["relay"])
+                self.loopback.start_relay(serve, loopback["socket"], loopback["port"])
         except OSError as exc:
             raise ConfinementError(step, exc) from exc
         if code is None:
@@ -331,6 +349,15 @@ class Server:
         _prctl_dumpable(1)
         os.close(err_write)
         return self.warm.run(code, request["argv"][5:], request["env"], request["executable"])
+
+    def relay_loop(self, path):
+        """The egress forwarder's relay loop (``_serve``) from ``path``, its modules loaded."""
+        serve = self.relays.get(path)
+        if serve is None:
+            module = _load_file(f"_synthorg_relay{len(self.relays)}", path)
+            module._relay_modules()
+            serve = self.relays[path] = module._serve
+        return serve
 
     # -- the standby --------------------------------------------------------
     #
@@ -452,10 +479,15 @@ def _join_cgroups(paths):
 
 def _load_sibling(name):
     """Load ``name``.py from this file's directory (not importable under -I)."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py")
+    return _load_file(f"_synthorg_{name}", path)
+
+
+def _load_file(name, path):
+    """Load the module at ``path`` under ``name``."""
     import importlib.util
 
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py")
-    spec = importlib.util.spec_from_file_location(f"_synthorg_{name}", path)
+    spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise ImportError(f"cannot load {path}")
     module = importlib.util.module_from_spec(spec)

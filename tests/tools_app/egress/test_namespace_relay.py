@@ -1,0 +1,192 @@
+"""A proxied namespace call's network and relay, made by the spawn server before bubblewrap.
+
+Real bwrap, the real spawn server, real sockets. The command runs itself (no
+forwarder started inside), in a network namespace that is not the worker's, with
+the relay on its loopback: outside the sandbox's pid namespace, as the sandbox
+user, gone when the call ends. Each attack has its control beside it: the same
+command with the forwarder started inside the sandbox.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.tools_app.egress.servers import ByteServer
+from tests.tools_app.egress.test_namespace_egress import allow, run_with_egress
+from tests.tools_app.sandbox.backends.test_namespace import namespace_backend
+from tools_app.egress.mount import FORWARD_PORT
+from tools_app.sandbox.backends.namespace import NamespaceSandbox
+from tools_app.sandbox.linux.cgroups import detect_cgroup_support
+from tools_app.sandbox.linux.identity import resolve_identity
+from tools_app.sandbox.protocol import Limits
+from tools_app.sandbox.runner import ProcessOutcome, run_confined
+from tools_app.sandbox.spawn.client import SpawnError
+
+RELAY_NAME = "egress-relay"
+
+# Prints the command's network namespace and every command line it can see.
+LOOK_AROUND = r"""
+readlink /proc/self/ns/net
+for f in /proc/[0-9]*/cmdline; do tr '\0' ' ' < "$f"; echo; done
+"""
+
+# Writes its network namespace where the test reads it, then waits for the test's go.
+HOLD = r"""
+readlink /proc/self/ns/net > /workspace/ns.tmp && mv /workspace/ns.tmp /workspace/ns
+i=0; while [ ! -e /workspace/go ] && [ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done
+"""
+
+
+def relays_in(namespace: str) -> list[int]:
+    """Pids of egress relays whose network namespace is ``namespace``."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            comm = Path(f"/proc/{entry}/comm").read_text().strip()
+            if comm == RELAY_NAME and os.readlink(f"/proc/{entry}/ns/net") == namespace:
+                found.append(int(entry))
+        except OSError:
+            continue
+    return found
+
+
+@pytest.fixture(params=["spawn server", "inside the sandbox"])
+def relay(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+def backend_for(relay: str) -> NamespaceSandbox:
+    backend = namespace_backend()
+    backend.loopback_relay = relay == "spawn server"
+    return backend
+
+
+def test_the_command_runs_itself_in_a_network_namespace_not_the_workers(
+    workspace: Path, relay: str
+) -> None:
+    result, _ = run_with_egress(
+        workspace, allow("127.0.0.1:9"), ("sh", "-c", LOOK_AROUND), backend=backend_for(relay)
+    )
+    assert result.exit_code == 0, result
+    namespace, *commands = result.stdout.splitlines()
+    assert namespace.startswith("net:[") and namespace != os.readlink("/proc/self/ns/net")
+    forwarders = [line for line in commands if "forward.py" in line]
+    if relay == "spawn server":
+        # Nothing of the relay is visible inside: no forwarder, no other process.
+        assert forwarders == [], commands
+        assert not any("python" in line for line in commands), commands
+    else:
+        # Control: the forwarder started inside is seen there.
+        assert forwarders, commands
+
+
+def test_the_relay_lives_as_the_sandbox_user_for_the_call_and_ends_with_it(
+    workspace: Path, relay: str
+) -> None:
+    seen: dict[str, object] = {}
+
+    def watch() -> None:
+        marker = workspace / "ns"
+        for _ in range(400):
+            if marker.exists():
+                break
+            time.sleep(0.025)
+        seen["namespace"] = namespace = marker.read_text().strip()
+        pids = relays_in(namespace)
+        seen["pids"] = pids
+        seen["uids"] = [os.stat(f"/proc/{pid}").st_uid for pid in pids]
+        (workspace / "go").touch()
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    result, _ = run_with_egress(
+        workspace, allow("127.0.0.1:9"), ("sh", "-c", HOLD), backend=backend_for(relay)
+    )
+    watcher.join(30)
+    assert result.exit_code == 0, result
+    namespace = str(seen["namespace"])
+    if relay == "spawn server":
+        # While the call ran: one relay on its loopback, as the sandbox user.
+        assert isinstance(seen["pids"], list) and len(seen["pids"]) == 1, seen
+        user = resolve_identity(namespace_backend().run_as_user, backend="namespace")
+        assert seen["uids"] == [user.uid]
+    else:
+        # Control: the forwarder inside is no process of this name outside.
+        assert seen["pids"] == []
+    # After the call: nothing of it is left.
+    assert relays_in(namespace) == []
+
+
+def test_a_raw_connection_to_the_worker_loopback_fails_and_the_relay_carries_bytes(
+    workspace: Path, relay: str
+) -> None:
+    probe = (
+        "import socket, sys\n"
+        "port = int(sys.argv[1])\n"
+        "try:\n"
+        "    socket.create_connection(('127.0.0.1', port), timeout=5).close()\n"
+        "    print('DIRECT REACHED')\n"
+        "except OSError as exc:\n"
+        "    print('DIRECT BLOCKED', exc.errno)\n"
+        f"tunnel = socket.create_connection(('127.0.0.1', {FORWARD_PORT}), timeout=10)\n"
+        "tunnel.sendall(f'CONNECT 127.0.0.1:{port} HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n'.encode())\n"
+        "head = b''\n"
+        "while not head.endswith(b'\\r\\n\\r\\n'):\n"
+        "    head += tunnel.recv(1)\n"
+        "tunnel.sendall(b'u' * 300)\n"
+        "got = b''\n"
+        "while chunk := tunnel.recv(65536):\n"
+        "    got += chunk\n"
+        "print('RECEIVED', len(got))\n"
+    )
+    with ByteServer(expect=300, answer=700) as server:
+        result, records = run_with_egress(
+            workspace,
+            allow(f"127.0.0.1:{server.port}"),
+            ("python3", "-c", probe, str(server.port)),
+            backend=backend_for(relay),
+        )
+    assert "DIRECT BLOCKED" in result.stdout, result
+    assert "RECEIVED 700" in result.stdout, result
+    assert server.accepted == 1 and server.received == 300
+    (record,) = records
+    assert (record.bytes_up, record.bytes_down) == (300, 700)
+
+
+def test_a_relay_that_cannot_be_loaded_starts_nothing(workspace: Path) -> None:
+    backend = namespace_backend()
+    identity = resolve_identity(backend.run_as_user, backend="namespace")
+    marker = workspace / "ran"
+
+    def run(relay_path: str) -> ProcessOutcome:
+        return run_confined(
+            ["sh", "-c", f"touch {marker}"],
+            env={"PATH": "/usr/bin:/bin"},
+            cwd=Path("/"),
+            stdin=b"",
+            timeout_seconds=30,
+            limits=Limits(),
+            identity=identity,
+            cgroup_support=detect_cgroup_support(),
+            kill_grace_seconds=0.5,
+            exit_drain_seconds=0.2,
+            loopback={"socket": str(workspace / "none.sock"), "port": FORWARD_PORT,
+                      "relay": relay_path},
+        )  # fmt: skip
+
+    with pytest.raises(SpawnError, match="egress relay"):
+        run(str(workspace / "missing-forwarder.py"))
+    assert not marker.exists()
+    # Control: the real relay, and the same command runs (in its own network).
+    from tools_app.egress.mount import FORWARDER_SOURCE
+
+    outcome = run(str(FORWARDER_SOURCE))
+    assert outcome.exit_code == 0, outcome
+    assert marker.exists()
