@@ -21,6 +21,7 @@ import contextlib
 import ctypes
 import fcntl
 import os
+import signal
 import socket
 import struct
 
@@ -101,5 +102,9 @@ def _serve_alone(serve, listener, socket_path, alive_read):
         low = fd + 1
     os.closerange(low, 1 << 20)
     _libc.prctl(PR_SET_NAME, RELAY_NAME, 0, 0, 0)  # how ps and the tests know it
+    # As a Python interpreter starts: a write to a socket closed at its other end is an
+    # error for the link at hand (the spawn server keeps SIGPIPE's default, which would
+    # end the relay, and every other connection of the call, on the first such write).
+    signal.signal(signal.SIGPIPE, signal.SIG_IGN)
     with contextlib.suppress(OSError):
         serve(listener.detach(), socket_path, alive_read)
