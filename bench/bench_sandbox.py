@@ -1,4 +1,5 @@
-"""Sandbox overhead: `true` and `python3 -c pass` through each backend vs a bare subprocess.
+"""Sandbox overhead: `true` and `python3 -c pass` through each backend vs a bare subprocess,
+and `true` on the namespace backend with the call's egress proxy.
 
 Prints one JSON object per line: {"figure", "unit", "p50", "p95", "note"}.
 Goals on this machine: subprocess within 1.3x bare; namespace at most 15 ms
@@ -31,7 +32,13 @@ from tools_app.sandbox.backends.namespace import NamespaceSandbox
 from tools_app.sandbox.backends.subprocess import SubprocessSandbox
 from tools_app.sandbox.errors import SandboxError
 from tools_app.sandbox.paths import DEFAULT_SANDBOX_PATH
-from tools_app.sandbox.protocol import Owner, SandboxBackend, SandboxSpec, WorkspaceMount
+from tools_app.sandbox.protocol import (
+    NetworkPolicy,
+    Owner,
+    SandboxBackend,
+    SandboxSpec,
+    WorkspaceMount,
+)
 
 COMMANDS = {"true": ("true",), "python": ("python3", "-c", "pass")}
 # The file tools' form: served by the spawn server's warm interpreter when allowed.
@@ -103,6 +110,7 @@ def main() -> None:
             ratio = p(samples, 0.5) / baseline[label]
             note = f"ratio {ratio:.2f}x bare, +{over:.1f} ms (goal <= +15 ms)"
             emit(f"namespace {label}", samples, note)
+        bench_proxied(root, baseline["true"])
         bench_docker(root, baseline)
     finally:
         shutil.rmtree(root, ignore_errors=True)
@@ -118,6 +126,34 @@ def bench_isolated_python(root: Path) -> None:
         samples = measure(through(SubprocessSandbox(warm_python=warm), spec), RUNS)
         ratio = p(samples, 0.5) / baseline
         emit(f"subprocess python -I -S ({label})", samples, f"ratio {ratio:.2f}x bare")
+
+
+def bench_proxied(root: Path, baseline: float) -> None:
+    """``true`` with the call's egress proxy (what an agent granted network gets): the
+    proxy's start and stop, and the relay on the sandbox's loopback made by the spawn
+    server, or the forwarder started inside the sandbox, measured one after the other."""
+    from tools_app.egress import LocalEgressGateway, NetworkGrant
+
+    gateway = LocalEgressGateway(agent_name="bench")
+    grant = NetworkGrant(mode="allowlist_only", allowed_hosts=("127.0.0.1:9",))
+    for label, outside in (("relay by the spawn server", True), ("forwarder inside", False)):
+        backend = NamespaceSandbox(loopback_relay=outside)
+
+        def run(backend: NamespaceSandbox = backend) -> object:
+            with gateway.session(grant) as port:
+                spec = SandboxSpec(
+                    argv=("true",), workspace=WorkspaceMount(root),
+                    network=NetworkPolicy.PROXY, egress_dir=port.directory,
+                )  # fmt: skip
+                return through(backend, spec)()
+
+        try:
+            samples = measure(run, RUNS)
+        except (SandboxError, SystemExit) as exc:
+            print(json.dumps({"figure": f"namespace true, proxy, {label}", "error": str(exc)}))
+            continue
+        over = p(samples, 0.5) - baseline
+        emit(f"namespace true, proxy, {label}", samples, f"+{over:.1f} ms over bare true")
 
 
 def bench_docker(root: Path, baseline: dict[str, float]) -> None:

@@ -39,7 +39,8 @@ from tools_app.sandbox.backends.namespace import (
 )
 from tools_app.sandbox.env import build_sandbox_env, is_refused_for_a_secret
 from tools_app.sandbox.errors import SandboxUnavailableError
-from tools_app.sandbox.linux.identity import resolve_identity
+from tools_app.sandbox.linux.cgroups import CallCgroup, detect_cgroup_support
+from tools_app.sandbox.linux.identity import SandboxIdentity, resolve_identity
 from tools_app.sandbox.paths import resolve_workspace, restrict_path
 from tools_app.sandbox.protocol import MountMode, NetworkPolicy, SandboxSpec, WorkspaceMount
 from tools_app.sandbox.runner import SHARED_NPROC_HEADROOM
@@ -51,8 +52,13 @@ MAX_PROCESSES = 256
 # RLIMIT_NPROC counts every process and thread of the sandbox user, and other agents'
 # calls run as that user too (hundreds at once when they wait): a ceiling of the
 # server's own share alone failed its threads, so its calls, whenever they ran. It gets
-# the same room for the user's other sandboxes as a call (tools_app.sandbox.runner).
+# the same room for the user's other sandboxes as a call (tools_app.sandbox.runner);
+# its own MAX_PROCESSES is the pids ceiling of its control group (``server_cgroup``).
 SERVER_NPROC = MAX_PROCESSES + SHARED_NPROC_HEADROOM
+# Run by /bin/sh before anything else of a server: joins the control group(s) named
+# before ``--`` (as root, before setpriv drops to the sandbox user), then runs the rest.
+# exec keeps the pid, so the server and every process it starts are in the group.
+JOIN_CGROUP = 'while [ "$1" != -- ]; do echo $$ > "$1" || exit 126; shift; done; shift; exec "$@"'
 
 
 @dataclass
@@ -62,10 +68,29 @@ class Launch:
     argv: list[str]
     env: dict[str, str]
     scratch: list[Path] = field(default_factory=list)
+    cgroup: CallCgroup | None = None
+    """The server's control group: its pids ceiling; what is left in it is killed after."""
 
     def cleanup(self) -> None:
+        if self.cgroup is not None:
+            # A child the server left behind (one that outlived the client's end of it).
+            self.cgroup.kill_all()
+            self.cgroup.remove()
         for path in self.scratch:
             shutil.rmtree(path, ignore_errors=True)
+
+
+def server_cgroup(identity: SandboxIdentity) -> CallCgroup | None:
+    """A control group holding a namespace server to ``MAX_PROCESSES``, where there is one.
+
+    Only a worker running as root (one that switches to the sandbox user) joins the
+    server to it; elsewhere the rlimit alone bounds it. No memory ceiling of its own, as
+    before (a server is not a call: it has no call's memory limit).
+    """
+    support = detect_cgroup_support()
+    if not identity.switch or not support.available:
+        return None
+    return CallCgroup(support, memory_bytes=None, max_processes=MAX_PROCESSES)
 
 
 def per_agent(server: McpServer) -> bool:
@@ -137,7 +162,11 @@ def _namespace(
     if identity.switch:
         drop = ["setpriv", f"--reuid={identity.uid}", f"--regid={identity.gid}",
                 "--clear-groups", "--inh-caps=-all", "--"]  # fmt: skip
-    return Launch(argv=[*drop, *limits, *argv], env=env, scratch=scratch)
+    group = server_cgroup(identity)
+    join: list[str] = []
+    if group is not None:
+        join = ["/bin/sh", "-c", JOIN_CGROUP, "synthorg-join", *group.procs_files, "--"]
+    return Launch(argv=[*join, *drop, *limits, *argv], env=env, scratch=scratch, cgroup=group)
 
 
 def _docker(

@@ -1,11 +1,13 @@
-"""A stdio server keeps working while the sandbox user runs many processes elsewhere.
+"""A stdio server keeps working while the sandbox user runs many processes elsewhere,
+and is held to its own process ceiling.
 
 RLIMIT_NPROC counts every process and thread of a user, across all its sandboxes:
 other agents' calls (a parallel build, hundreds of sleeping calls) run as the same
 sandbox user. A server given a ceiling below what the user already runs cannot start
 a thread; the SDK's server needs one to answer a call, and the call fails with
 "Connection closed". The server's ceiling leaves room for the user's other sandboxes,
-as a call's does (tools_app.sandbox.runner's shared headroom).
+as a call's does (tools_app.sandbox.runner's shared headroom); its own ceiling is the
+pids limit of a control group of its own (tools_app.bridge.launch.server_cgroup).
 """
 
 from __future__ import annotations
@@ -74,3 +76,31 @@ def test_the_same_server_answers_on_a_quiet_machine(
 ) -> None:
     # The control: the same call without the crowd.
     assert "PATH" in _answers(settings, tmp_path, agent, workspace)
+
+
+def _processes(settings: Any, tmp_path: Path, agent: Agent, workspace: Path, count: int) -> str:
+    name = server_name("forks")
+    servers = [{"transport": "stdio", "command": NET_SERVER, "name": name}]
+    with bridged_servers(settings, tmp_path, servers):
+        outcome, settled, _ = call(
+            f"{name}__processes", {"count": count}, agent=agent, workspace=workspace
+        )
+        assert not outcome.is_error, outcome
+        return settled.content
+
+
+def test_a_server_is_held_to_its_own_process_ceiling(
+    settings: Any, tmp_path: Path, agent: Agent, workspace: Path
+) -> None:
+    # The attack: more children at once than a server may have. Its control group stops it
+    # at MAX_PROCESSES (the rlimit, shared with every sandbox of the user, would not).
+    answer = _processes(settings, tmp_path, agent, workspace, MAX_PROCESSES + 40)
+    started = int(answer.split()[1])
+    assert started < MAX_PROCESSES and "REFUSED 11" in answer, answer  # EAGAIN
+
+
+def test_a_server_starts_children_within_its_ceiling(
+    settings: Any, tmp_path: Path, agent: Agent, workspace: Path
+) -> None:
+    # The control: a few children start, all of them.
+    assert _processes(settings, tmp_path, agent, workspace, 20) == "STARTED 20"

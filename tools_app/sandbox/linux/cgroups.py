@@ -159,7 +159,9 @@ def detect_cgroup_support(*, refresh: bool = False) -> CgroupSupport:
 class CallCgroup:
     """The control group(s) of one sandboxed call."""
 
-    def __init__(self, support: CgroupSupport, *, memory_bytes: int, max_processes: int) -> None:
+    def __init__(
+        self, support: CgroupSupport, *, memory_bytes: int | None, max_processes: int
+    ) -> None:
         if not support.available or support.memory_parent is None or support.pids_parent is None:
             raise RuntimeError("cgroups are not available")
         name = f"{CALL_PREFIX}{os.getpid()}-{uuid.uuid4().hex[:12]}"
@@ -174,7 +176,7 @@ class CallCgroup:
         self._charged = self.memory_dir / ("memory.current" if v2 else "memory.usage_in_bytes")
         self._oom = self.memory_dir / ("memory.events" if v2 else "memory.oom_control")
         self._procs_files = tuple(str(d / "cgroup.procs") for d in self._dirs)
-        self._limits: tuple[int, int] | None = None
+        self._limits: tuple[int | None, int] | None = None
         # Which pool the group returns to (set by cgroup_pool), if any.
         self.pool_key: tuple[Path | None, Path | None] | None = None
         for directory in self._dirs:
@@ -188,24 +190,30 @@ class CallCgroup:
             self.remove()
             raise
 
-    def set_limits(self, *, memory_bytes: int, max_processes: int) -> None:
-        """Apply the call's ceilings (a reused group keeps them when they match)."""
+    def set_limits(self, *, memory_bytes: int | None, max_processes: int) -> None:
+        """Apply the call's ceilings (a reused group keeps them when they match).
+
+        ``memory_bytes`` None: no memory ceiling of the group's own (its parent's applies).
+        """
         if self._limits == (memory_bytes, max_processes):
             return
         self._limits = None
         if self.version == 2:
-            (self.memory_dir / "memory.max").write_text(str(memory_bytes))
+            (self.memory_dir / "memory.max").write_text(
+                "max" if memory_bytes is None else str(memory_bytes)
+            )
         else:
             # memsw must stay >= the memory limit: order the writes accordingly.
             memsw = self.memory_dir / "memory.memsw.limit_in_bytes"
-            raising = self._memory_limit() < memory_bytes
+            wanted = "-1" if memory_bytes is None else str(memory_bytes)
+            raising = memory_bytes is None or self._memory_limit() < memory_bytes
             if raising:
                 with contextlib.suppress(OSError):
-                    memsw.write_text(str(memory_bytes))
-            (self.memory_dir / "memory.limit_in_bytes").write_text(str(memory_bytes))
+                    memsw.write_text(wanted)
+            (self.memory_dir / "memory.limit_in_bytes").write_text(wanted)
             if not raising:
                 with contextlib.suppress(OSError):
-                    memsw.write_text(str(memory_bytes))
+                    memsw.write_text(wanted)
         (self.pids_dir / "pids.max").write_text(str(max_processes))
         self._limits = (memory_bytes, max_processes)
 

@@ -5,7 +5,8 @@ Tools: ``fetch`` (an HTTP GET with urllib, which honours the proxy variables),
 ``connect`` (a raw TCP connect that ignores them: the bypass attempt), ``hold`` (a
 tunnel left open after the call), ``env`` (one
 environment variable, plain and base64: a server careless with its credentials) and
-``env_later`` (the same after a pause: a call still running when a secret rotates).
+``env_later`` (the same after a pause: a call still running when a secret rotates) and
+``processes`` (many children at once: a server held to its process ceiling).
 """
 
 import base64
@@ -104,6 +105,26 @@ async def env_later(name: str, seconds: float) -> str:
     before = env(name)
     await anyio.sleep(seconds)
     return before
+
+
+@server.tool(annotations=READ)
+def processes(count: int) -> str:
+    """Start ``count`` sleeping children at once (a server forking too much); say how many
+    started and why the next did not, then end them."""
+    import subprocess
+
+    started: list[subprocess.Popen[bytes]] = []
+    refused = ""
+    for _ in range(count):
+        try:
+            started.append(subprocess.Popen(["/bin/sleep", "60"]))
+        except OSError as exc:
+            refused = f" REFUSED {exc.errno}"
+            break
+    for child in started:
+        child.kill()
+        child.wait()
+    return f"STARTED {len(started)}{refused}"
 
 
 if __name__ == "__main__":
