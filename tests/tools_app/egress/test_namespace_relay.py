@@ -287,3 +287,56 @@ def test_a_client_that_resets_mid_answer_does_not_end_the_relay(
     assert f"SECOND HTTP/1.1 200 Connection established {size}" in result.stdout, result
     assert server.accepted == 2
     assert len(records) == 2
+
+
+# Run by a root process without CAP_SYS_ADMIN (a worker in a container): a proxied call.
+WITHOUT_SYS_ADMIN = r"""
+import json, sys
+from pathlib import Path
+from tools_app.egress import LocalEgressGateway, NetworkGrant
+from tools_app.sandbox.backends import namespace
+from tools_app.sandbox.protocol import MountMode, NetworkPolicy, SandboxSpec, WorkspaceMount
+
+gateway = LocalEgressGateway(agent_name="capless")
+grant = NetworkGrant(mode="allowlist_only", allowed_hosts=("127.0.0.1:9",))
+look = "for f in /proc/[0-9]*/cmdline; do tr '\\0' ' ' < $f; echo; done"
+results = []
+for _ in range(2):
+    with gateway.session(grant) as port:
+        spec = SandboxSpec(
+            argv=("sh", "-c", look),
+            workspace=WorkspaceMount(Path(sys.argv[1]), MountMode.READ_WRITE),
+            network=NetworkPolicy.PROXY, egress_dir=port.directory,
+        )
+        result = namespace.NamespaceSandbox().run(spec)
+    results.append({"exit": result.exit_code, "forwarder": "forward.py" in result.stdout})
+print(json.dumps({"results": results, "refused": namespace._network_namespaces.refused}))
+"""
+
+
+def test_a_root_worker_that_may_not_make_a_network_namespace_runs_the_forwarder_inside(
+    workspace: Path,
+) -> None:
+    import json
+    import subprocess
+    import sys
+
+    root = str(Path(__file__).resolve().parents[3])
+
+    def run(*prefix: str) -> dict[str, object]:
+        done = subprocess.run(
+            [*prefix, sys.executable, "-c", WITHOUT_SYS_ADMIN, str(workspace)],
+            capture_output=True, text=True, timeout=120, cwd=root, check=False,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stderr[-3000:]
+        answer: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
+        return answer
+
+    # The attack on availability: CAP_SYS_ADMIN gone, as in a container. The first call
+    # is refused its network namespace, runs with the forwarder inside, and so do the next.
+    capless = run("setpriv", "--bounding-set=-sys_admin", "--")
+    assert capless["results"] == [{"exit": 0, "forwarder": True}] * 2, capless
+    assert "Operation not permitted" in str(capless["refused"])
+    # The control: the same root worker with it makes the namespace and the relay itself.
+    full = run()
+    assert full == {"results": [{"exit": 0, "forwarder": False}] * 2, "refused": ""}, full

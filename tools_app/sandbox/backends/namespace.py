@@ -10,6 +10,7 @@ as the subprocess backend, so a fork bomb or memory bomb meets both.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import shutil
 import tempfile
@@ -54,8 +55,10 @@ from tools_app.sandbox.protocol import (
 )
 from tools_app.sandbox.result import result_from_outcome
 from tools_app.sandbox.runner import INFO_FD, StartedProcess, run_confined, start_confined
-from tools_app.sandbox.spawn.client import ExecFailure
+from tools_app.sandbox.spawn.client import ExecFailure, SpawnError
 from tools_app.sandbox.workspace import check_workspace_access
+
+log = logging.getLogger("synthorg.sandbox")
 
 WORKSPACE_INSIDE = "/workspace"
 # The kernel releases a finished user namespace's process count a moment
@@ -89,6 +92,27 @@ ETC_ENTRIES: tuple[str, ...] = (
     "inputrc",
     "magic",
 )
+
+
+class _NetworkNamespaces:
+    """Whether this worker process may make a network namespace before bubblewrap.
+
+    A root worker may, unless it lacks CAP_SYS_ADMIN (a worker in a container, whose
+    bubblewrap makes its namespaces from an unprivileged user namespace): the first
+    refusal is remembered, said once in the log, and every later proxied call starts
+    the forwarder inside its sandbox instead.
+    """
+
+    def __init__(self) -> None:
+        self.refused = ""
+
+    def refuse(self, reason: str) -> None:
+        if not self.refused:
+            self.refused = reason
+            log.warning("egress relay inside the sandbox from now on: %s", reason)
+
+
+_network_namespaces = _NetworkNamespaces()
 
 
 class NamespaceSandbox:
@@ -302,10 +326,24 @@ class NamespaceSandbox:
     def run(self, spec: SandboxSpec) -> SandboxResult:
         """Run ``spec`` inside new namespaces; refusals raise a SandboxError."""
         identity, workspace, cwd_inside, env = self._prepared(spec)
+        loopback = self.loopback_plan(spec, identity)
+        try:
+            return self._run(spec, workspace, cwd_inside, env, identity, loopback)
+        except SpawnError as exc:
+            if loopback is None or exc.stage != "network":
+                raise
+            # Root without the right to make a network namespace (a worker in a
+            # container): nothing ran; from now on the forwarder starts inside.
+            _network_namespaces.refuse(exc.reason)
+            return self._run(spec, workspace, cwd_inside, env, identity, None)
+
+    def _run(
+        self, spec: SandboxSpec, workspace: Path, cwd_inside: str, env: dict[str, str],
+        identity: SandboxIdentity, loopback: dict[str, object] | None,
+    ) -> SandboxResult:  # fmt: skip
         timeout = spec.timeout_seconds
         if self.max_timeout_seconds is not None:
             timeout = min(timeout, self.max_timeout_seconds)
-        loopback = self.loopback_plan(spec, identity)
         with self._etc_view.lease() as etc:
             argv = self.bwrap_argv(
                 spec, workspace, cwd_inside, info_fd=INFO_FD, etc=etc,
@@ -337,7 +375,7 @@ class NamespaceSandbox:
         namespace itself; otherwise the forwarder starts inside the sandbox, as the
         docker backend and a bridged MCP server do.
         """
-        if not self.loopback_relay or not identity.switch:
+        if not self.loopback_relay or not identity.switch or _network_namespaces.refused:
             return None
         if spec.network is not NetworkPolicy.PROXY or spec.egress_dir is None:
             return None

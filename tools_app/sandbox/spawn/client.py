@@ -37,7 +37,16 @@ WARM_PREFIX = ("python3", "-I", "-S", "-c")
 
 
 class SpawnError(SandboxError):
-    """The spawn server could not confine or start the command."""
+    """The spawn server could not confine or start the command.
+
+    ``stage``: the confinement step that failed in the child (``network``, ``user``...),
+    or empty when the server itself failed; the command did not start either way.
+    """
+
+    def __init__(self, reason: str, *, stage: str = "", errno: int = 0) -> None:
+        super().__init__(reason)
+        self.stage = stage
+        self.errno = errno
 
 
 @dataclass(frozen=True, slots=True)
@@ -258,7 +267,9 @@ class SpawnServer:
         if stage == "exec":
             return ExecFailure(int(reply.get("errno", 0)), str(reply.get("error", "")))
         raise SpawnError(
-            f"the sandbox could not confine the command ({stage}): {reply.get('error', '')}"
+            f"the sandbox could not confine the command ({stage}): {reply.get('error', '')}",
+            stage=stage,
+            errno=int(reply.get("errno", 0) or 0),
         )
 
     def prepare(self, cgroup_procs: Sequence[str]) -> None:
