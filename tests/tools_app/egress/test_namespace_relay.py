@@ -192,11 +192,13 @@ def test_a_relay_that_cannot_be_loaded_starts_nothing(workspace: Path) -> None:
     assert marker.exists()
 
 
-# Asks for a refused destination and keeps sending while the proxy refuses and closes,
-# so the relay writes to a closed socket; then opens a tunnel to the allowed server.
-PUSH_THEN_AGAIN = r"""
-import socket, sys, time
-allowed, refused, size = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+# Two tunnels, one after the other. The first either asks for a refused destination and
+# keeps sending while the proxy refuses and closes (``push``: the relay writes to a closed
+# socket), or reads a little of a large answer and resets the connection while the relay
+# is still writing to it (``reset``). The second reads all of its answer.
+TWO_TUNNELS = r"""
+import socket, struct, sys, time
+mode, first_port, second_port = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 
 def tunnel(port, body=b""):
     s = socket.create_connection(("127.0.0.1", 3128), timeout=10)
@@ -210,13 +212,17 @@ def tunnel(port, body=b""):
     return s, head.split(b"\r\n")[0].decode()
 
 try:
-    first, status = tunnel(refused, b"p" * (4 << 20))
+    first, status = tunnel(first_port, b"p" * (4 << 20) if mode == "push" else b"")
+    if mode == "reset":
+        first.recv(1000)
+        first.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        first.close()  # a reset, with most of the answer still on its way
     print("FIRST", status)
 except OSError as exc:
     print("FIRST CUT", exc.errno)
 time.sleep(0.5)
 try:
-    second, status = tunnel(allowed)
+    second, status = tunnel(second_port)
     got = 0
     while chunk := second.recv(1 << 20):
         got += len(chunk)
@@ -233,7 +239,7 @@ def test_a_refused_tunnel_written_past_its_end_does_not_end_the_relay(
         result, records = run_with_egress(
             workspace,
             allow(f"127.0.0.1:{allowed.port}"),
-            ("python3", "-c", PUSH_THEN_AGAIN, str(allowed.port), str(refused.port), "0"),
+            ("python3", "-c", TWO_TUNNELS, "push", str(refused.port), str(allowed.port)),
             backend=backend_for(relay),
         )
     # The relay outlived the write to a closed socket: the second tunnel got its answer.
@@ -242,45 +248,16 @@ def test_a_refused_tunnel_written_past_its_end_does_not_end_the_relay(
     assert len(records) == 2
 
 
-# Opens a tunnel, reads a little of a large answer and resets the connection while the
-# relay is still writing to it; then opens a second tunnel and reads all of its answer.
-RESET_THEN_AGAIN = r"""
-import socket, struct, sys, time
-port, size = int(sys.argv[1]), int(sys.argv[2])
-
-def tunnel():
-    s = socket.create_connection(("127.0.0.1", 3128), timeout=10)
-    s.sendall(f"CONNECT 127.0.0.1:{port} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
-    head = b""
-    while not head.endswith(b"\r\n\r\n"):
-        head += s.recv(1)
-    return s, head.split(b"\r\n")[0].decode()
-
-first, status = tunnel()
-first.recv(1000)
-first.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-first.close()  # a reset, with most of the answer still on its way
-time.sleep(0.5)
-try:
-    second, status = tunnel()
-    got = 0
-    while chunk := second.recv(1 << 20):
-        got += len(chunk)
-    print("SECOND", status, got)
-except OSError as exc:
-    print("SECOND FAILED", exc)
-"""
-
-
 def test_a_client_that_resets_mid_answer_does_not_end_the_relay(
     workspace: Path, relay: str
 ) -> None:
     size = 8 * 1024 * 1024
     with ByteServer(answer=size) as server:
+        port = str(server.port)
         result, records = run_with_egress(
             workspace,
             allow(f"127.0.0.1:{server.port}"),
-            ("python3", "-c", RESET_THEN_AGAIN, str(server.port), str(size)),
+            ("python3", "-c", TWO_TUNNELS, "reset", port, port),
             backend=backend_for(relay),
         )
     # The relay outlived the reset: the second tunnel got its whole answer.
