@@ -10,6 +10,7 @@ as the subprocess backend, so a fork bomb or memory bomb meets both.
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import os
 import shutil
@@ -330,7 +331,7 @@ class NamespaceSandbox:
         try:
             return self._run(spec, workspace, cwd_inside, env, identity, loopback)
         except SpawnError as exc:
-            if loopback is None or exc.stage != "network":
+            if loopback is None or exc.stage != "network" or exc.errno != errno.EPERM:
                 raise
             # Root without the right to make a network namespace (a worker in a
             # container): nothing ran; from now on the forwarder starts inside.
