@@ -12,7 +12,8 @@ import pytest
 from common.testing import require
 from tests.tools_app.api.conftest import make_agent
 from tests.tools_app.sandbox.conftest import docker_client, make_workspace
-from tools_app.sandbox.backends.namespace import NamespaceSandbox, probe_namespace
+from tools_app.sandbox.backends.namespace import NamespaceSandbox
+from tools_app.sandbox.backends.namespace_probe import probe_namespace
 from tools_app.sandbox.backends.subprocess import SubprocessSandbox
 from tools_app.sandbox.protocol import SandboxBackend
 

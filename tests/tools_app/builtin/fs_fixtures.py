@@ -20,7 +20,8 @@ import pytest
 from common.testing import require
 from common.vocabulary.sandbox import DEFAULT_SANDBOX_USER
 from tools_app.builtin.base import ToolContext
-from tools_app.sandbox.backends.namespace import NamespaceSandbox, probe_namespace
+from tools_app.sandbox.backends.namespace import NamespaceSandbox
+from tools_app.sandbox.backends.namespace_probe import probe_namespace
 from tools_app.sandbox.backends.subprocess import SubprocessSandbox
 from tools_app.sandbox.linux.identity import resolve_identity
 from tools_app.sandbox.protocol import (

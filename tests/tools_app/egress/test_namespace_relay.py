@@ -271,7 +271,7 @@ WITHOUT_SYS_ADMIN = r"""
 import json, sys
 from pathlib import Path
 from tools_app.egress import LocalEgressGateway, NetworkGrant
-from tools_app.sandbox.backends import namespace
+from tools_app.sandbox.backends import namespace, namespace_network
 from tools_app.sandbox.protocol import MountMode, NetworkPolicy, SandboxSpec, WorkspaceMount
 
 gateway = LocalEgressGateway(agent_name="capless")
@@ -287,7 +287,7 @@ for _ in range(2):
         )
         result = namespace.NamespaceSandbox().run(spec)
     results.append({"exit": result.exit_code, "forwarder": "forward.py" in result.stdout})
-print(json.dumps({"results": results, "refused": namespace._network_namespaces.refused}))
+print(json.dumps({"results": results, "refused": namespace_network.network_namespaces.refused}))
 """
 
 

@@ -11,33 +11,27 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import logging
 import os
 import shutil
-import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 from common.vocabulary.sandbox import DEFAULT_SANDBOX_USER
+from tools_app.egress.mount import MOUNT_POINT as EGRESS_INSIDE
 from tools_app.egress.mount import (
-    FORWARD_PORT,
-    FORWARDER_SOURCE,
-    SOCKET_NAME,
     forwarded_argv,
     proxy_env,
     sealed_call,
 )
-from tools_app.egress.mount import MOUNT_POINT as EGRESS_INSIDE
+from tools_app.sandbox.backends.namespace_network import loopback_plan, network_namespaces
 from tools_app.sandbox.env import build_sandbox_env
-from tools_app.sandbox.errors import SandboxError, SandboxUnavailableError
+from tools_app.sandbox.errors import SandboxUnavailableError
 from tools_app.sandbox.linux.cgroups import CgroupSupport, detect_cgroup_support
 from tools_app.sandbox.linux.etc_view import EtcLayout, etc_view
 from tools_app.sandbox.linux.identity import SandboxIdentity, resolve_identity
 from tools_app.sandbox.linux.userns import (
     DISABLE_USERNS_FLAG,
-    NESTED_USERNS_PROBE,
     bwrap_disables_userns,
-    nested_userns_verdict,
 )
 from tools_app.sandbox.paths import (
     SAFE_PATH_PREFIXES,
@@ -47,19 +41,15 @@ from tools_app.sandbox.paths import (
 )
 from tools_app.sandbox.protocol import (
     MIB,
-    Limits,
     NetworkPolicy,
     ProbeReport,
     SandboxResult,
     SandboxSpec,
-    WorkspaceMount,
 )
 from tools_app.sandbox.result import result_from_outcome
 from tools_app.sandbox.runner import INFO_FD, StartedProcess, run_confined, start_confined
 from tools_app.sandbox.spawn.client import ExecFailure, SpawnError
 from tools_app.sandbox.workspace import check_workspace_access
-
-log = logging.getLogger("synthorg.sandbox")
 
 WORKSPACE_INSIDE = "/workspace"
 # The kernel releases a finished user namespace's process count a moment
@@ -93,27 +83,6 @@ ETC_ENTRIES: tuple[str, ...] = (
     "inputrc",
     "magic",
 )
-
-
-class _NetworkNamespaces:
-    """Whether this worker process may make a network namespace before bubblewrap.
-
-    A root worker may, unless it lacks CAP_SYS_ADMIN (a worker in a container, whose
-    bubblewrap makes its namespaces from an unprivileged user namespace): the first
-    refusal is remembered, said once in the log, and every later proxied call starts
-    the forwarder inside its sandbox instead.
-    """
-
-    def __init__(self) -> None:
-        self.refused = ""
-
-    def refuse(self, reason: str) -> None:
-        if not self.refused:
-            self.refused = reason
-            log.warning("egress relay inside the sandbox from now on: %s", reason)
-
-
-_network_namespaces = _NetworkNamespaces()
 
 
 class NamespaceSandbox:
@@ -335,7 +304,7 @@ class NamespaceSandbox:
                 raise
             # Root without the right to make a network namespace (a worker in a
             # container): nothing ran; from now on the forwarder starts inside.
-            _network_namespaces.refuse(exc.reason)
+            network_namespaces.refuse(exc.reason)
             return self._run(spec, workspace, cwd_inside, env, identity, None)
 
     def _run(
@@ -370,29 +339,23 @@ class NamespaceSandbox:
     def loopback_plan(
         self, spec: SandboxSpec, identity: SandboxIdentity
     ) -> dict[str, object] | None:
-        """What the spawn server makes for a proxied call before bubblewrap, or None.
-
-        Only a root worker (one that switches to the sandbox user) may make a network
-        namespace itself; otherwise the forwarder starts inside the sandbox, as the
-        docker backend and a bridged MCP server do.
-        """
-        if not self.loopback_relay or not identity.switch or _network_namespaces.refused:
-            return None
-        if spec.network is not NetworkPolicy.PROXY or spec.egress_dir is None:
-            return None
-        return {
-            "socket": str(spec.egress_dir / SOCKET_NAME),
-            "port": FORWARD_PORT,
-            "relay": str(FORWARDER_SOURCE),
-        }
+        """What the spawn server makes for ``spec`` before bubblewrap, or None
+        (``namespace_network.loopback_plan``)."""
+        return loopback_plan(spec, identity) if self.loopback_relay else None
 
     def probe(self) -> ProbeReport:
         """Really create the namespaces and run ``true`` inside; say why not when it fails."""
+        from tools_app.sandbox.backends.namespace_probe import (
+            probe_namespace,
+            probe_nested_userns,
+            read_int,
+        )
+
         ok, reason = probe_namespace(self)
         details: dict[str, object] = {
             "bwrap": self.bwrap_path or "missing",
             "cgroup": self._cgroup_support().reason,
-            "max_user_namespaces": _read_int("/proc/sys/user/max_user_namespaces"),
+            "max_user_namespaces": read_int("/proc/sys/user/max_user_namespaces"),
         }
         if ok:
             details["nested_user_namespaces"] = probe_nested_userns(self)
@@ -411,53 +374,3 @@ class NamespaceSandbox:
         The spawn server, pooled cgroups and scratch directories belong to the
         worker process (shared by its backends) and go when it exits.
         """
-
-
-def _read_int(path: str) -> int | None:
-    try:
-        with open(path, encoding="ascii") as handle:
-            return int(handle.read().strip())
-    except (OSError, ValueError):
-        return None
-
-
-def probe_nested_userns(backend: NamespaceSandbox) -> str:
-    """Try to make a user namespace inside the sandbox; say whether it was refused."""
-    with tempfile.TemporaryDirectory(prefix="synthorg-probe-") as tmp:
-        os.chmod(tmp, 0o755)  # noqa: S103 - the sandbox user must enter it
-        spec = SandboxSpec(
-            argv=("sh", "-c", NESTED_USERNS_PROBE),
-            workspace=WorkspaceMount(Path(tmp)),
-            timeout_seconds=10,
-            limits=Limits(),
-        )
-        try:
-            result = backend.run(spec)
-        except SandboxError as exc:
-            return f"not checked: {exc.reason}"
-    flag = "with" if DISABLE_USERNS_FLAG in backend.nested_userns_args() else "without"
-    return f"{nested_userns_verdict(result.stdout)[1]} (bubblewrap {flag} {DISABLE_USERNS_FLAG})"
-
-
-def probe_namespace(backend: NamespaceSandbox) -> tuple[bool, str]:
-    """Run ``true`` through ``backend`` for real; (works, why or why not)."""
-    if backend.bwrap_path is None:
-        return False, "bubblewrap (bwrap) is not installed; apt-get install bubblewrap"
-    if _read_int("/proc/sys/user/max_user_namespaces") == 0:
-        return False, "user namespaces are disabled (user.max_user_namespaces = 0)"
-    with tempfile.TemporaryDirectory(prefix="synthorg-probe-") as tmp:
-        os.chmod(tmp, 0o755)  # noqa: S103 - the sandbox user must enter it
-        spec = SandboxSpec(
-            argv=("sh", "-c", "test -d /proc/self && cat /proc/self/uid_map"),
-            workspace=WorkspaceMount(Path(tmp)),
-            timeout_seconds=10,
-            limits=Limits(),
-        )
-        try:
-            result = backend.run(spec)
-        except SandboxError as exc:
-            return False, exc.reason
-    if result.exit_code != 0:
-        detail = result.stderr.strip().splitlines()[-1:] or [f"exit {result.exit_code}"]
-        return False, f"bubblewrap could not create the namespaces: {detail[0]}"
-    return True, "created user, pid, net, ipc, uts and mount namespaces and ran `true`"

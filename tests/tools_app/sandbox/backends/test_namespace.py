@@ -9,11 +9,8 @@ import pytest
 
 from tests.tools_app.sandbox.attacks import AttackSuite
 from tests.tools_app.sandbox.conftest import require
-from tools_app.sandbox.backends.namespace import (
-    USER_NAMESPACE_NPROC_HEADROOM,
-    NamespaceSandbox,
-    probe_namespace,
-)
+from tools_app.sandbox.backends.namespace import USER_NAMESPACE_NPROC_HEADROOM, NamespaceSandbox
+from tools_app.sandbox.backends.namespace_probe import probe_namespace
 from tools_app.sandbox.errors import SandboxUnavailableError
 from tools_app.sandbox.protocol import NetworkPolicy, SandboxSpec, WorkspaceMount
 
