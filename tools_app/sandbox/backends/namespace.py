@@ -18,34 +18,21 @@ from pathlib import Path
 
 from common.vocabulary.sandbox import DEFAULT_SANDBOX_USER
 from tools_app.egress.mount import MOUNT_POINT as EGRESS_INSIDE
-from tools_app.egress.mount import (
-    forwarded_argv,
-    proxy_env,
-    sealed_call,
-)
+from tools_app.egress.mount import forwarded_argv, proxy_env, sealed_call
 from tools_app.sandbox.backends.namespace_network import loopback_plan, network_namespaces
 from tools_app.sandbox.env import build_sandbox_env
 from tools_app.sandbox.errors import SandboxUnavailableError
 from tools_app.sandbox.linux.cgroups import CgroupSupport, detect_cgroup_support
 from tools_app.sandbox.linux.etc_view import EtcLayout, etc_view
 from tools_app.sandbox.linux.identity import SandboxIdentity, resolve_identity
-from tools_app.sandbox.linux.userns import (
-    DISABLE_USERNS_FLAG,
-    bwrap_disables_userns,
-)
+from tools_app.sandbox.linux.userns import DISABLE_USERNS_FLAG, bwrap_disables_userns
 from tools_app.sandbox.paths import (
     SAFE_PATH_PREFIXES,
     resolve_cwd,
     resolve_workspace,
     restrict_path,
 )
-from tools_app.sandbox.protocol import (
-    MIB,
-    NetworkPolicy,
-    ProbeReport,
-    SandboxResult,
-    SandboxSpec,
-)
+from tools_app.sandbox.protocol import MIB, NetworkPolicy, ProbeReport, SandboxResult, SandboxSpec
 from tools_app.sandbox.result import result_from_outcome
 from tools_app.sandbox.runner import INFO_FD, StartedProcess, run_confined, start_confined
 from tools_app.sandbox.spawn.client import ExecFailure, SpawnError
