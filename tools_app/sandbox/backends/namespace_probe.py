@@ -17,7 +17,7 @@ from tools_app.sandbox.linux.userns import (
     NESTED_USERNS_PROBE,
     nested_userns_verdict,
 )
-from tools_app.sandbox.protocol import Limits, SandboxSpec, WorkspaceMount
+from tools_app.sandbox.protocol import Limits, SandboxResult, SandboxSpec, WorkspaceMount
 
 if TYPE_CHECKING:
     from tools_app.sandbox.backends.namespace import NamespaceSandbox
@@ -31,20 +31,25 @@ def read_int(path: str) -> int | None:
         return None
 
 
-def probe_nested_userns(backend: NamespaceSandbox) -> str:
-    """Try to make a user namespace inside the sandbox; say whether it was refused."""
+def _run_script(backend: NamespaceSandbox, script: str) -> SandboxResult:
+    """Run ``sh -c script`` through ``backend`` in an empty workspace of its own."""
     with tempfile.TemporaryDirectory(prefix="synthorg-probe-") as tmp:
         os.chmod(tmp, 0o755)  # noqa: S103 - the sandbox user must enter it
         spec = SandboxSpec(
-            argv=("sh", "-c", NESTED_USERNS_PROBE),
+            argv=("sh", "-c", script),
             workspace=WorkspaceMount(Path(tmp)),
             timeout_seconds=10,
             limits=Limits(),
         )
-        try:
-            result = backend.run(spec)
-        except SandboxError as exc:
-            return f"not checked: {exc.reason}"
+        return backend.run(spec)
+
+
+def probe_nested_userns(backend: NamespaceSandbox) -> str:
+    """Try to make a user namespace inside the sandbox; say whether it was refused."""
+    try:
+        result = _run_script(backend, NESTED_USERNS_PROBE)
+    except SandboxError as exc:
+        return f"not checked: {exc.reason}"
     flag = "with" if DISABLE_USERNS_FLAG in backend.nested_userns_args() else "without"
     return f"{nested_userns_verdict(result.stdout)[1]} (bubblewrap {flag} {DISABLE_USERNS_FLAG})"
 
@@ -55,18 +60,10 @@ def probe_namespace(backend: NamespaceSandbox) -> tuple[bool, str]:
         return False, "bubblewrap (bwrap) is not installed; apt-get install bubblewrap"
     if read_int("/proc/sys/user/max_user_namespaces") == 0:
         return False, "user namespaces are disabled (user.max_user_namespaces = 0)"
-    with tempfile.TemporaryDirectory(prefix="synthorg-probe-") as tmp:
-        os.chmod(tmp, 0o755)  # noqa: S103 - the sandbox user must enter it
-        spec = SandboxSpec(
-            argv=("sh", "-c", "test -d /proc/self && cat /proc/self/uid_map"),
-            workspace=WorkspaceMount(Path(tmp)),
-            timeout_seconds=10,
-            limits=Limits(),
-        )
-        try:
-            result = backend.run(spec)
-        except SandboxError as exc:
-            return False, exc.reason
+    try:
+        result = _run_script(backend, "test -d /proc/self && cat /proc/self/uid_map")
+    except SandboxError as exc:
+        return False, exc.reason
     if result.exit_code != 0:
         detail = result.stderr.strip().splitlines()[-1:] or [f"exit {result.exit_code}"]
         return False, f"bubblewrap could not create the namespaces: {detail[0]}"
