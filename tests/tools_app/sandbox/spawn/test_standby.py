@@ -62,8 +62,14 @@ def test_after_a_call_a_standby_waits_in_the_pooled_cgroups(workspace):
     first = sandbox.run(spec)
     wait_until(lambda: len(server_children()) == 1, timeout=10, what="a standby child")
     (standby,) = server_children()
-    # Not confined yet: still the worker's user, already in the call's groups.
+    # Not confined yet: still the worker's user, already in the call's groups (it joins
+    # them a moment after it is forked).
     assert f"\nUid:\t{os.getuid()}\t" in Path(f"/proc/{standby}/status").read_text()
+    wait_until(
+        lambda: sum("/call-" in group for group in cgroups_of(standby)) == 2,
+        timeout=10,
+        what="the standby to join the call's groups",
+    )
     waiting_in = cgroups_of(standby)
     assert all("/call-" in group for group in waiting_in) and len(waiting_in) == 2
     time.sleep(0.1)  # a pause, as between an agent's calls
