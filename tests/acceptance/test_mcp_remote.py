@@ -171,6 +171,15 @@ def test_only_the_allowlisted_address_is_reached(remote: Remote) -> None:
     assert {"remote__echo", "remote__slow", "remote__api_key"} <= listed
     for refused in ("moved", "named", "selfsigned", "locked"):
         assert not {n for n in listed if n.startswith(f"{refused}__")}, refused
+    # The refused servers are checked one after another once the console is up: wait
+    # until each has said why before reading the reasons.
+    wait_until(
+        lambda: all(
+            f"server {name} failed its health check" in remote.log()
+            for name in ("moved", "named", "selfsigned", "locked")
+        ),
+        timeout=60, what="every refused server's health check", poll=0.3,
+    )  # fmt: skip
     log = remote.log()
     # The same server by the name `localhost` is refused by the SSRF guard with the reason.
     assert re.search(r"server named failed its health check.*localhost.*loopback", log), log[-4000:]
@@ -182,17 +191,25 @@ def test_only_the_allowlisted_address_is_reached(remote: Remote) -> None:
     assert "remote-api-key" not in log and API_KEY not in log
     assert re.search(r"server locked failed its health check.*no grant of it", log), log[-4000:]
     assert UNGRANTED not in log, "a secret not granted is never named"
-    # Admins read the same reasons in the audit log, one row per server.
+    # Admins read the same reasons in the audit log, one row per server (each written a
+    # moment after its log line).
     admin = remote.console.person("admin")
-    try:
+
+    def unavailable() -> dict[str, str]:
         events = admin.get(
             "/api/v1/audit/events/", params={"category": "mcp", "outcome": "unavailable"}
         ).json()["results"]
+        return {
+            e["data"]["server"]: e["reason"]
+            for e in events
+            if e["kind"] == "mcp.server_unavailable"
+        }
+
+    try:
+        wait_until(lambda: len(unavailable()) == 4, timeout=30, what="four audit rows", poll=0.3)
+        reasons = unavailable()
     finally:
         admin.close()
-    reasons = {
-        e["data"]["server"]: e["reason"] for e in events if e["kind"] == "mcp.server_unavailable"
-    }
     assert set(reasons) == {"moved", "named", "selfsigned", "locked"}, reasons
     assert "loopback" in reasons["named"] and "no grant" in reasons["locked"], reasons
     assert UNGRANTED not in json.dumps(reasons)
