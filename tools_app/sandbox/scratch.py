@@ -5,9 +5,9 @@ busy disk. A call's directory therefore goes back to a small per-process pool
 when the call left it exactly as it got it: empty, mode 0700, owned by the
 sandbox user, no extended attributes (so no ACL either). Anything else is
 removed with its contents as before. The next call gets an empty private
-directory either way. Names carry the worker's pid; pooled directories are
-removed when the worker exits, and those of workers that no longer exist when
-a pool is first used.
+directory either way. Names carry the worker's pid namespace and pid
+(``owners``); pooled directories are removed when the worker exits, and those
+of workers of this namespace that no longer exist when a pool is first used.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pathlib import Path
 
 from common.platform.private_state import traversable_dir
 from tools_app.sandbox.linux.identity import SandboxIdentity
-from tools_app.sandbox.linux.limits import pid_alive
+from tools_app.sandbox.linux.owners import left_by_gone_process, owner_tag
 
 POOL_SIZE = 8
 PREFIX = "call-"
@@ -80,7 +80,7 @@ class ScratchDir:
 
 def _make(base: Path, identity: SandboxIdentity) -> Path:
     while True:
-        path = base / f"{PREFIX}{os.getpid()}-{os.urandom(8).hex()}"
+        path = base / f"{PREFIX}{owner_tag()}-{os.urandom(8).hex()}"
         try:
             os.mkdir(path, 0o700)
         except FileExistsError:
@@ -115,7 +115,7 @@ def _sweep_stale(base: Path) -> None:
     with contextlib.suppress(OSError):
         for entry in os.scandir(base):
             owner = entry.name.removeprefix(PREFIX).split("-", 1)[0]
-            if entry.name.startswith(PREFIX) and owner.isdigit() and not pid_alive(int(owner)):
+            if entry.name.startswith(PREFIX) and left_by_gone_process(owner):
                 _delete(Path(entry.path))
 
 

@@ -5,8 +5,9 @@ happened in it, and almost no memory is still charged to it (page cache or
 tmpfs files of the previous call would otherwise count against the next
 one); otherwise it is removed as before. Limits are rewritten when the next
 call's differ. Pools are per worker process: a forked child starts with none,
-groups are named after the worker's pid, and groups left by workers that no
-longer exist are removed when a pool is first used.
+groups are named after the worker (its pid namespace and pid: ``owners``),
+and groups left by workers of this namespace that no longer exist are removed
+when a pool is first used.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import threading
 from pathlib import Path
 
 from tools_app.sandbox.linux.cgroups import CALL_PREFIX, CallCgroup, CgroupSupport
-from tools_app.sandbox.linux.limits import pid_alive
+from tools_app.sandbox.linux.owners import left_by_gone_process
 
 POOL_SIZE = 8
 # A reused group may start with at most this much memory already charged.
@@ -89,8 +90,7 @@ def _sweep_stale(support: CgroupSupport) -> None:
         with contextlib.suppress(OSError):
             for entry in os.scandir(parent):
                 owner = entry.name.removeprefix(CALL_PREFIX).split("-", 1)[0]
-                stale = entry.name.startswith(CALL_PREFIX) and owner.isdigit()
-                if stale and not pid_alive(int(owner)):
+                if entry.name.startswith(CALL_PREFIX) and left_by_gone_process(owner):
                     with contextlib.suppress(OSError):
                         os.rmdir(entry.path)
 

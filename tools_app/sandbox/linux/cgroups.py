@@ -23,8 +23,10 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from tools_app.sandbox.linux.owners import owner_tag
+
 GROUP_PARENT_NAME = "synthorg-sandbox"
-# Per-call groups are named call-<worker pid>-<random>.
+# Per-call groups are named call-<owner tag>-<random> (``owners.owner_tag``).
 CALL_PREFIX = "call-"
 
 
@@ -164,7 +166,7 @@ class CallCgroup:
     ) -> None:
         if not support.available or support.memory_parent is None or support.pids_parent is None:
             raise RuntimeError("cgroups are not available")
-        name = f"{CALL_PREFIX}{os.getpid()}-{uuid.uuid4().hex[:12]}"
+        name = f"{CALL_PREFIX}{owner_tag()}-{uuid.uuid4().hex[:12]}"
         self.version = support.version
         self.memory_dir = support.memory_parent / name
         self.pids_dir = support.pids_parent / name

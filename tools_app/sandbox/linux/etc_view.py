@@ -29,7 +29,7 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from tools_app.sandbox.linux.limits import pid_alive
+from tools_app.sandbox.linux.owners import left_by_gone_process, owner_tag
 
 COPY_MAX_BYTES = 1024 * 1024
 COPY_MAX_TREE_ENTRIES = 32
@@ -174,7 +174,7 @@ def _copy_entry(source: str, target: str, *, follow: bool) -> None:
 
 def _build(root: str, plan: _Plan, base: str) -> _Copy:
     """A new copy of ``plan``'s entries, with mount points for the bound ones."""
-    path = tempfile.mkdtemp(prefix=f"{PREFIX}{os.getpid()}-", dir=base)
+    path = tempfile.mkdtemp(prefix=f"{PREFIX}{owner_tag()}-", dir=base)
     binds = list(plan.binds)
     try:
         for name in plan.copies:
@@ -314,12 +314,12 @@ def _sweep_stale(base: str) -> None:
     with contextlib.suppress(OSError), os.scandir(base) as entries:
         for entry in entries:
             owner = entry.name.removeprefix(PREFIX).split("-", 1)[0]
-            if not (entry.name.startswith(PREFIX) and owner.isdigit()):
+            if not (entry.name.startswith(PREFIX) and left_by_gone_process(owner)):
                 continue
             with contextlib.suppress(OSError):
                 if entry.stat(follow_symlinks=False).st_uid != os.geteuid():
                     continue
-                if entry.is_dir(follow_symlinks=False) and not pid_alive(int(owner)):
+                if entry.is_dir(follow_symlinks=False):
                     _remove_tree(entry.path)
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from common.testing import require, wait_until
 from tests.tools_app.sandbox.spawn.test_client import _alive
 from tools_app.sandbox.backends.subprocess import SubprocessSandbox
+from tools_app.sandbox.linux import cgroup_pool
 from tools_app.sandbox.linux.cgroups import detect_cgroup_support
 from tools_app.sandbox.protocol import MIB, KilledBy, Limits, SandboxSpec, WorkspaceMount
 from tools_app.sandbox.spawn import client as spawn_module
@@ -48,6 +49,19 @@ def cgroups_of(pid: int) -> list[str]:
     )
 
 
+def _standby_state(pid: int) -> str:
+    """What a standby is doing, and whether the pooled groups it was named still exist."""
+    proc = Path(f"/proc/{pid}")
+    state = (proc / "stat").read_text().split(")")[-1].split()[0]
+    wchan = (proc / "wchan").read_text() if (proc / "wchan").exists() else "?"
+    pooled = [
+        f"{group.memory_dir.exists()}/{group.pids_dir.exists()}"
+        for pool in cgroup_pool._pools.values()
+        for group in pool
+    ]
+    return f"state {state}, wchan {wchan}, in {cgroups_of(pid)}, pooled groups exist {pooled}"
+
+
 def needs_cgroups() -> None:
     require(detect_cgroup_support().available, "a memory and pids cgroup for sandboxed calls")
 
@@ -65,11 +79,11 @@ def test_after_a_call_a_standby_waits_in_the_pooled_cgroups(workspace):
     # Not confined yet: still the worker's user, already in the call's groups (it joins
     # them a moment after it is forked).
     assert f"\nUid:\t{os.getuid()}\t" in Path(f"/proc/{standby}/status").read_text()
-    wait_until(
-        lambda: sum("/call-" in group for group in cgroups_of(standby)) == 2,
-        timeout=10,
-        what="the standby to join the call's groups",
-    )
+    joined = lambda: sum("/call-" in group for group in cgroups_of(standby)) == 2  # noqa: E731
+    try:
+        wait_until(joined, timeout=10, what="the standby to join the call's groups")
+    except AssertionError as failure:
+        raise AssertionError(f"{failure}; {_standby_state(standby)}") from None
     waiting_in = cgroups_of(standby)
     assert all("/call-" in group for group in waiting_in) and len(waiting_in) == 2
     time.sleep(0.1)  # a pause, as between an agent's calls
