@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 import signal
 import time
+import traceback
+from collections.abc import Callable
 from pathlib import Path
 
 from common.testing import require, wait_until
@@ -52,22 +54,64 @@ def cgroups_of(pid: int) -> list[str]:
 def _standby_state(pid: int) -> str:
     """What a standby is doing, and whether the pooled groups it was named still exist."""
     proc = Path(f"/proc/{pid}")
-    state = (proc / "stat").read_text().split(")")[-1].split()[0]
+    stat = (proc / "stat").read_text()
+    comm, fields = stat[stat.index("(") + 1 : stat.rindex(")")], stat.rsplit(")", 1)[1].split()
+    # Field 52 of stat (the 50th after the name) is the exit status of a process that ended.
+    state, exit_code = fields[0], fields[49] if len(fields) > 49 else "?"
     wchan = (proc / "wchan").read_text() if (proc / "wchan").exists() else "?"
     pooled = [
         f"{group.memory_dir.exists()}/{group.pids_dir.exists()}"
         for pool in cgroup_pool._pools.values()
         for group in pool
     ]
-    return f"state {state}, wchan {wchan}, in {cgroups_of(pid)}, pooled groups exist {pooled}"
+    return (
+        f"state {state} ({comm}, exit status {exit_code}), wchan {wchan}, in {cgroups_of(pid)}, "
+        f"pooled groups exist {pooled}"
+    )
 
 
 def needs_cgroups() -> None:
     require(detect_cgroup_support().available, "a memory and pids cgroup for sandboxed calls")
 
 
+def _in_a_quiet_child(scenario: Callable[[], None]) -> None:
+    """Run ``scenario`` in a forked child of this process, then raise what it raised.
+
+    The child has no other thread: nothing else of the test process (a bridge pool, a
+    worker left by another module) makes a sandboxed call meanwhile, which would use
+    the pooled group and its standby as any call may. It starts its own spawn server
+    (the parent's is forgotten at fork) and pools.
+    """
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read)
+        outcome = "the scenario did not finish"
+        try:
+            scenario()
+            outcome = "finished"
+        except BaseException:  # reported to the parent, which raises
+            outcome = traceback.format_exc()
+        finally:
+            for server in spawn_module._servers.values():
+                server.close()
+            cgroup_pool.drain_pools()
+            with os.fdopen(write, "w") as report:
+                report.write(outcome)
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as report:
+        outcome = report.read()
+    _, status = os.waitpid(pid, 0)
+    assert outcome == "finished" and os.waitstatus_to_exitcode(status) == 0, outcome
+
+
 def test_after_a_call_a_standby_waits_in_the_pooled_cgroups(workspace):
     needs_cgroups()
+    _in_a_quiet_child(lambda: _a_standby_waits_in_the_pooled_cgroups(workspace))
+
+
+def _a_standby_waits_in_the_pooled_cgroups(workspace: Path) -> None:
     sandbox = SubprocessSandbox()
     spec = SandboxSpec(
         argv=("sh", "-c", "echo $$; grep -E ':(memory|pids):' /proc/self/cgroup"),
