@@ -65,11 +65,18 @@ def desktop_capture(agent_id: str) -> bool:
 
 
 @shared_task(name="tools_app.desktop_person_act")
-def desktop_person_act(agent_id: str, person_id: str, request: dict[str, object]) -> str:
-    """A person's click, typing or keys on the agent's desktop they took over."""
+def desktop_person_act(
+    agent_id: str, person_id: str, request: dict[str, object], sequence: int | None = None
+) -> str:
+    """A person's click, typing or keys on the agent's desktop they took over, in order."""
     from tools_app.services.desktop_control import desktop_person_act as act
 
     try:
-        return act(agent_id=uuid.UUID(agent_id), person_id=int(person_id), request=dict(request))
+        return act(
+            agent_id=uuid.UUID(agent_id),
+            person_id=int(person_id),
+            request=dict(request),
+            sequence=None if sequence is None else int(sequence),
+        )
     finally:
         database_connections_release()

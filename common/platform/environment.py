@@ -135,6 +135,9 @@ class PlatformEnvironment(BaseSettings):
     # tools_app/bridge/pinning.py), so it is kept as a string here.
     SYNTHORG_BRIDGE_HOLD_SEVERITY: str = "high"
     SYNTHORG_BRIDGE_REASON_MAX_CHARS: int = Field(default=1000, ge=1, le=100_000)
+    # A person's desktop action waits at most this long for their earlier ones to run
+    # (one lost with a worker is not waited for longer).
+    SYNTHORG_DESKTOP_ACT_ORDER_SECONDS: float = Field(default=10.0, ge=0, le=_HOUR)
 
     # Approvals and the inbox (daphne sends at most 1 MiB in one frame).
     SYNTHORG_APPROVAL_TTL_SECONDS: int = Field(default=900, ge=1, le=30 * _DAY)

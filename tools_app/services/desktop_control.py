@@ -9,13 +9,18 @@ from the task) and is audited there with its outcome, the person as actor.
 
 from __future__ import annotations
 
+import time
 import uuid
 from pathlib import Path
 from typing import Any
 
+import structlog
 from celery import current_app
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
+from django.db.models import F
+from django.db.models.functions import Greatest
 from django.utils import timezone
 
 from audit_app.record import Actor, audit_record
@@ -32,6 +37,10 @@ from trust_app.models import Agent
 
 ACT_TASK = "tools_app.desktop_person_act"
 CATEGORY = "desktop"
+# How often an action waiting for the person's earlier ones looks again, in seconds.
+ACT_ORDER_POLL_SECONDS = 0.02
+
+log = structlog.get_logger("synthorg.desktop")
 
 
 def desktop_queue() -> str:
@@ -103,14 +112,28 @@ def desktop_person_act_send(*, agent: Agent, person: Any, fields: dict[str, Any]
     if section is None:
         raise ConflictError("the desktop tools are off: the config has no 'desktop' section")
     request = checked_person_request(section, fields)
-    if not DesktopTakeover.objects.filter(agent=agent, person_id=person.pk).exists():
-        raise ConflictError("take over the desktop before acting on it")
-    current_app.send_task(
-        ACT_TASK,
-        args=[str(agent.id), str(person.pk), request],
-        queue=desktop_route(str(agent.id)),
-        ignore_result=True,
-    )
+    with transaction.atomic():
+        held = (
+            DesktopTakeover.objects.select_for_update()
+            .filter(agent=agent, person_id=person.pk)
+            .first()
+        )
+        if held is None:
+            raise ConflictError("take over the desktop before acting on it")
+        # Numbered under the row's lock: the numbers follow the order the person made
+        # them in, whichever web thread or worker thread each one meets.
+        held.acts_sent += 1
+        held.save(update_fields=["acts_sent"])
+        sequence = held.acts_sent
+        queue = desktop_route(str(agent.id))
+        transaction.on_commit(
+            lambda: current_app.send_task(
+                ACT_TASK,
+                args=[str(agent.id), str(person.pk), request, sequence],
+                queue=queue,
+                ignore_result=True,
+            )
+        )
 
 
 def _described(request: dict[str, Any]) -> dict[str, Any]:
@@ -122,8 +145,47 @@ def _described(request: dict[str, Any]) -> dict[str, Any]:
     return shown
 
 
-def desktop_person_act(*, agent_id: uuid.UUID, person_id: int, request: dict[str, Any]) -> str:
-    """Run a person's action on the agent's session (worker side) and audit it; its outcome."""
+def _wait_turn(*, agent_id: uuid.UUID, person_id: int, sequence: int) -> None:
+    """Return once the person's actions before ``sequence`` have run.
+
+    Two actions sent a moment apart (typing, then Return) may reach two worker threads
+    at once; run in the wrong order, the key would come before the text. An earlier one
+    that never runs (lost with its worker) is waited for SYNTHORG_DESKTOP_ACT_ORDER_SECONDS.
+    """
+    deadline = time.monotonic() + settings.SYNTHORG_DESKTOP_ACT_ORDER_SECONDS
+    held = DesktopTakeover.objects.filter(agent_id=agent_id, person_id=person_id)
+    while True:
+        done = held.values_list("acts_done", flat=True).first()
+        if done is None or done >= sequence - 1:
+            return  # its turn, or no longer held (refused below)
+        if time.monotonic() >= deadline:
+            log.warning(
+                "desktop_act_out_of_turn", agent=str(agent_id), sequence=sequence, done=done
+            )
+            return
+        time.sleep(ACT_ORDER_POLL_SECONDS)
+
+
+def desktop_person_act(
+    *, agent_id: uuid.UUID, person_id: int, request: dict[str, Any], sequence: int | None = None
+) -> str:
+    """Run a person's action on the agent's session (worker side) and audit it; its outcome.
+
+    ``sequence``: its number among the person's actions (None from a console that did not
+    number them: run at once).
+    """
+    if sequence is None:
+        return _act(agent_id=agent_id, person_id=person_id, request=request)
+    _wait_turn(agent_id=agent_id, person_id=person_id, sequence=sequence)
+    try:
+        return _act(agent_id=agent_id, person_id=person_id, request=request)
+    finally:
+        DesktopTakeover.objects.filter(agent_id=agent_id, person_id=person_id).update(
+            acts_done=Greatest(F("acts_done"), sequence)
+        )
+
+
+def _act(*, agent_id: uuid.UUID, person_id: int, request: dict[str, Any]) -> str:
     agent = Agent.objects.get(id=agent_id)
     person = get_user_model().objects.filter(pk=person_id).first()
     section = synthorg_config().desktop

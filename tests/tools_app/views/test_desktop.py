@@ -13,6 +13,7 @@ import hashlib
 import html
 import io
 import re
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -20,15 +21,19 @@ from typing import Any
 
 import httpx
 import pytest
+from celery import Celery
+from django.conf import settings
 from PIL import Image
 
 from audit_app.models import AuditEvent
+from common.platform.runtime import celery_broker_url
 from common.testing import wait_until
-from tests.support.pipeline import pipeline_fixtures
+from tests.support.pipeline import own_redis, pipeline_fixtures
 from tests.support.web_node import sign_in, sign_in_form
 from tests.tools_app.api import conftest as api_fixtures
 from tests.tools_app.api.conftest import AgentClient
 from tools_app.models import DesktopTakeover
+from tools_app.services.desktop_control import ACT_TASK
 from trust_app.services.agents import person_create
 
 pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
@@ -313,3 +318,59 @@ def test_a_desktop_calls_card_shows_the_screen_it_last_saw_and_its_target(
     found = CARD_PICTURE.search(changed)
     assert found is None or found.group(1) != "shown"
     assert operator.get(picture_url).status_code == 404
+
+
+def test_a_persons_actions_run_in_the_order_they_were_made(
+    make_agent: Callable[..., AgentClient], people: Callable[[str], Browser]
+) -> None:
+    agent = make_agent("standard", autonomy="full")
+    workspace = Path(agent.agent.workspace)
+    admin = people("admin")
+    _succeeded(agent, "desktop_launch", {"argv": ["xterm"]})
+    taken = _post(admin, f"/agents/{agent.agent.id}/desktop/take-over/")
+    assert taken.status_code == 302, taken.text[:500]
+    person_id = DesktopTakeover.objects.get(agent_id=agent.agent.id).person_id
+    assert person_id is not None
+    # Through the page, a person types and presses Return at once: each is numbered as
+    # it is sent, whichever worker thread meets it first.
+    act = f"/agents/{agent.agent.id}/desktop/act/"
+    typed = _post(admin, act, {"action": "type", "text": "echo first > first.txt"})
+    pressed = _post(admin, act, {"action": "key", "keys": "Return"})
+    assert (typed.status_code, pressed.status_code) == (302, 302), pressed.text[:500]
+    wait_until(_file_says(workspace / "first.txt", "first"), timeout=90, what="first.txt")
+    wait_until(lambda: len(_events(agent, "desktop.person_act")) == 2, timeout=90, what="acts")
+    assert DesktopTakeover.objects.get(agent_id=agent.agent.id).acts_done == 2
+
+    # The attack: the key (number 4) reaches the worker before the text (number 3), as
+    # when two worker threads meet them out of order. It waits for the text; run first,
+    # Return would meet an empty line and the text would stay unsent.
+    broker = Celery(broker=celery_broker_url(own_redis(settings.REDIS_URL, REDIS_DB)))
+
+    def send(request: dict[str, str], sequence: int) -> None:
+        broker.send_task(
+            ACT_TASK, args=[str(agent.agent.id), str(person_id), request, sequence],
+            queue="sandbox.namespace", ignore_result=True,
+        )  # fmt: skip
+
+    send({"action": "key", "keys": "Return"}, 4)
+    time.sleep(2.0)  # the key has reached the worker and waits
+    assert len(_events(agent, "desktop.person_act")) == 2, "nothing ran out of turn"
+    send({"action": "type", "text": "echo second > second.txt"}, 3)
+    wait_until(_file_says(workspace / "second.txt", "second"), timeout=90, what="second.txt")
+    wait_until(lambda: len(_events(agent, "desktop.person_act")) == 4, timeout=90, what="acts")
+    acts = _events(agent, "desktop.person_act")
+    assert [e.action_type for e in acts[2:]] == ["desktop:type", "desktop:key"]
+    assert [e.outcome for e in acts] == ["done"] * 4
+    assert DesktopTakeover.objects.get(agent_id=agent.agent.id).acts_done == 4
+
+    # An earlier action lost with its worker is not waited for past the bound (10 s):
+    # number 9 runs although 5 to 8 never came.
+    send({"action": "type", "text": "echo third > third.txt\n"}, 9)
+    wait_until(_file_says(workspace / "third.txt", "third"), timeout=90, what="third.txt")
+    wait_until(
+        lambda: DesktopTakeover.objects.get(agent_id=agent.agent.id).acts_done == 9,
+        timeout=30, what="number 9 done",
+    )  # fmt: skip
+    broker.close()
+    handed = _post(admin, f"/agents/{agent.agent.id}/desktop/hand-back/")
+    assert handed.status_code == 302, handed.text[:500]
