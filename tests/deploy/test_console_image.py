@@ -295,13 +295,22 @@ def test_the_compose_healthcheck_passes_with_the_example_allowed_hosts(
         binds=console["binds"], var_dir=console["var_dir"],
     )  # fmt: skip
     try:
+        said: list[bytes] = [b""]
 
         def healthy() -> bool:
             web.reload()
             assert web.status != "exited", web.logs(tail=60).decode(errors="replace")
-            return web.exec_run(["synthorg", "healthcheck"]).exit_code == 0
+            check = web.exec_run(["synthorg", "healthcheck"])
+            said[0] = check.output
+            return check.exit_code == 0
 
-        wait_until(healthy, timeout=120, what="the compose healthcheck to pass")
+        try:
+            wait_until(healthy, timeout=120, what="the compose healthcheck to pass")
+        except AssertionError as failure:
+            raise AssertionError(
+                f"{failure}; it said {said[0][-500:]!r}; the node's log: "
+                f"{web.logs(tail=40).decode(errors='replace')}"
+            ) from None
         # Control: asked for as 127.0.0.1 the same node refuses (a host it does not serve).
         bare = web.exec_run(
             ["python3", "-c", "import urllib.request as u; "
