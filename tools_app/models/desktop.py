@@ -25,8 +25,8 @@ class DesktopTakeover(models.Model):
     started_at = models.DateTimeField()
     # The person's actions keep the order they were made in: each is numbered as it is
     # sent, and a worker runs number n only after n - 1 has run (``desktop_person_act``).
-    acts_sent = models.PositiveIntegerField(default=0)
-    acts_done = models.PositiveIntegerField(default=0)
+    acts_sent = models.PositiveIntegerField(default=0, db_default=0)
+    acts_done = models.PositiveIntegerField(default=0, db_default=0)
 
     def __str__(self) -> str:
         return f"{self.agent_id} held by {self.person_name}"
