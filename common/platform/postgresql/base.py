@@ -16,10 +16,17 @@ outage answers 503 quickly) were answered 503 ``database`` while PostgreSQL was 
 every connection was at work. Here a request that times out while all the pool's
 connections are lent out (or being made) and none failed to connect meanwhile waits on, up to
 ``busy_timeout`` (30 s); one that times out while the pool cannot connect is an outage.
+
+A connection handed back a moment ago is lent again without the check's round trip
+when nothing waits on its socket: a server that ends a connection (a restart, a
+terminated backend, a crash) says so or closes it, and either makes the socket
+readable, so such a connection still gets the whole check. Every call's hot path takes
+a connection two or three times, and the check was an empty query each time.
 """
 
 from __future__ import annotations
 
+import select
 from collections.abc import Callable
 from time import monotonic
 from typing import Any, ClassVar
@@ -30,6 +37,49 @@ from django.db.backends.postgresql import base
 
 # How long a request waits for a connection while every one is at work, in seconds.
 DEFAULT_BUSY_TIMEOUT = 30.0
+# A connection handed back at most this long ago, with nothing to read on its socket, is
+# lent again without a round trip to the server, in seconds.
+FRESH_SECONDS = 2.0
+# Where a pooled connection keeps when it was last handed back (monotonic seconds).
+RETURNED_AT = "_synthorg_returned_at"
+
+
+class Lending:
+    """How the pool checks a connection it lends (the pool notes when one comes back)."""
+
+    def __init__(self, fresh_seconds: float = FRESH_SECONDS) -> None:
+        self.fresh_seconds = fresh_seconds
+        self.pool: Any = None
+
+    def check(self, connection: Any) -> None:
+        from psycopg_pool import ConnectionPool
+
+        if self._fresh_and_quiet(connection):
+            return
+        try:
+            ConnectionPool.check_connection(connection)
+        except Exception:
+            # The server dropped this one: those idle beside it went with it.
+            if self.pool is not None:
+                self.pool.check()
+            raise
+
+    def _fresh_and_quiet(self, connection: Any) -> bool:
+        from psycopg.pq import TransactionStatus
+
+        returned = getattr(connection, RETURNED_AT, None)
+        if returned is None or monotonic() - returned >= self.fresh_seconds:
+            return False
+        try:
+            pgconn = connection.pgconn
+            if pgconn.transaction_status != TransactionStatus.IDLE:
+                return False
+            poller = select.poll()
+            poller.register(pgconn.socket, select.POLLIN | select.POLLPRI)
+            # Readable means the server said something or closed it: check it whole.
+            return not poller.poll(0)
+        except Exception:  # closed or unusable: the whole check says how
+            return False
 
 
 def _busy_aware_pool_class() -> type[Any]:
@@ -41,6 +91,12 @@ def _busy_aware_pool_class() -> type[Any]:
         def __init__(self, *args: Any, busy_timeout: float, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
             self.busy_timeout = busy_timeout
+
+        def putconn(self, conn: Any) -> None:
+            # Noted here, not in a reset callback: with one, the pool hands every
+            # returned connection to its worker thread instead of taking it back at once.
+            setattr(conn, RETURNED_AT, monotonic())
+            super().putconn(conn)
 
         def _connection_errors(self) -> int:
             return int(self.get_stats().get("connections_errors", 0))
@@ -96,25 +152,16 @@ class DatabaseWrapper(base.DatabaseWrapper):
             busy_timeout = float(options.pop("busy_timeout", DEFAULT_BUSY_TIMEOUT))
             connect_kwargs = self.get_connection_params()
             connect_kwargs["autocommit"] = True  # Django sets its own mode after
-            pool: ConnectionPool[Any] | None = None
-
-            def check(connection: Any) -> None:
-                try:
-                    ConnectionPool.check_connection(connection)
-                except Exception:
-                    # The server dropped this one: those idle beside it went with it.
-                    if pool is not None:
-                        pool.check()
-                    raise
-
-            pool = _busy_aware_pool_class()(
+            lending = Lending()
+            pool: ConnectionPool[Any] = _busy_aware_pool_class()(
                 busy_timeout=busy_timeout,
                 kwargs=connect_kwargs,
                 open=False,
                 configure=self._configure_connection,
-                check=check,
+                check=lending.check,
                 **options,
             )
+            lending.pool = pool
             # The first of threads racing here wins, as in Django.
             self._connection_pools.setdefault(self.alias, pool)
         return self._connection_pools[self.alias]
