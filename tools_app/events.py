@@ -33,7 +33,7 @@ def publish_invocation_status(
     now); any other is sent in the background.
     """
     message: dict[str, Any] = {"type": "invocation.status", "status": status}
-    if body is not None and _rendered_size(body) <= CARRIED_BODY_MAX_CHARS:
+    if body is not None and rendered_size(body) <= CARRIED_BODY_MAX_CHARS:
         message["invocation"] = body
     publish(invocation_channel(invocation_id), message, wait=status in TERMINAL_STATUSES)
 
@@ -45,7 +45,8 @@ def publish_invocations_status(invocation_ids: Iterable[Any], status: str) -> No
     publish_each([(invocation_channel(i), message) for i in invocation_ids])
 
 
-def _rendered_size(body: dict[str, Any]) -> int:
+def rendered_size(body: dict[str, Any]) -> int:
+    """About how many characters an invocation's agent view takes, in its text parts."""
     result = body.get("result") or {}
     return (
         len(result.get("content") or "")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 
 import httpx
@@ -89,3 +90,37 @@ def test_agent_calls_carry_the_same_headers_with_or_without_cookies(
     missing = client.http.get("/api/v1/invocations/00000000-0000-0000-0000-000000000000/")
     assert missing.status_code == 404
     assert missing.json()["error"]["code"] == "not_found"
+
+
+def test_asking_to_run_a_tool_is_judged_at_the_door_before_its_body(
+    make_agent: Callable[..., AgentClient],
+) -> None:
+    """The door's checks run in the decision's thread: a forged token with a body that
+    asks to wait, or one that cannot be read, is still answered 401 at once, and the
+    answers of a good token keep their headers whichever path rendered them."""
+    client = make_agent()
+    forged = {"Authorization": f"Bearer {client.token[:-4]}AAAA"}
+    waiting = {"tool": "read_file", "arguments": {"path": "x"}, "wait": 30}
+    for body in (json.dumps(waiting), '{"wait": 30, "tool": '):
+        answer = client.http.post(
+            "/api/v1/invocations/",
+            content=body,
+            headers={**forged, "Content-Type": "application/json"},
+        )
+        assert answer.status_code == 401, body
+        assert answer.json()["error"]["code"] == "unauthenticated"
+        assert answer.headers["WWW-Authenticate"].startswith("Bearer")
+    # Controls: the same unreadable body with the agent's own token is a 400, and an
+    # answer the loop rendered carries what every agent answer carries.
+    unreadable = client.http.post(
+        "/api/v1/invocations/",
+        content='{"wait": 30, "tool": ',
+        headers={"Content-Type": "application/json"},
+    )
+    assert unreadable.status_code == 400
+    assert unreadable.json()["error"]["code"] == "invalid_argument"
+    ran = client.http.post("/api/v1/invocations/", json={**waiting, "wait": 0})
+    assert ran.status_code == 201
+    assert ran.headers["Content-Type"] == "application/json"
+    for header in ("X-Content-Type-Options", "X-Frame-Options", "Referrer-Policy", "X-Request-ID"):
+        assert ran.headers.get(header), header
