@@ -1,7 +1,8 @@
 """invocation_claim: queued → running by compare-and-set, and the claimed call to run.
 
 The worker needs the call with its agent, the agent's permissions and its
-approval request as soon as it owns it. On PostgreSQL the claim and that read
+approval request as soon as it owns it, and the tools an admin has switched off
+since (it does not run a call of one). On PostgreSQL the claim and that read
 are one statement (an UPDATE ... RETURNING joined in a CTE), built once from
 the models' metadata; elsewhere they are the ORM's UPDATE and SELECT. Either
 way the loser of a race gets None and changes nothing, and the status message
@@ -21,11 +22,15 @@ from django.utils import timezone
 
 from common.db_rows import RowShape
 from tools_app.events import publish_invocation_status
-from tools_app.models import Invocation, InvocationStatus
+from tools_app.models import Invocation, InvocationStatus, ToolDefinition
+from tools_app.selectors.invocations import disabled_tool_keys
 from tools_app.services.invocation_state import invocation_transition
 from trust_app.models import Agent, AgentPermissions
+from trust_app.policy import name_key
 
 RELATED = ("agent__permissions", "approval")
+# Where a claimed call keeps the tools switched off when it was claimed.
+_DISABLED_AT_CLAIM = "_synthorg_disabled_tools"
 
 
 @functools.cache
@@ -60,12 +65,18 @@ def _claim_statement() -> _Statement:
     def col(name: str) -> str:
         return q(_column(Invocation, name))
 
+    tools = q(ToolDefinition._meta.db_table)
+    tool_name = q(_column(ToolDefinition, "name"))
+    disabled = (
+        f"(SELECT COALESCE(array_agg({tool_name}), '{{}}') FROM {tools}"  # noqa: S608
+        f" WHERE NOT {q(_column(ToolDefinition, 'enabled'))})"
+    )
     sql = (
         f"WITH c AS (UPDATE {q(Invocation._meta.db_table)}"  # noqa: S608
         f" SET {col('status')} = %s, {col('started_at')} = %s, {col('worker')} = %s,"
         f" {col('attempts')} = {col('attempts')} + 1, {col('updated_at')} = %s"
         f" WHERE {col('id')} = %s AND {col('status')} = %s AND NOT {col('held')} RETURNING *)"
-        f" SELECT {shape.select_list()} FROM c"
+        f" SELECT {shape.select_list()}, {disabled} FROM c"
         f" INNER JOIN {q(Agent._meta.db_table)} a"
         f" ON a.{q(_column(Agent, 'id'))} = c.{col('agent')}"
         f" LEFT OUTER JOIN {q(AgentPermissions._meta.db_table)} p"
@@ -94,7 +105,9 @@ def invocation_claim(*, invocation_id: uuid.UUID, worker: str) -> Invocation | N
         )
         if not claimed:
             return None
-        return Invocation.objects.select_related(*RELATED).get(id=invocation_id)
+        loaded = Invocation.objects.select_related(*RELATED).get(id=invocation_id)
+        setattr(loaded, _DISABLED_AT_CLAIM, disabled_tool_keys())
+        return loaded
     statement = _claim_statement()
     running, queued = str(InvocationStatus.RUNNING.value), str(InvocationStatus.QUEUED.value)
     params: list[Any] = [running, now, worker, now, invocation_id, queued]
@@ -105,10 +118,18 @@ def invocation_claim(*, invocation_id: uuid.UUID, worker: str) -> Invocation | N
         return None
     invocation, agent, permissions, approval = statement.shape.instances(row)
     _link(invocation, agent, permissions, approval)
+    setattr(invocation, _DISABLED_AT_CLAIM, frozenset(name_key(name) for name in row[-1]))
     transaction.on_commit(
         lambda: publish_invocation_status(invocation_id, InvocationStatus.RUNNING)
     )
     return invocation
+
+
+def disabled_at_claim(invocation: Invocation) -> frozenset[str]:
+    """The tools (their keys) switched off when this call was claimed; read now for a
+    call that was not claimed here."""
+    known = getattr(invocation, _DISABLED_AT_CLAIM, None)
+    return disabled_tool_keys() if known is None else frozenset(known)
 
 
 def _link(invocation: Any, agent: Any, permissions: Any, approval: Any) -> None:

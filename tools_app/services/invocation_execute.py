@@ -41,9 +41,8 @@ from tools_app.sandbox.protocol import Owner
 from tools_app.sanitize.known import known_secrets_for
 from tools_app.sanitize.redaction import redact_counted
 from tools_app.secrets import call_known_secrets, call_secrets
-from tools_app.selectors.invocations import disabled_tool_keys
 from tools_app.services.invocation_admission import agent_line_advance, agent_line_hold
-from tools_app.services.invocation_claim import invocation_claim
+from tools_app.services.invocation_claim import disabled_at_claim, invocation_claim
 from tools_app.services.invocation_dispatch import invocation_dispatch_on_commit, invocation_settled
 from tools_app.services.invocation_outcome import Settled, settle_outcome, settled_for_agent
 from tools_app.services.invocation_state import invocation_transition
@@ -216,7 +215,7 @@ def _refusal_before_running(invocation: Invocation) -> Settled | None:
             error_code="unknown_tool",
             error_message=f"tool {invocation.tool!r} is not available on this worker",
         )
-    if name_key(contract.name) in disabled_tool_keys():
+    if name_key(contract.name) in disabled_at_claim(invocation):
         return Settled(
             status=InvocationStatus.FAILED,
             is_error=True,

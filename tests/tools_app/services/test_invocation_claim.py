@@ -12,10 +12,13 @@ from django.db.models import Model
 
 import tools_app.services.invocation_dispatch as dispatch
 from approvals_app.models import ApprovalRequest
+from audit_app.record import Actor
 from common.testing import run_at_once
 from tools_app.models import Invocation, InvocationStatus
-from tools_app.services.invocation_claim import invocation_claim
+from tools_app.services.invocation_claim import disabled_at_claim, invocation_claim
+from tools_app.services.invocation_execute import invocation_execute
 from tools_app.services.invocation_submit import CallRequest, invocation_submit
+from tools_app.services.tool_registry import tool_enabled_set, tool_registry_sync
 from trust_app.models import Agent, AgentPermissions
 from trust_app.services.agents import agent_create
 
@@ -116,3 +119,29 @@ def test_an_approval_loaded_with_the_claim_points_back_at_the_call() -> None:
     assert claimed is not None
     approval: ApprovalRequest = claimed.approval
     assert approval.invocation is claimed
+
+
+def test_a_tool_switched_off_after_its_call_was_queued_is_known_to_the_claim() -> None:
+    """The claim reads the tools switched off in its own statement: a call queued
+    before its tool was switched off is claimed knowing it, and is not run."""
+    tool_registry_sync()
+    queued = queued_call()
+    tool_enabled_set(name="test_echo", enabled=False, actor=Actor.system(), reason="leaks")
+    claimed = invocation_claim(invocation_id=queued.id, worker="w")
+    assert claimed is not None
+    assert "test_echo" in disabled_at_claim(claimed)
+    Invocation.objects.filter(pk=queued.pk).update(status=InvocationStatus.QUEUED)
+    invocation_execute(invocation_id=queued.id, worker="w")
+    ran = Invocation.objects.get(pk=queued.pk)
+    assert ran.status == InvocationStatus.FAILED and ran.error_code == "tool_disabled"
+
+
+def test_control_a_tool_left_on_is_claimed_and_run() -> None:
+    tool_registry_sync()
+    queued = queued_call()
+    claimed = invocation_claim(invocation_id=queued.id, worker="w")
+    assert claimed is not None
+    assert "test_echo" not in disabled_at_claim(claimed)
+    Invocation.objects.filter(pk=queued.pk).update(status=InvocationStatus.QUEUED)
+    invocation_execute(invocation_id=queued.id, worker="w")
+    assert Invocation.objects.get(pk=queued.pk).status == InvocationStatus.SUCCEEDED
