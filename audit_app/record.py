@@ -20,7 +20,7 @@ from audit_app.chain import (
 from audit_app.keys import audit_key_ring, audit_keys_configured
 from audit_app.models import AuditEvent, AuditSubject
 from audit_app.subjects import event_subjects
-from common.db_rows import insert_instance
+from common.db_rows import insert_instance, insert_with_child
 from common.platform.logs import current_request_id
 
 # Any constant works: it names the one lock that orders writers of the chain.
@@ -105,8 +105,18 @@ def audit_record(**entry: Unpack[AuditEntry]) -> AuditEvent:
     if not transaction.get_connection().in_atomic_block:
         raise RuntimeError("audit_record must run inside the transaction it records")
     key, prev = _chain_open()
-    event = _append(key, prev, _event_fields(entry))
-    _subjects_write([event])
+    fields = _event_fields(entry)
+    event = AuditEvent(
+        **fields, prev_hash=prev, hash=keyed_event_hash(key, prev, chained_values(fields)),
+        key_id=key.id,
+    )  # fmt: skip
+    rows = _subject_rows([event])
+    if len(rows) == 1:
+        # Most events name one thing: the event and its subject go in one statement.
+        insert_with_child(event, rows[0], "event")
+    else:
+        insert_instance(event)
+        _subjects_insert(rows)
     return event
 
 
@@ -186,13 +196,20 @@ def _subjects_write(events: Sequence[AuditEvent]) -> None:
     """Index what each event itself acted on (models/subject.py). The other events of its
     call are found through the call: nothing is read or copied here, so an event that
     names nothing (a call's finishing) costs no statement."""
-    rows = [
+    _subjects_insert(_subject_rows(events))
+
+
+def _subject_rows(events: Sequence[AuditEvent]) -> list[AuditSubject]:
+    return [
         AuditSubject(event=event, invocation_id=event.invocation_id, kind=k, value=v)
         for event in events
         for k, v in sorted(
             set(event_subjects(event.kind, event.tool, event.category, event.data or {}))
         )
     ]
+
+
+def _subjects_insert(rows: list[AuditSubject]) -> None:
     if len(rows) == 1:
         # Most events name one thing: one precompiled insert, without bulk_create's work.
         insert_instance(rows[0])

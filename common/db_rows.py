@@ -128,16 +128,12 @@ def insert_instance(obj: Model, using: str = "default", *, ignore_conflicts: boo
     model = type(obj)
     statement = _insert_statement(model, using, ignore_conflicts)
     connection = connections[using]
-    raw = [field.pre_save(obj, add=True) for field in statement.fields]
-    if any(hasattr(value, "as_sql") for value in raw):
+    params = _save_params(obj, statement.fields, connection)
+    if params is None:
         if ignore_conflicts:
             return bool(model._default_manager.bulk_create([obj], ignore_conflicts=True))
         obj.save(force_insert=True, using=using)
         return True
-    params = [
-        field.get_db_prep_save(value, connection)
-        for field, value in zip(statement.fields, raw, strict=True)
-    ]
     with connection.cursor() as cursor:
         cursor.execute(statement.sql, params)
         if statement.returning is not None:
@@ -152,6 +148,82 @@ def insert_instance(obj: Model, using: str = "default", *, ignore_conflicts: boo
     obj._state.adding = False
     obj._state.db = using
     return inserted
+
+
+def _save_params(obj: Model, fields: Sequence[Any], connection: Any) -> list[Any] | None:
+    """The values ``obj.save()`` would send for ``fields``; None when one is an expression."""
+    raw = [field.pre_save(obj, add=True) for field in fields]
+    if any(hasattr(value, "as_sql") for value in raw):
+        return None
+    return [
+        field.get_db_prep_save(value, connection) for field, value in zip(fields, raw, strict=True)
+    ]
+
+
+_with_child: dict[tuple[type[Model], type[Model], str, str], tuple[str, tuple[Any, ...]]] = {}
+
+
+def _with_child_statement(
+    parent: type[Model], child: type[Model], link: str, using: str
+) -> tuple[str, tuple[Any, ...]]:
+    """One INSERT of a parent row and one child row pointing at it (PostgreSQL): the
+    child's fields other than the link, in the order of their parameters."""
+    connection = connections[using]
+    key = (parent, child, link, using)
+    found = _with_child.get(key)
+    if found is not None:
+        return found
+    quote = connection.ops.quote_name
+    first = _insert_statement(parent, using, ignore_conflicts=False)
+    second = _insert_statement(child, using, ignore_conflicts=False)
+    link_field: Any = child._meta.get_field(link)
+    rest = tuple(f for f in second.fields if f is not link_field)
+    columns = ", ".join(quote(str(f.column)) for f in (link_field, *rest))
+    values = ", ".join(["(SELECT k FROM p)", *(["%s"] * len(rest))])
+    child_pk = quote(str(second.returning.column))
+    sql = (
+        f"WITH p (k) AS ({first.sql})"  # noqa: S608 (names from the models' metadata)
+        f" INSERT INTO {quote(child._meta.db_table)} ({columns}) VALUES ({values})"
+        f" RETURNING {quote(str(link_field.column))}, {child_pk}"
+    )
+    built = _with_child[key] = (sql, rest)
+    return built
+
+
+def insert_with_child(parent: Model, child: Model, link: str, using: str = "default") -> None:
+    """Insert ``parent``, then ``child`` whose foreign key ``link`` points at it, as
+    ``insert_instance`` would one after the other; on PostgreSQL in one statement
+    (one round trip instead of two). Both must have an auto primary key."""
+    connection = connections[using]
+    parent_model, child_model = type(parent), type(child)
+    statement = _insert_statement(parent_model, using, ignore_conflicts=False)
+    fast = (
+        connection.vendor == "postgresql"
+        and statement.returning is not None
+        and _insert_statement(child_model, using, ignore_conflicts=False).returning is not None
+    )
+    params = _save_params(parent, statement.fields, connection) if fast else None
+    sql, rest = _with_child_statement(parent_model, child_model, link, using) if fast else ("", ())
+    child_params = _save_params(child, rest, connection) if params is not None else None
+    if params is None or child_params is None:
+        insert_instance(parent, using)
+        link_field: Any = child_model._meta.get_field(link)
+        setattr(child, link_field.attname, parent.pk)
+        insert_instance(child, using)
+        return
+    with transaction.mark_for_rollback_on_error(using), connection.cursor() as cursor:
+        cursor.execute(sql, [*params, *child_params])
+        row = cursor.fetchone()
+    assert row is not None  # an INSERT ... RETURNING without conflicts returns its row
+    setattr(parent, statement.returning.attname, row[0])
+    link_field = child_model._meta.get_field(link)
+    setattr(child, link_field.attname, row[0])
+    link_field.set_cached_value(child, parent)
+    child_pk: Any = child_model._meta.pk
+    setattr(child, child_pk.attname, row[1])
+    for obj in (parent, child):
+        obj._state.adding = False
+        obj._state.db = using
 
 
 @dataclass(frozen=True)

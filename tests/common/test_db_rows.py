@@ -7,10 +7,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-from django.db import IntegrityError, transaction
+from django.db import DataError, IntegrityError, transaction
 from django.db.models import F
 
-from common.db_rows import update_if_among
+from audit_app.models import AuditEvent, AuditSubject
+from common.db_rows import insert_instance, insert_with_child, update_if_among
 from tools_app.models import Invocation
 from trust_app.models import Agent
 
@@ -117,3 +118,57 @@ def test_a_failed_update_marks_its_transaction_for_rollback(agent: Agent) -> Non
             assert transaction.get_connection().needs_rollback
             raise
     assert Invocation.objects.get(id=invocation.id).agent_id == agent.id
+
+
+def _event(agent: Agent, digest: str = "2" * 64) -> AuditEvent:
+    return AuditEvent(
+        created_at=AT, kind="invocation.decided", actor_type="agent", actor_id=str(agent.id),
+        actor_name=agent.name, agent_id=agent.id, agent_name=agent.name,
+        invocation_id=uuid.UUID(int=7), tool="read_file", category="file_system",
+        action_type="file:read", arguments_hash="0" * 64, outcome="allow", status="queued",
+        reason="quoted 'text' and ünïcødé", rule="", duration_ms=None, request_id="r-1",
+        data={"trace": ["a", "é"], "nested": {"n": [1, None]}}, prev_hash="1" * 64,
+        hash=digest, key_id="k1",
+    )  # fmt: skip
+
+
+def _rows(event: AuditEvent) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    columns = AuditEvent.objects.filter(id=event.id).values().get()
+    subjects = AuditSubject.objects.filter(event_id=event.id).values(
+        "invocation_id", "kind", "value"
+    )
+    rows = [dict(row) for row in subjects]
+    return {k: v for k, v in columns.items() if k not in ("id", "hash")}, rows
+
+
+def test_a_row_and_its_child_in_one_statement_are_what_two_inserts_write(agent: Agent) -> None:
+    ours, theirs = _event(agent), _event(agent, "3" * 64)
+    our_subject = AuditSubject(
+        event=ours, invocation_id=ours.invocation_id, kind="path", value="a/b"
+    )
+    insert_with_child(ours, our_subject, "event")
+    insert_instance(theirs)
+    insert_instance(
+        AuditSubject(event=theirs, invocation_id=theirs.invocation_id, kind="path", value="a/b")
+    )
+    assert ours.id is not None and our_subject.id is not None
+    assert our_subject.event_id == ours.id and our_subject.event is ours
+    assert not ours._state.adding and not our_subject._state.adding
+    assert _rows(ours) == _rows(theirs)
+    assert len(_rows(ours)[1]) == 1
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_child_that_fails_leaves_no_parent_and_marks_the_transaction(agent: Agent) -> None:
+    """One statement: a child the database refuses takes its parent with it, and the
+    transaction cannot commit half of the change even when the caller catches the error."""
+    event = _event(agent)
+    too_long = AuditSubject(event=event, invocation_id=None, kind="path", value="x" * 10_000)
+    before = AuditEvent.objects.count()
+    with pytest.raises(DataError), transaction.atomic():
+        try:
+            insert_with_child(event, too_long, "event")
+        except DataError:
+            assert transaction.get_connection().needs_rollback
+            raise
+    assert AuditEvent.objects.count() == before
