@@ -58,4 +58,10 @@ def test_a_task_started_in_a_request_logs_that_request_id(
                 return True
         return False
 
-    wait_until(logged, timeout=30, what="the worker to log the task with its request id")
+    # The session's worker is shared: calls other modules submitted without waiting may
+    # be queued before this task, so it is waited for as long as they may take.
+    try:
+        wait_until(logged, timeout=180, what="the worker to log the task with its request id")
+    except AssertionError as exc:
+        seen = [line for line in celery_worker_process.output().splitlines() if result.id in line]
+        raise AssertionError(f"{exc}; the worker's lines naming the task: {seen[-5:]}") from exc
