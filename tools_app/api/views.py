@@ -254,7 +254,7 @@ async def _no_watch() -> AsyncIterator[None]:
     yield None
 
 
-class InvocationDetailView(AgentView, AsyncAPIView):
+class InvocationDetailView(AgentView, _RenderedOnTheLoop, AsyncAPIView):
     @extend_schema(
         summary="One invocation (optionally waiting for it to finish)",
         parameters=[WaitQuerySerializer],
