@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 from typing import Any
@@ -13,15 +12,9 @@ from psycopg_pool import PoolTimeout
 
 from common.platform.postgresql.base import _busy_aware_pool_class
 from common.testing import free_port
+from tests.common.platform.postgresql.server import conninfo
 
 pytestmark = pytest.mark.integration
-
-
-def _conninfo() -> str:
-    url = os.environ.get("DATABASE_URL", "")
-    if not url.startswith("postgres"):
-        pytest.fail("scripts/test.sh starts PostgreSQL and sets DATABASE_URL")
-    return url.replace("postgres://", "postgresql://", 1)
 
 
 def _pool(conninfo: str, *, busy_timeout: float, max_size: int = 2) -> Any:
@@ -48,7 +41,7 @@ def _release_later(pool: Any, connection: psycopg.Connection[Any], after: float)
 
 
 def test_a_request_waits_while_every_connection_is_at_work() -> None:
-    pool = _pool(_conninfo(), busy_timeout=30)
+    pool = _pool(conninfo(), busy_timeout=30)
     try:
         held = [pool.getconn(), pool.getconn()]
         _release_later(pool, held[0], after=1.5)  # five pool timeouts later
@@ -62,7 +55,7 @@ def test_a_request_waits_while_every_connection_is_at_work() -> None:
 
 
 def test_control_past_the_busy_timeout_it_is_refused() -> None:
-    pool = _pool(_conninfo(), busy_timeout=0.3)
+    pool = _pool(conninfo(), busy_timeout=0.3)
     try:
         held = [pool.getconn(), pool.getconn()]
         _release_later(pool, held[0], after=1.5)

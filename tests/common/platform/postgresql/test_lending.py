@@ -3,7 +3,6 @@ its server has ended it (common/platform/postgresql.Lending)."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -12,15 +11,9 @@ import pytest
 from psycopg_pool import ConnectionPool
 
 from common.platform.postgresql.base import Lending, _busy_aware_pool_class
+from tests.common.platform.postgresql.server import conninfo
 
 pytestmark = pytest.mark.integration
-
-
-def _conninfo() -> str:
-    url = os.environ.get("DATABASE_URL", "")
-    if not url.startswith("postgres"):
-        pytest.fail("scripts/test.sh starts PostgreSQL and sets DATABASE_URL")
-    return url.replace("postgres://", "postgresql://", 1)
 
 
 class _CountedChecks:
@@ -44,7 +37,7 @@ def checks(monkeypatch: pytest.MonkeyPatch) -> _CountedChecks:
 
 def _pool(lending: Lending) -> Any:
     pool = _busy_aware_pool_class()(
-        _conninfo(),
+        conninfo(),
         min_size=1,
         max_size=1,
         timeout=5,
@@ -102,7 +95,7 @@ def test_a_connection_whose_backend_was_ended_meanwhile_is_never_lent(
     pid = _backend_pid(first)
     pool.putconn(first)
     checks.count = 0
-    with psycopg.connect(_conninfo(), autocommit=True) as admin:
+    with psycopg.connect(conninfo(), autocommit=True) as admin:
         ended = admin.execute("SELECT pg_terminate_backend(%s, 5000)", [pid]).fetchone()
         assert ended == (True,)
     got = pool.getconn()
