@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 import logging
 import uuid
+from pathlib import Path
 
 import pytest
 from django.test import Client
 
 from common.platform.logs import logging_config, request_id_from
-from common.testing import RunningProcess, wait_until
+from common.testing import python_argv, running, wait_until
 from tools_app.tasks import execute_invocation
 
 
@@ -41,27 +42,40 @@ def test_log_lines_are_json_with_the_request_id(capsys: pytest.CaptureFixture[st
 @pytest.mark.integration
 @pytest.mark.django_db(transaction=True)
 def test_a_task_started_in_a_request_logs_that_request_id(
-    celery_worker_process: RunningProcess,
+    test_env: dict[str, str], tmp_path: Path
 ) -> None:
+    """A worker of its own, on a queue of its own: the session's other workers (the shared
+    one, and those other modules start) can never take this task and log it elsewhere."""
     import structlog
 
-    structlog.contextvars.bind_contextvars(request_id="rid-task-7")
-    try:
-        # Any task will do; one for an invocation that does not exist does nothing.
-        result = execute_invocation.delay(str(uuid.uuid4()))
-    finally:
-        structlog.contextvars.clear_contextvars()
+    from common.platform.heartbeat import worker_heartbeats
 
-    def logged() -> bool:
-        for line in celery_worker_process.output().splitlines():
-            if result.id in line and "rid-task-7" in line:
-                return True
-        return False
+    queue = f"test-logging-{uuid.uuid4().hex[:8]}"
+    name = f"{queue}@localhost"
+    argv = python_argv(
+        "-m", "celery", "-A", "synthorg_site", "worker", "-Q", queue, "-n", name,
+        "--without-gossip", "--without-mingle", "-l", "INFO",
+    )  # fmt: skip
+    with running(argv, env=test_env, log_path=tmp_path / "worker.log") as worker:
+        wait_until(
+            lambda: any(b.name == name for b in worker_heartbeats()),
+            timeout=120,
+            what="the worker's heartbeat",
+        )
+        structlog.contextvars.bind_contextvars(request_id="rid-task-7")
+        try:
+            # Any task will do; one for an invocation that does not exist does nothing.
+            result = execute_invocation.apply_async(args=[str(uuid.uuid4())], queue=queue)
+        finally:
+            structlog.contextvars.clear_contextvars()
 
-    # The session's worker is shared: calls other modules submitted without waiting may
-    # be queued before this task, so it is waited for as long as they may take.
-    try:
-        wait_until(logged, timeout=180, what="the worker to log the task with its request id")
-    except AssertionError as exc:
-        seen = [line for line in celery_worker_process.output().splitlines() if result.id in line]
-        raise AssertionError(f"{exc}; the worker's lines naming the task: {seen[-5:]}") from exc
+        def logged() -> bool:
+            return any(
+                result.id in line and "rid-task-7" in line for line in worker.output().splitlines()
+            )
+
+        try:
+            wait_until(logged, timeout=120, what="the worker to log the task with its request id")
+        except AssertionError as exc:
+            seen = [line for line in worker.output().splitlines() if result.id in line]
+            raise AssertionError(f"{exc}; the worker's lines naming the task: {seen[-5:]}") from exc
