@@ -105,11 +105,7 @@ def audit_record(**entry: Unpack[AuditEntry]) -> AuditEvent:
     if not transaction.get_connection().in_atomic_block:
         raise RuntimeError("audit_record must run inside the transaction it records")
     key, prev = _chain_open()
-    fields = _event_fields(entry)
-    event = AuditEvent(
-        **fields, prev_hash=prev, hash=keyed_event_hash(key, prev, chained_values(fields)),
-        key_id=key.id,
-    )  # fmt: skip
+    event = _chained(key, prev, _event_fields(entry))
     rows = _subject_rows([event])
     if len(rows) == 1:
         # Most events name one thing: the event and its subject go in one statement.
@@ -132,10 +128,9 @@ def audit_record_many(entries: Sequence[AuditEntry]) -> list[AuditEvent]:
     key, prev = _chain_open()
     events: list[AuditEvent] = []
     for entry in entries:
-        fields = _event_fields(entry)
-        digest = keyed_event_hash(key, prev, chained_values(fields))
-        events.append(AuditEvent(**fields, prev_hash=prev, hash=digest, key_id=key.id))
-        prev = digest
+        event = _chained(key, prev, _event_fields(entry))
+        events.append(event)
+        prev = event.hash
     AuditEvent.objects.bulk_create(events)
     _subjects_write(events)
     return events
@@ -280,8 +275,13 @@ def chained_values(fields: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _append(key: AuditKey, prev: str, fields: dict[str, Any]) -> AuditEvent:
+def _chained(key: AuditKey, prev: str, fields: dict[str, Any]) -> AuditEvent:
+    """The event with these fields that follows ``prev``, hashed under ``key`` (unsaved)."""
     digest = keyed_event_hash(key, prev, chained_values(fields))
-    event = AuditEvent(**fields, prev_hash=prev, hash=digest, key_id=key.id)
+    return AuditEvent(**fields, prev_hash=prev, hash=digest, key_id=key.id)
+
+
+def _append(key: AuditKey, prev: str, fields: dict[str, Any]) -> AuditEvent:
+    event = _chained(key, prev, fields)
     insert_instance(event)
     return event

@@ -128,8 +128,8 @@ def invocation_claim(*, invocation_id: uuid.UUID, worker: str) -> Invocation | N
 def disabled_at_claim(invocation: Invocation) -> frozenset[str]:
     """The tools (their keys) switched off when this call was claimed; read now for a
     call that was not claimed here."""
-    known = getattr(invocation, _DISABLED_AT_CLAIM, None)
-    return disabled_tool_keys() if known is None else frozenset(known)
+    known: frozenset[str] | None = getattr(invocation, _DISABLED_AT_CLAIM, None)
+    return disabled_tool_keys() if known is None else known
 
 
 def _link(invocation: Any, agent: Any, permissions: Any, approval: Any) -> None:
