@@ -171,25 +171,26 @@ class _RenderedOnTheLoop:
 
 
 class _OneHop(AsyncAPIView):
-    """A POST whose checks at the door run in the thread of its work: the handler
-    calls ``self.initial`` there first (adrf would run them in a hop of their own)."""
+    """A request whose checks at the door run in the thread of its work: the handler
+    of a method in ``one_hop_methods`` calls ``self.initial`` there first (adrf would
+    run them in a hop of their own)."""
+
+    one_hop_methods: tuple[str, ...] = ("POST",)
 
     async def async_dispatch(self, request: Any, *args: Any, **kwargs: Any) -> Any:
-        if request.method != "POST":
+        if request.method not in self.one_hop_methods:
             return await super().async_dispatch(request, *args, **kwargs)
         self.args, self.kwargs = args, kwargs
         request = self.initialize_request(request, *args, **kwargs)
         self.request = request
         self.headers = self.default_response_headers
         try:
-            response = await self.post(request, *args, **kwargs)
+            handler = getattr(self, request.method.lower())
+            response = await handler(request, *args, **kwargs)
         except Exception as exc:
             response = self.handle_exception(exc)
         self.response = self.finalize_response(request, response, *args, **kwargs)
         return self.response
-
-    async def post(self, request: Request, *args: Any, **kwargs: Any) -> Response:
-        raise NotImplementedError
 
 
 def _may_wait(request: Request) -> bool:
@@ -254,21 +255,38 @@ async def _no_watch() -> AsyncIterator[None]:
     yield None
 
 
-class InvocationDetailView(AgentView, _RenderedOnTheLoop, AsyncAPIView):
+class InvocationDetailView(AgentView, _RenderedOnTheLoop, _OneHop):
+    one_hop_methods = ("GET",)
+
     @extend_schema(
         summary="One invocation (optionally waiting for it to finish)",
         parameters=[WaitQuerySerializer],
         responses={200: openapi.INVOCATION},
     )
     async def get(self, request: Request, invocation_id: uuid.UUID) -> Response:
+        invocation, wait, body_json = await sync_to_async(self._checked_load)(
+            request, invocation_id
+        )
+        if body_json is None:
+            invocation = await _wait_and_load(invocation, wait)
+            body_json = await sync_to_async(invocation_json)(invocation)
+        return Response(body_json)
+
+    def _checked_load(
+        self, request: Request, invocation_id: uuid.UUID
+    ) -> tuple[Invocation, int, dict[str, Any] | None]:
+        """In one thread: the checks at the door, the query, the call, and its answer
+        when there is nothing to wait for."""
+        self.initial(request)
         query = WaitQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
-        agent = self.agent_of(request)
-        invocation = await sync_to_async(invocation_for_agent)(agent, invocation_id)
+        wait = query.validated_data["wait"]
+        invocation = invocation_for_agent(self.agent_of(request), invocation_id)
         if invocation is None:
             raise NotFoundError(f"no invocation {invocation_id} of yours")
-        invocation = await _wait_and_load(invocation, query.validated_data["wait"])
-        return Response(await sync_to_async(invocation_json)(invocation))
+        if wait <= 0 or invocation.terminal:
+            return invocation, wait, invocation_json(invocation)
+        return invocation, wait, None
 
 
 class InvocationCancelView(AgentView, APIView):

@@ -124,3 +124,39 @@ def test_asking_to_run_a_tool_is_judged_at_the_door_before_its_body(
     assert ran.headers["Content-Type"] == "application/json"
     for header in ("X-Content-Type-Options", "X-Frame-Options", "Referrer-Policy", "X-Request-ID"):
         assert ran.headers.get(header), header
+
+
+def test_reading_a_call_is_judged_at_the_door_before_its_query(
+    make_agent: Callable[..., AgentClient],
+) -> None:
+    """The door's checks run in the same thread as the read: a forged token that asks
+    to wait on a call, or sends a query that cannot be read, is answered 401 at once;
+    another agent's call is not found; the owner's answers keep their headers."""
+    client, other = make_agent(), make_agent()
+    ran = client.http.post(
+        "/api/v1/invocations/", json={"tool": "read_file", "arguments": {"path": "x"}, "wait": 0}
+    )
+    assert ran.status_code == 201
+    detail = f"/api/v1/invocations/{ran.json()['id']}/"
+    forged = {"Authorization": f"Bearer {client.token[:-4]}AAAA"}
+    for query in ("?wait=30", "?wait=forever"):
+        answer = client.http.get(detail + query, headers=forged)
+        assert answer.status_code == 401, query
+        assert answer.json()["error"]["code"] == "unauthenticated"
+        assert answer.headers["WWW-Authenticate"].startswith("Bearer")
+    # Another agent's token, even one that asks to wait, finds nothing.
+    theirs = other.http.get(detail + "?wait=30")
+    assert theirs.status_code == 404
+    assert theirs.json()["error"]["code"] == "not_found"
+    # Controls: the owner's unreadable query is a 400; the owner reads the call, waiting
+    # or not, with what every agent answer carries.
+    unreadable = client.http.get(detail + "?wait=forever")
+    assert unreadable.status_code == 400
+    assert unreadable.json()["error"]["code"] == "invalid_argument"
+    for query in ("", "?wait=5"):
+        read = client.http.get(detail + query)
+        assert read.status_code == 200, query
+        assert read.json()["id"] == ran.json()["id"]
+        assert read.headers["Content-Type"] == "application/json"
+        for header in ("X-Content-Type-Options", "X-Frame-Options", "X-Request-ID"):
+            assert read.headers.get(header), header
