@@ -4,7 +4,8 @@ A request that waits for a call's end listens on the call's own channel. Each
 process keeps one subscriber connection per event loop, shared by every wait on
 that loop: joining a channel is one SUBSCRIBE on it (confirmed by Redis before
 the wait goes on, so a message published after the join cannot be missed) and
-leaving is one UNSUBSCRIBE, sent in the background. A message is one PUBLISH.
+leaving is an UNSUBSCRIBE sent in the background, one for every channel left within
+LEAVE_SECONDS. A message is one PUBLISH.
 The channel layer's groups, by contrast, cost a sorted-set write to join, another
 to leave, and a script per message.
 
@@ -45,6 +46,9 @@ CHANNEL_PREFIX = "synthorg:status:"
 CONFIRM_SECONDS = 5.0
 # The subscriber connection is PINGed this often; silent for twice as long, it is broken.
 HEARTBEAT_SECONDS = 15.0
+# Channels left within this many seconds are unsubscribed together, in one command: a
+# left channel may still hear a message meanwhile, which no wait takes.
+LEAVE_SECONDS = 0.05
 
 
 class _Broken:
@@ -99,6 +103,9 @@ class _Subscriber:
         self._heartbeat: asyncio.Task[None] | None = None
         self._listeners: dict[str, set[Listener]] = {}
         self._confirming: dict[str, asyncio.Future[None]] = {}
+        # Channels left and not unsubscribed yet, and the connection they were left on.
+        self._departed: set[str] = set()
+        self._departed_on: Any = None
         self._last_heard = 0.0
 
     async def join(self, channel: str) -> Listener:
@@ -135,17 +142,28 @@ class _Subscriber:
         listeners.discard(listener)
         if not listeners:
             del self._listeners[channel]
-            leaving = asyncio.ensure_future(self._unsubscribe(channel, self._pubsub))
-            _leaving.add(leaving)
-            leaving.add_done_callback(_left)
+            if self._departed_on is not self._pubsub:
+                self._departed, self._departed_on = set(), self._pubsub
+            self._departed.add(channel)
+            if len(self._departed) == 1:
+                leaving = asyncio.ensure_future(self._unsubscribe_left(self._pubsub))
+                _leaving.add(leaving)
+                leaving.add_done_callback(_left)
 
-    async def _unsubscribe(self, channel: str, pubsub: Any) -> None:
+    async def _unsubscribe_left(self, pubsub: Any) -> None:
+        """After LEAVE_SECONDS, one UNSUBSCRIBE for every channel left meanwhile."""
+        await asyncio.sleep(LEAVE_SECONDS)
         async with self._lock:
+            if pubsub is not self._departed_on:
+                return  # the connection was replaced: it left every channel with it
+            left, self._departed = self._departed, set()
             # Joined again meanwhile, or the connection was replaced: nothing to leave.
-            if channel in self._listeners or pubsub is not self._pubsub or pubsub is None:
+            channels = [c for c in left if c not in self._listeners]
+            if pubsub is not self._pubsub or pubsub is None or not channels:
                 return
-            self._confirming.pop(channel, None)
-            await pubsub.unsubscribe(channel)
+            for channel in channels:
+                self._confirming.pop(channel, None)
+            await pubsub.unsubscribe(*channels)
 
     async def _read(self, pubsub: Any) -> None:
         reason = "closed"
@@ -220,6 +238,7 @@ class _Subscriber:
                 confirmed.exception()
         self._listeners.clear()
         self._confirming.clear()
+        self._departed, self._departed_on = set(), None
         reader, self._reader, self._pubsub = self._reader, None, None
         heartbeat, self._heartbeat = self._heartbeat, None
         for task in (reader, heartbeat):

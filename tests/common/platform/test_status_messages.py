@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from common.platform.redis import redis_client
-from common.platform.status_messages import listening, publish
+from common.platform.status_messages import CHANNEL_PREFIX, LEAVE_SECONDS, listening, publish
 
 T = TypeVar("T")
 
@@ -116,3 +117,42 @@ def test_a_broken_connection_tells_the_waiter_and_the_next_wait_listens_again() 
     assert broken, "a waiter whose connection broke must be told so"
     assert heard == {"n": 3}
     assert not broken_again
+
+
+def _unsubscribes() -> int:
+    stats = redis_client().info("commandstats")
+    return int(stats.get("cmdstat_unsubscribe", {}).get("calls", 0))
+
+
+def _numsub(channels: list[str]) -> list[int]:
+    return [int(n) for _, n in redis_client().pubsub_numsub(*channels)]
+
+
+def test_channels_left_together_are_unsubscribed_in_one_command() -> None:
+    """Twenty waits ending at once leave their channels with one UNSUBSCRIBE (not
+    twenty); every channel is left all the same, and a wait that stays hears on."""
+    names = [_name() for _ in range(20)]
+    kept = _name()
+    channels = [CHANNEL_PREFIX + n for n in names]
+
+    async def scenario() -> tuple[list[int], list[int], int, Any]:
+        async with listening(kept) as staying, contextlib.AsyncExitStack() as waits:
+            assert staying is not None
+            for name in names:
+                assert await waits.enter_async_context(listening(name)) is not None
+            # The control: while the waits last, Redis has each channel subscribed.
+            during = await asyncio.to_thread(_numsub, channels)
+            before = await asyncio.to_thread(_unsubscribes)
+            await waits.aclose()
+            await asyncio.sleep(LEAVE_SECONDS * 10)
+            after = await asyncio.to_thread(_numsub, channels)
+            sent = await asyncio.to_thread(_unsubscribes) - before
+            await asyncio.to_thread(publish, kept, {"n": 1})
+            return during, after, sent, await staying.next(10)
+
+    during, after, sent, heard = _run(scenario)
+    assert during == [1] * 20
+    assert after == [0] * 20
+    # One command for the twenty (another test's client could add one more).
+    assert 1 <= sent <= 2
+    assert heard == {"n": 1}
