@@ -64,6 +64,22 @@ KEYED_TOOLS = frozenset({"write_file"})
 refused: collections.Counter[str] = collections.Counter()
 
 
+def console_env() -> dict[str, str]:
+    """The environment a benchmarked console starts with: quiet logs, no agent rate
+    limit, a free loopback port, two worker processes."""
+    return dict(
+        os.environ,
+        LOG_LEVEL="WARNING",
+        SYNTHORG_AGENT_RATE_LIMIT_PER_MINUTE="1000000",
+        PORT=str(free_port()),
+        HOST="127.0.0.1",
+        # Two worker processes (one per core), as the engine's figures are stated; a
+        # release whose launcher has no such setting runs its own default (two prefork
+        # processes).
+        SYNTHORG_WORKERS="2",
+    )
+
+
 def _agent(prefix: str) -> tuple[str, Path]:
     created = agent_create(
         name=f"{prefix}-{uuid.uuid4().hex[:8]}", access_level="elevated", autonomy="full"
@@ -296,17 +312,7 @@ def _sleepers(base: str, reader: httpx.Client, idle_p50: float) -> dict[str, obj
 
 
 def main() -> None:
-    env = dict(
-        os.environ,
-        LOG_LEVEL="WARNING",
-        SYNTHORG_AGENT_RATE_LIMIT_PER_MINUTE="1000000",
-        PORT=str(free_port()),
-        HOST="127.0.0.1",
-        # Two worker processes (one per core), as the engine's figures are stated; a
-        # release whose launcher has no such setting runs its own default (two prefork
-        # processes).
-        SYNTHORG_WORKERS="2",
-    )
+    env = console_env()
     tmp = Path(tempfile.mkdtemp(prefix="bench-engine-"))
     base = f"http://127.0.0.1:{env['PORT']}"
     launcher = python_argv("-m", "synthorg_site.launcher")

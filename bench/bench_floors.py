@@ -49,6 +49,7 @@ from bench.bench_engine import (  # noqa: E402
     _client,
     _cpu_by_role,
     _postgresql_root,
+    console_env,
 )
 from bench.measure import tree_cpu_seconds  # noqa: E402
 from common.testing import free_port, http_status, python_argv, running, wait_until  # noqa: E402
@@ -185,14 +186,7 @@ def _get_ok(http: httpx.Client, url: str) -> str | None:
 
 
 def main() -> None:
-    env = dict(
-        os.environ,
-        LOG_LEVEL="WARNING",
-        SYNTHORG_AGENT_RATE_LIMIT_PER_MINUTE="1000000",
-        PORT=str(free_port()),
-        HOST="127.0.0.1",
-        SYNTHORG_WORKERS="2",
-    )
+    env = console_env()
     tmp = Path(tempfile.mkdtemp(prefix="bench-floors-"))
     base = f"http://127.0.0.1:{env['PORT']}"
     emit: Callable[[dict[str, object]], None] = lambda r: print(json.dumps(r), flush=True)  # noqa: E731
