@@ -22,6 +22,7 @@ framework rows are the floor the engine's figures stand on.
 from __future__ import annotations
 
 import functools
+import json
 import os
 import sys
 import tempfile
@@ -37,8 +38,6 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "synthorg_site.settings")
 import django
 
 django.setup()
-
-import json  # noqa: E402
 
 import httpx  # noqa: E402
 

@@ -103,9 +103,8 @@ class _Subscriber:
         self._heartbeat: asyncio.Task[None] | None = None
         self._listeners: dict[str, set[Listener]] = {}
         self._confirming: dict[str, asyncio.Future[None]] = {}
-        # Channels left and not unsubscribed yet, and the connection they were left on.
+        # Channels left on the present connection and not unsubscribed yet.
         self._departed: set[str] = set()
-        self._departed_on: Any = None
         self._last_heard = 0.0
 
     async def join(self, channel: str) -> Listener:
@@ -142,8 +141,6 @@ class _Subscriber:
         listeners.discard(listener)
         if not listeners:
             del self._listeners[channel]
-            if self._departed_on is not self._pubsub:
-                self._departed, self._departed_on = set(), self._pubsub
             self._departed.add(channel)
             if len(self._departed) == 1:
                 leaving = asyncio.ensure_future(self._unsubscribe_left(self._pubsub))
@@ -154,12 +151,14 @@ class _Subscriber:
         """After LEAVE_SECONDS, one UNSUBSCRIBE for every channel left meanwhile."""
         await asyncio.sleep(LEAVE_SECONDS)
         async with self._lock:
-            if pubsub is not self._departed_on:
-                return  # the connection was replaced: it left every channel with it
+            if pubsub is not self._pubsub:
+                # Replaced: the old connection left every channel with it, and what was
+                # left since on the new one is for the new one's own leave.
+                return
             left, self._departed = self._departed, set()
-            # Joined again meanwhile, or the connection was replaced: nothing to leave.
+            # Joined again meanwhile: still listened to.
             channels = [c for c in left if c not in self._listeners]
-            if pubsub is not self._pubsub or pubsub is None or not channels:
+            if not channels:
                 return
             for channel in channels:
                 self._confirming.pop(channel, None)
@@ -238,7 +237,7 @@ class _Subscriber:
                 confirmed.exception()
         self._listeners.clear()
         self._confirming.clear()
-        self._departed, self._departed_on = set(), None
+        self._departed = set()
         reader, self._reader, self._pubsub = self._reader, None, None
         heartbeat, self._heartbeat = self._heartbeat, None
         for task in (reader, heartbeat):
