@@ -18,6 +18,7 @@ from typing import Final, Literal
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from common.config.binds import check_binds
+from common.config.sandbox import ByteSize
 from common.strict import StrictModel
 from common.vocabulary.levels import context_action_types
 from common.vocabulary.network import (
@@ -28,6 +29,8 @@ from common.vocabulary.network import (
     parse_url,
 )
 
+# The least memory_limit a server may be given: an interpreter alone needs about this.
+MIN_SERVER_MEMORY: Final = 32 * 1024**2
 SERVER_NAME_RE: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
 # A variable the stdio server reads, or a header the HTTP server receives.
 ENV_NAME_RE: Final = re.compile(r"^[A-Z_][A-Z0-9_]{0,127}$")
@@ -127,6 +130,10 @@ class McpServer(StrictModel):
     # stdio only: host paths bound read-only, at the same place, into this server's
     # sandbox alone (its code, its modules), never into agents' sandboxes.
     ro_binds: tuple[str, ...] = ()
+    # stdio only: the memory the server and every process it starts may hold together;
+    # null is the backend's own (sandboxing.namespace.server_memory_limit, or
+    # sandboxing.docker.memory_limit).
+    memory_limit: ByteSize | None = None
     tools: McpToolRules = McpToolRules()
     enabled: bool = True
     timeout_seconds: float = Field(default=30.0, gt=0, le=600)
@@ -155,6 +162,16 @@ class McpServer(StrictModel):
                 raise ValueError(f"{entry!r}: {exc}; write host:port") from exc
             if endpoint.port is None:
                 raise ValueError(f"{entry!r} names no port; write host:port")
+        return value
+
+    @field_validator("memory_limit")
+    @classmethod
+    def _memory(cls, value: int | None) -> int | None:
+        if value is not None and value < MIN_SERVER_MEMORY:
+            raise ValueError(
+                f"{value} bytes is too little for a server to start; give at least "
+                f"{MIN_SERVER_MEMORY // 1024**2} MiB (e.g. 256m)"
+            )
         return value
 
     @field_validator("ro_binds")
@@ -189,6 +206,7 @@ class McpServer(StrictModel):
                 "workspace",
                 "state",
                 "ro_binds",
+                "memory_limit",
             } & self.model_fields_set
             if stdio_only:
                 raise ValueError(

@@ -112,6 +112,10 @@ class NamespaceConfig(_Section):
     tmpfs_size: ByteSize = 64 * 1024**2
     kill_grace_seconds: Seconds = 0.5
     use_cgroup: bool = True
+    # What a stdio MCP server and its children may hold together, unless its entry says
+    # (mcp_servers[].memory_limit): its control group's ceiling, and each process's
+    # writable memory (RLIMIT_DATA) where there is no group.
+    server_memory_limit: ByteSize = 1024**3
 
     @field_validator("extra_ro_binds")
     @classmethod

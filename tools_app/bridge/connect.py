@@ -32,7 +32,7 @@ from common.config.mcp import McpServer
 from common.config.sandbox import SandboxingConfig
 from tools_app.bridge.credentials import placeholders
 from tools_app.bridge.definitions import UpstreamTool
-from tools_app.bridge.launch import stdio_launch
+from tools_app.bridge.launch import Launch, stdio_launch
 from tools_app.bridge.stderr import StderrTail
 from tools_app.egress.decision import explicit_address_entries
 from tools_app.net.guard import CheckedEndpoint, EgressGuard
@@ -203,14 +203,16 @@ async def open_session(
     egress_dir: Path | None = None,
     secret_env: Mapping[str, str] | None = None,
     secret_values: Iterable[str] = (),
+    on_launch: Callable[[Launch], None] | None = None,
 ) -> AsyncIterator[ClientSession]:
     """An initialised session; the server (or connection) goes when the block ends.
 
-    stdio: ``egress_dir`` gives the server its egress proxy (else no network),
-    ``secret_env`` its variables for its secrets (placeholders: the proxy adds the
-    values, ``credentials``), ``stderr`` keeps the tail of what it writes there (else it
-    is discarded; ``secret_values`` are redacted from it). http: ``secret_env`` holds
-    the values of its header secrets (asked of the broker when None)."""
+        stdio: ``egress_dir`` gives the server its egress proxy (else no network),
+        ``secret_env`` its variables for its secrets (placeholders: the proxy adds the
+        values, ``credentials``), ``stderr`` keeps the tail of what it writes there (else it
+        is discarded; ``secret_values`` are redacted from it), ``on_launch`` is told how it was
+    started (its ceilings, what stopped it). http: ``secret_env`` holds
+        the values of its header secrets (asked of the broker when None)."""
     async with contextlib.AsyncExitStack() as stack:
         if server.transport == "stdio":
             if secret_env is None:
@@ -222,6 +224,8 @@ async def open_session(
                 egress_dir=egress_dir, secret_env=secret_env,
             )  # fmt: skip
             stack.callback(launch.cleanup)
+            if on_launch is not None:
+                on_launch(launch)
             params = StdioServerParameters(
                 command=launch.argv[0], args=launch.argv[1:], env=launch.env, cwd="/"
             )

@@ -3,9 +3,10 @@
 namespace: bubblewrap with the namespace backend's own command line (new user, pid,
 net, ipc, uts and mount namespaces, read-only system directories, a private /tmp, the
 workspace at /workspace), started as the sandbox user (``setpriv``) with rlimits
-(``prlimit``) when the worker runs as root. docker: ``docker run -i`` with no network, a
-read-only root, every capability dropped, no new privileges, pids, memory and CPU
-limits. Never the bare subprocess backend.
+(``prlimit``) when the worker runs as root, held to its memory ceiling (its control
+group's, and each process's writable memory, ``RLIMIT_DATA``). docker: ``docker run -i``
+with no network, a read-only root, every capability dropped, no new privileges, pids,
+memory and CPU limits. Never the bare subprocess backend.
 
 Network: none, unless the entry's ``network`` allowlist names hosts; then the warm
 server's egress directory (``tools_app.bridge.egress``) is bound at
@@ -41,6 +42,7 @@ from tools_app.sandbox.env import build_sandbox_env, is_refused_for_a_secret
 from tools_app.sandbox.errors import SandboxUnavailableError
 from tools_app.sandbox.linux.cgroups import CallCgroup, detect_cgroup_support
 from tools_app.sandbox.linux.identity import SandboxIdentity, resolve_identity
+from tools_app.sandbox.linux.limits import ADDRESS_SPACE_HEADROOM_WITH_CGROUP
 from tools_app.sandbox.paths import resolve_workspace, restrict_path
 from tools_app.sandbox.protocol import MountMode, NetworkPolicy, SandboxSpec, WorkspaceMount
 from tools_app.sandbox.runner import SHARED_NPROC_HEADROOM
@@ -69,7 +71,13 @@ class Launch:
     env: dict[str, str]
     scratch: list[Path] = field(default_factory=list)
     cgroup: CallCgroup | None = None
-    """The server's control group: its pids ceiling; what is left in it is killed after."""
+    """The server's control group: its ceilings; what is left in it is killed after."""
+    memory_bytes: int | None = None
+    """The server's memory ceiling, in bytes."""
+
+    def out_of_memory(self) -> bool:
+        """Whether the kernel stopped a process of the server at its memory ceiling."""
+        return self.cgroup is not None and self.cgroup.oom_killed()
 
     def cleanup(self) -> None:
         if self.cgroup is not None:
@@ -80,17 +88,26 @@ class Launch:
             shutil.rmtree(path, ignore_errors=True)
 
 
-def server_cgroup(identity: SandboxIdentity) -> CallCgroup | None:
-    """A control group holding a namespace server to ``MAX_PROCESSES``, where there is one.
+def server_cgroup(identity: SandboxIdentity, memory_bytes: int) -> CallCgroup | None:
+    """A control group holding a namespace server to ``MAX_PROCESSES`` and
+    ``memory_bytes`` (no swap), where there is one.
 
     Only a worker running as root (one that switches to the sandbox user) joins the
-    server to it; elsewhere the rlimit alone bounds it. No memory ceiling of its own, as
-    before (a server is not a call: it has no call's memory limit).
+    server to it; elsewhere the rlimits alone bound it.
     """
     support = detect_cgroup_support()
     if not identity.switch or not support.available:
         return None
-    return CallCgroup(support, memory_bytes=None, max_processes=MAX_PROCESSES)
+    return CallCgroup(support, memory_bytes=memory_bytes, max_processes=MAX_PROCESSES)
+
+
+def server_memory(server: McpServer, config: SandboxingConfig) -> int:
+    """The memory ``server`` may hold: its entry's ceiling, else its backend's."""
+    if server.memory_limit is not None:
+        return server.memory_limit
+    if server.backend == "docker":
+        return int(config.docker.memory_limit)
+    return int(config.namespace.server_memory_limit)
 
 
 def per_agent(server: McpServer) -> bool:
@@ -157,16 +174,24 @@ def _namespace(
     env.update(PWD=WORKSPACE_INSIDE, USER=identity.name, LOGNAME=identity.name)
     env.setdefault("SHELL", "/bin/sh")
     env.setdefault("TERM", "dumb")
-    limits = ["prlimit", f"--nofile={MAX_OPEN_FILES}", f"--nproc={SERVER_NPROC}", "--"]
+    memory = server_memory(server, config)
+    group = server_cgroup(identity, memory)
+    # Each process's writable memory: the wall where there is no group; with one, the
+    # group's ceiling (which counts every process together) comes first.
+    data = memory * (ADDRESS_SPACE_HEADROOM_WITH_CGROUP if group is not None else 1)
+    limits = ["prlimit", f"--nofile={MAX_OPEN_FILES}", f"--nproc={SERVER_NPROC}",
+              f"--data={data}", "--"]  # fmt: skip
     drop: list[str] = []
     if identity.switch:
         drop = ["setpriv", f"--reuid={identity.uid}", f"--regid={identity.gid}",
                 "--clear-groups", "--inh-caps=-all", "--"]  # fmt: skip
-    group = server_cgroup(identity)
     join: list[str] = []
     if group is not None:
         join = ["/bin/sh", "-c", JOIN_CGROUP, "synthorg-join", *group.procs_files, "--"]
-    return Launch(argv=[*join, *drop, *limits, *argv], env=env, scratch=scratch, cgroup=group)
+    return Launch(
+        argv=[*join, *drop, *limits, *argv], env=env, scratch=scratch, cgroup=group,
+        memory_bytes=memory,
+    )  # fmt: skip
 
 
 def _docker(
@@ -197,7 +222,7 @@ def _docker(
     argv = [
         docker, "run", "-i", "--rm", "--network", "none", "--read-only",
         "--cap-drop", "ALL", "--security-opt", "no-new-privileges",
-        "--pids-limit", str(d.pids_limit), "--memory", str(int(d.memory_limit)),
+        "--pids-limit", str(d.pids_limit), "--memory", str(server_memory(server, config)),
         "--cpus", str(d.cpu_limit), "--tmpfs", f"{TMP_INSIDE}:size={int(d.tmpfs_size)}",
         "--label", "synthorg.managed=true", "--label", f"synthorg.mcp_server={server.name}",
         "-v", f"{resolve_workspace(workspace)}:{WORKSPACE_INSIDE}:rw", "-w", WORKSPACE_INSIDE,
@@ -211,7 +236,7 @@ def _docker(
         env["DOCKER_HOST"] = d.docker_host
     elif os.environ.get("DOCKER_HOST"):
         env["DOCKER_HOST"] = os.environ["DOCKER_HOST"]
-    return Launch(argv=argv, env=env, scratch=scratch)
+    return Launch(argv=argv, env=env, scratch=scratch, memory_bytes=server_memory(server, config))
 
 
 def stdio_launch(

@@ -50,7 +50,7 @@ from tools_app.bridge.connect import list_upstream_tools, open_session
 from tools_app.bridge.credentials import ServerSecrets
 from tools_app.bridge.definitions import UpstreamTool
 from tools_app.bridge.egress import ServerEgress, has_proxy, write_server_records
-from tools_app.bridge.launch import per_agent
+from tools_app.bridge.launch import Launch, per_agent
 from tools_app.bridge.results import outcome_from_result
 from tools_app.bridge.stderr import StderrTail
 from tools_app.builtin.base import (
@@ -86,6 +86,20 @@ class WarmServer:
     retiring: bool = False  # replaced (a rotated secret): stopped when its last call ends
     # What the server listed as its session opened (reviewed against the pins then).
     start_listing: list[UpstreamTool] | None = None
+    launch: Launch | None = None  # a stdio server's command line, ceilings and group
+
+    def launched(self, launch: Launch) -> None:
+        self.launch = launch
+
+    def out_of_memory(self) -> str | None:
+        """Why the server stopped, when its memory ceiling stopped it."""
+        if self.launch is None or not self.launch.out_of_memory():
+            return None
+        mib = (self.launch.memory_bytes or 0) / 1024**2
+        return (
+            f"the MCP server {self.server.name} was stopped: it went over its memory "
+            f"ceiling of {mib:g} MiB (mcp_servers[].memory_limit)"
+        )
 
     @property
     def alive(self) -> bool:
@@ -134,6 +148,7 @@ class BridgePool:
                 egress_dir=warm.egress.directory if warm.egress is not None else None,
                 secret_env=secrets.env,
                 secret_values=secrets.values,
+                on_launch=warm.launched,
             ) as session:
                 warm.session = session
                 # Checked against the pins before any call uses it: what this start of
@@ -305,7 +320,14 @@ class BridgePool:
                         await self._stop(warm)
                         continue
                     await self._check_pin(warm, tool, pinned_hash, tools)
-                return await warm.session.call_tool(tool, arguments)
+                try:
+                    return await warm.session.call_tool(tool, arguments)
+                except Exception as exc:
+                    stopped = warm.out_of_memory()
+                    if stopped is None:
+                        raise
+                    log.warning("bridge_server_out_of_memory", server=server.name)
+                    raise ToolFailedError(stopped, code="upstream_error") from exc
             finally:
                 warm.busy -= 1
                 warm.last_used = time.monotonic()

@@ -5,14 +5,17 @@ Tools: ``fetch`` (an HTTP GET with urllib, which honours the proxy variables),
 ``connect`` (a raw TCP connect that ignores them: the bypass attempt), ``hold`` (a
 tunnel left open after the call), ``env`` (one
 environment variable, plain and base64: a server careless with its credentials) and
-``env_later`` (the same after a pause: a call still running when a secret rotates) and
-``processes`` (many children at once: a server held to its process ceiling).
+``env_later`` (the same after a pause: a call still running when a secret rotates),
+``processes`` (many children at once: a server held to its process ceiling) and
+``hold_memory`` (memory filled and kept, by the server or its children: a server held
+to its memory ceiling).
 """
 
 import base64
 import hashlib
 import os
 import socket
+import subprocess
 import sys
 import urllib.error
 import urllib.request
@@ -125,6 +128,44 @@ def processes(count: int) -> str:
         child.kill()
         child.wait()
     return f"STARTED {len(started)}{refused}"
+
+
+HOLDING: list[bytearray] = []
+FILL = """
+import sys
+held = [bytearray(b"\\x01") * (8 << 20) for _ in range(int(sys.argv[1]) // 8)]
+print("FULL", flush=True)
+sys.stdin.read()
+"""
+
+
+def _first_line(child: "subprocess.Popen[bytes]") -> str:
+    assert child.stdout is not None
+    return child.stdout.readline().decode().strip() or "ENDED"
+
+
+@server.tool(annotations=READ)
+def hold_memory(megabytes: int, children: int = 0) -> str:
+    """Fill ``megabytes`` MiB, 8 at a time, and keep them (a server that leaks); with
+    ``children``, that many children fill as much each, all at once, and say so."""
+    if children:
+        argv = [sys.executable, "-c", FILL, str(megabytes)]
+        started = [
+            subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+            for _ in range(children)
+        ]
+        said = [_first_line(child) for child in started]
+        for child in started:
+            child.kill()
+            child.wait()
+        return " ".join(said)
+    try:
+        for _ in range(megabytes // 8):
+            HOLDING.append(bytearray(b"\x01") * (8 << 20))
+    except MemoryError:
+        HOLDING.clear()
+        return "REFUSED MemoryError"
+    return f"HELD {megabytes}"
 
 
 if __name__ == "__main__":
