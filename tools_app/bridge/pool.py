@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -66,6 +67,10 @@ from tools_app.sandbox.errors import SandboxError
 log = structlog.get_logger("synthorg.bridge")
 
 PoolKey = tuple[str, str | None]
+
+
+class ServerEndedError(Exception):
+    """A warm stdio server ended while nobody had asked it to stop."""
 
 
 @dataclass
@@ -133,7 +138,14 @@ class BridgePool:
     async def _own(self, warm: WarmServer, workspace: Path | None, secrets: ServerSecrets) -> None:
         """The task that holds the session open until told to stop (or it fails)."""
         loop = asyncio.get_running_loop()
-        stderr = StderrTail() if warm.server.transport == "stdio" else None
+        # A stdio server's standard error closes when its process ends: the session
+        # itself would only notice at the next request.
+        ended = asyncio.Event()
+        stderr = (
+            StderrTail(on_end=functools.partial(loop.call_soon_threadsafe, ended.set))
+            if warm.server.transport == "stdio"
+            else None
+        )
         try:
             if has_proxy(warm.server):
                 warm.egress = await loop.run_in_executor(
@@ -155,7 +167,9 @@ class BridgePool:
                 # the server lists is reviewed (a changed definition is held now).
                 await self._review_listing(warm, session)
                 warm.ready.set()
-                await warm.stop.wait()
+                await _either(warm.stop, ended)
+                if not warm.stop.is_set():
+                    raise ServerEndedError(warm.out_of_memory() or "its process ended on its own")
         except BaseException as exc:
             warm.error = exc
             if stderr is not None and isinstance(exc, Exception):
@@ -351,6 +365,16 @@ class BridgePool:
                 if (warm.busy == 0 and idle) or not warm.alive:
                     log.info("bridge_server_stopped", server=warm.server.name, idle=idle)
                     await self._stop(warm)
+
+
+async def _either(first: asyncio.Event, second: asyncio.Event) -> None:
+    """Until one of the events is set."""
+    waits = [asyncio.ensure_future(first.wait()), asyncio.ensure_future(second.wait())]
+    try:
+        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for wait in waits:
+            wait.cancel()
 
 
 def _stderr_text(stderr: StderrTail) -> str:

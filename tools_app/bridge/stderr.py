@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TextIO
 
 from tools_app.sanitize import sanitize_output
@@ -28,7 +28,10 @@ _READ_SIZE = 65536
 class StderrTail:
     """A pipe for one server's standard error, drained into a bounded tail."""
 
-    def __init__(self) -> None:
+    def __init__(self, on_end: Callable[[], object] | None = None) -> None:
+        """``on_end`` is called (from the reading thread) when every writer has closed
+        the pipe: the server and whatever it started have ended."""
+        self._on_end = on_end
         self._writer: TextIO | None = None
         self._thread: threading.Thread | None = None
         self._kept = bytearray()
@@ -69,6 +72,8 @@ class StderrTail:
             pass
         finally:
             os.close(read_fd)
+            if self._on_end is not None:
+                self._on_end()
 
     def text(self, *, known_secrets: Iterable[str] = (), wait_seconds: float = 2.0) -> str:
         """The sanitised tail; waits up to ``wait_seconds`` for the server's last words

@@ -8,7 +8,7 @@ environment variable, plain and base64: a server careless with its credentials) 
 ``env_later`` (the same after a pause: a call still running when a secret rotates),
 ``processes`` (many children at once: a server held to its process ceiling) and
 ``hold_memory`` (memory filled and kept, by the server or its children: a server held
-to its memory ceiling).
+to its memory ceiling) and ``die`` (last words on standard error, then the process ends).
 """
 
 import base64
@@ -166,6 +166,14 @@ def hold_memory(megabytes: int, children: int = 0) -> str:
         HOLDING.clear()
         return "REFUSED MemoryError"
     return f"HELD {megabytes}"
+
+
+@server.tool(annotations=READ)
+def die(words: str) -> str:
+    """Write ``words`` to standard error and end the process in the middle of the call."""
+    sys.stderr.write(words + "\n")
+    sys.stderr.flush()
+    os._exit(3)
 
 
 if __name__ == "__main__":
