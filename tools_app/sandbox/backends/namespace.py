@@ -44,6 +44,7 @@ WORKSPACE_INSIDE = "/workspace"
 USER_NAMESPACE_NPROC_HEADROOM = 32
 TMP_INSIDE = "/tmp"  # noqa: S108 - a private tmpfs inside the namespace
 HOME_INSIDE = f"{TMP_INSIDE}/home"
+SHM_INSIDE = "/dev/shm"  # noqa: S108 - a private tmpfs inside the namespace
 SYSTEM_DIRS: tuple[str, ...] = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 # Only what programs need from /etc; the rest of the host's /etc stays hidden.
 ETC_ENTRIES: tuple[str, ...] = (
@@ -200,6 +201,16 @@ class NamespaceSandbox:
             "--proc",
             "/proc",
             "--dev",
+            "/dev",
+            # bubblewrap's /dev is a tmpfs of half the host's memory, the sandbox user's
+            # to write: files there would hold memory no rlimit counts. Its shared memory
+            # gets a tmpfs of the /tmp size, and the rest is read-only (device nodes are
+            # still written to: a read-only mount does not stop that).
+            "--size",
+            str(self.tmpfs_size_bytes),
+            "--tmpfs",
+            SHM_INSIDE,
+            "--remount-ro",
             "/dev",
             "--size",
             str(self.tmpfs_size_bytes),

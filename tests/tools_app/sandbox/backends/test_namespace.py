@@ -66,6 +66,30 @@ class TestNamespaceSandbox(AttackSuite):
         assert result.stderr.count("Read-only file system") == 3
         assert not os.path.exists("/usr/pwned")
 
+    def test_dev_holds_no_memory_beyond_the_tmpfs_size(self, backend, workspace):
+        # The attack: bubblewrap's /dev is a tmpfs of half the host's memory that no rlimit
+        # counts; many files under the per-file size limit would fill it. Shared memory
+        # gets a tmpfs of the /tmp size, and nothing else in /dev can be created.
+        fill = (
+            "i=0; while [ $i -lt 8 ]; do head -c 33554432 /dev/zero > /dev/shm/f$i || break;"
+            " i=$((i+1)); done; echo written $i;"
+            " echo x > /dev/pwned || echo dev-refused; df -k /dev/shm | tail -1"
+        )
+        result = self.run(backend, workspace, "sh", "-c", fill)
+        lines = result.stdout.split("\n")
+        assert int(lines[0].split()[1]) < 8, result.stdout  # 256 MiB never fits
+        assert lines[1] == "dev-refused" and "Read-only file system" in result.stderr
+        assert int(lines[2].split()[1]) == backend.tmpfs_size_bytes // 1024, result.stdout
+        # The control: shared memory still works (a POSIX semaphore, a small segment), and
+        # writing to a device node still does.
+        control = (
+            "import multiprocessing as mp, multiprocessing.shared_memory as sm\n"
+            "lock = mp.Lock(); segment = sm.SharedMemory(create=True, size=1 << 20)\n"
+            "segment.buf[:2] = b'ok'; print(bytes(segment.buf[:2]).decode())\n"
+            "segment.close(); segment.unlink(); open('/dev/null', 'w').write('x')\n"
+        )
+        assert self.run(backend, workspace, "python3", "-c", control).stdout == "ok\n"
+
     def test_tmp_is_private_per_call(self, backend, workspace):
         self.run(backend, workspace, "sh", "-c", "echo one > /tmp/left-behind")
         second = self.run(backend, workspace, "ls", "/tmp")
@@ -166,6 +190,11 @@ class TestNamespaceSandboxWithoutCgroup(AttackSuite):
     def make_backend(self) -> NamespaceSandbox:
         namespace_backend()
         return NamespaceSandbox(use_cgroup=False)
+
+    # Without a group nothing else counts what /dev holds.
+    test_dev_holds_no_memory_beyond_the_tmpfs_size = (
+        TestNamespaceSandbox.test_dev_holds_no_memory_beyond_the_tmpfs_size
+    )
 
     def test_probe_says_cgroups_are_off(self, backend):
         assert "switched off" in str(backend.probe().details["cgroup"])
