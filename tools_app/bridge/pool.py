@@ -359,12 +359,21 @@ class BridgePool:
     async def _reap_idle(self) -> None:
         while True:
             await asyncio.sleep(max(1.0, settings.SYNTHORG_BRIDGE_IDLE_SECONDS / 4))
-            now = time.monotonic()
-            for warm in list(self.servers.values()):
-                idle = now - warm.last_used > settings.SYNTHORG_BRIDGE_IDLE_SECONDS
-                if (warm.busy == 0 and idle) or not warm.alive:
-                    log.info("bridge_server_stopped", server=warm.server.name, idle=idle)
-                    await self._stop(warm)
+            await self.reap()
+
+    async def reap(self) -> None:
+        """One pass: stop the servers idle too long and those whose session has ended.
+
+        A server still starting has no session yet and no call counted on it (the call
+        that started it waits for it): it is left to its start's own time limit."""
+        now = time.monotonic()
+        for warm in list(self.servers.values()):
+            if not warm.ready.is_set():
+                continue
+            idle = now - warm.last_used > settings.SYNTHORG_BRIDGE_IDLE_SECONDS
+            if (warm.busy == 0 and idle) or not warm.alive:
+                log.info("bridge_server_stopped", server=warm.server.name, idle=idle)
+                await self._stop(warm)
 
 
 async def _either(first: asyncio.Event, second: asyncio.Event) -> None:
