@@ -27,6 +27,10 @@ def test_request_id_is_echoed_and_a_bad_one_replaced() -> None:
 def test_log_lines_are_json_with_the_request_id(capsys: pytest.CaptureFixture[str]) -> None:
     import structlog
 
+    # The handler made here writes to this test's captured stream, closed after it: the
+    # session's own handlers come back, or every later test's log lines would be lost.
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
     logging_config(fmt="json", level="INFO")
     try:
         structlog.contextvars.bind_contextvars(request_id="rid-42")
@@ -34,6 +38,8 @@ def test_log_lines_are_json_with_the_request_id(capsys: pytest.CaptureFixture[st
         logging.getLogger("plain.stdlib").warning("from stdlib")
     finally:
         structlog.contextvars.clear_contextvars()
+        root.handlers[:] = handlers
+        root.setLevel(level)
     lines = [json.loads(line) for line in capsys.readouterr().err.splitlines() if line]
     assert lines[0]["event"] == "tool_called" and lines[0]["request_id"] == "rid-42"
     assert lines[1]["event"] == "from stdlib" and lines[1]["request_id"] == "rid-42"
