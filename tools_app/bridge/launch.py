@@ -16,17 +16,22 @@ none``). The entry's ``ro_binds`` (the server's code) are bound read-only into t
 server's sandbox only; one missing on this host refuses the start, naming it. Secrets:
 the values the broker gave for the server's ``secrets`` become environment variables;
 docker's argv names them (``-e NAME``) and the values travel in the client's
-environment only, never in an argv.
+environment only, never in an argv. Either way the server's standard output reaches the
+client through ``wire_cap``: one message (a line) longer than
+``SYNTHORG_BRIDGE_MAX_RESPONSE_BYTES`` stops the server.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import sys
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from django.conf import settings
 
 from common.config.mcp import McpServer
 from common.config.sandbox import SandboxingConfig
@@ -48,6 +53,8 @@ from tools_app.sandbox.protocol import MountMode, NetworkPolicy, SandboxSpec, Wo
 from tools_app.sandbox.runner import SHARED_NPROC_HEADROOM
 from tools_app.sandbox.workspace import check_workspace_access
 
+# Between the MCP client and the server's standard output: the cap on one message.
+WIRE_CAP = Path(__file__).with_name("wire_cap.py")
 # Open files and processes of the server (its own children included).
 MAX_OPEN_FILES = 1024
 MAX_PROCESSES = 256
@@ -250,4 +257,8 @@ def stdio_launch(
     """
     _check_ro_binds(server)
     build = _docker if server.backend == "docker" else _namespace
-    return build(server, workspace, config, egress_dir=egress_dir, secret_env=secret_env or {})
+    launch = build(server, workspace, config, egress_dir=egress_dir, secret_env=secret_env or {})
+    # Its standard output reaches the MCP client through the cap on one message.
+    cap = str(settings.SYNTHORG_BRIDGE_MAX_RESPONSE_BYTES)
+    launch.argv = [sys.executable, "-I", "-S", str(WIRE_CAP), cap, "--", *launch.argv]
+    return launch

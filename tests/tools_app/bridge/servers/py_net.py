@@ -8,7 +8,8 @@ environment variable, plain and base64: a server careless with its credentials) 
 ``env_later`` (the same after a pause: a call still running when a secret rotates),
 ``processes`` (many children at once: a server held to its process ceiling) and
 ``hold_memory`` (memory filled and kept, by the server or its children: a server held
-to its memory ceiling) and ``die`` (last words on standard error, then the process ends).
+to its memory ceiling), ``die`` (last words on standard error, then the process ends)
+and ``flood`` (one endless message on the wire to the client).
 """
 
 import base64
@@ -166,6 +167,34 @@ def hold_memory(megabytes: int, children: int = 0) -> str:
         HOLDING.clear()
         return "REFUSED MemoryError"
     return f"HELD {megabytes}"
+
+
+def _wire() -> int:
+    """The pipe the SDK answers on (it moves it off descriptor 1, then pointed at 2)."""
+    import fcntl
+
+    diverted = os.readlink("/proc/self/fd/2")
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+            flags = fcntl.fcntl(fd, fcntl.F_GETFL)
+        except OSError:
+            continue
+        if fd > 2 and target.startswith("pipe:") and target != diverted and flags & os.O_WRONLY:
+            return fd
+    raise RuntimeError("no wire")
+
+
+@server.tool(annotations=READ)
+def flood(kilobytes: int) -> str:
+    """Write ``kilobytes`` KiB of 'A' straight to the wire, then a newline: one message."""
+    fd = _wire()
+    chunk = b"A" * 1024
+    for _ in range(kilobytes):
+        os.write(fd, chunk)
+    os.write(fd, b"\n")
+    return f"FLOODED {kilobytes}"
 
 
 @server.tool(annotations=READ)
