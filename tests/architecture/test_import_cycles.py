@@ -32,6 +32,7 @@ NAMED_CYCLES = {
             "tools_app.bridge.catalog",
             "tools_app.bridge.tool",
             "tools_app.bridge.pool",
+            "tools_app.bridge.upstream_call",
             "tools_app.bridge.discovery",
             "tools_app.bridge.services",
             "tools_app.bridge.pinning",

@@ -1,4 +1,4 @@
-"""The warm servers of one worker process, and one upstream call through them.
+"""The warm servers of one worker process (a call through them: ``bridge.upstream_call``).
 
 A daemon thread runs an event loop holding the sessions: one per server (``state:
 worker``) or one per server and agent (``state: agent``, or a server given the agent's
@@ -18,10 +18,6 @@ call (``egress_records``), and what is left is audited when the server stops. A 
 naming ``secrets`` is started with the values its call brought (``bridge.credentials``);
 a warm server whose values differ (a rotated secret) is replaced: new calls get a server
 started with the new values, and the old one is stopped once its calls in flight end.
-
-The Celery task waits for the call in slices of ``SYNTHORG_BRIDGE_CANCEL_POLL_SECONDS``,
-looking whether the console's call was cancelled; a cancel or the tool's timeout cancels
-the request, which sends ``notifications/cancelled`` upstream.
 """
 
 from __future__ import annotations
@@ -52,14 +48,9 @@ from tools_app.bridge.credentials import ServerSecrets
 from tools_app.bridge.definitions import UpstreamTool
 from tools_app.bridge.egress import ServerEgress, has_proxy, write_server_records
 from tools_app.bridge.launch import Launch, per_agent
-from tools_app.bridge.results import outcome_from_result
 from tools_app.bridge.stderr import StderrTail
 from tools_app.builtin.base import (
-    CANCELLED_CODE,
-    ToolContext,
     ToolFailedError,
-    ToolOutcome,
-    ToolRefusedError,
 )
 from tools_app.egress.records import ConnectionRecord
 from tools_app.sandbox.errors import SandboxError
@@ -176,7 +167,7 @@ class BridgePool:
                 # The server failed to start or died: its last words go to the log.
                 said = await loop.run_in_executor(None, _stderr_text, stderr)
                 log.warning(
-                    "bridge_server_failed", server=warm.server.name, error=_describe(exc),
+                    "bridge_server_failed", server=warm.server.name, error=describe_error(exc),
                     stderr=said,
                 )  # fmt: skip
         finally:
@@ -424,14 +415,14 @@ def _start_failure(server: McpServer, error: BaseException | None) -> Exception:
             f"the {server.backend} sandbox cannot start the MCP server {server.name}: {reason}",
             code="sandbox_unavailable",
         )
-    detail = _describe(error)
+    detail = describe_error(error)
     return ToolFailedError(
         f"the MCP server {server.name} could not be started or did not answer: {detail}",
         code="upstream_unavailable",
     )
 
 
-def _describe(error: BaseException | None) -> str:
+def describe_error(error: BaseException | None) -> str:
     if error is None:
         return "no reason given"
     while isinstance(error, BaseExceptionGroup) and error.exceptions:
@@ -455,69 +446,3 @@ def bridge_pool() -> BridgePool:
 def pool_key(server: McpServer, agent_id: str) -> PoolKey:
     """Per agent when the server holds state or works in the agent's workspace."""
     return (server.name, agent_id if per_agent(server) else None)
-
-
-def _cancelled(invocation_id: str | None) -> bool:
-    """Whether a cancel came for this running call (it stays running until it stops)."""
-    if invocation_id is None:
-        return False
-    from tools_app.models import Invocation
-
-    return Invocation.objects.filter(id=invocation_id, cancel_requested_at__isnull=False).exists()
-
-
-def call_upstream(
-    *, server: McpServer, tool: str, arguments: dict[str, Any], timeout: float,
-    context: ToolContext, secrets: ServerSecrets | None = None,
-    pinned_hash: str | None = None,
-) -> ToolOutcome:  # fmt: skip
-    """Run one upstream call for a Celery task; its timeout and cancellation apply.
-
-    With ``pinned_hash``, the server must list ``tool`` with that definition just before
-    the call (``BridgePool.call``), else the call is not sent.
-    """
-    pool = bridge_pool()
-    workspace = context.workspace if server.workspace == "agent" else None
-    started = time.monotonic()
-    sent = threading.Event()
-    key = pool_key(server, context.agent_id)
-    future = pool.submit(
-        pool.call(server, key, workspace, tool, arguments, sent, secrets, pinned_hash)
-    )
-    deadline: float | None = None
-    while True:
-        if deadline is None and sent.is_set():
-            deadline = time.monotonic() + timeout
-        left = (deadline - time.monotonic()) if deadline is not None else timeout
-        if left <= 0:
-            future.cancel()  # the request is abandoned: notifications/cancelled goes upstream
-            raise ToolFailedError(
-                f"the MCP server {server.name} did not answer within {timeout:g} s; the call "
-                "was cancelled upstream",
-                code="timeout",
-                timed_out=True,
-            )
-        try:
-            result = future.result(timeout=min(left, settings.SYNTHORG_BRIDGE_CANCEL_POLL_SECONDS))
-            break
-        except concurrent.futures.TimeoutError:
-            if _cancelled(context.invocation_id):
-                future.cancel()
-                raise ToolFailedError(
-                    "the call was cancelled while it ran; the MCP server was told to stop it",
-                    code=CANCELLED_CODE,
-                ) from None
-        except (ToolFailedError, ToolRefusedError):
-            raise
-        except concurrent.futures.CancelledError:
-            raise ToolFailedError("the upstream call was cancelled", code="cancelled") from None
-        except Exception as exc:
-            raise ToolFailedError(
-                f"the MCP server {server.name} failed the call: {_describe(exc)}",
-                code="upstream_error",
-            ) from None
-    return outcome_from_result(
-        result,
-        max_bytes=settings.SYNTHORG_BRIDGE_MAX_OUTPUT_BYTES,
-        duration_ms=int((time.monotonic() - started) * 1000),
-    )

@@ -105,8 +105,9 @@ class BridgedTool:
         from tools_app.bridge.credentials import SecretRedactor, server_secret_values
         from tools_app.bridge.egress import has_proxy
         from tools_app.bridge.pinning import upstream_pin
-        from tools_app.bridge.pool import call_upstream, pool_key
+        from tools_app.bridge.pool import pool_key
         from tools_app.bridge.services import bridge_call_entry
+        from tools_app.bridge.upstream_call import call_upstream
 
         self.preflight(context.settings, arguments)
         server = configured_server(self.record.server)

@@ -116,3 +116,14 @@ def call(
             audit_record_many([AuditEntry(**entry, agent=agent) for entry in context.audit_entries])
     settled = settle_outcome(contract=implementation.contract, outcome=outcome)
     return outcome, settled, invocation_id
+
+
+def server_failures(records: list[Any], server: str) -> list[dict[str, Any]]:
+    """The ``bridge_server_failed`` events logged for ``server`` (``caplog.records``)."""
+    return [
+        record.msg
+        for record in records
+        if isinstance(record.msg, dict)
+        and record.msg.get("event") == "bridge_server_failed"
+        and record.msg.get("server") == server
+    ]

@@ -18,7 +18,13 @@ import pytest
 from django.db import connection
 
 from common.testing import wait_until
-from tests.tools_app.bridge.bridged import NET_SERVER, bridged_servers, call, server_name
+from tests.tools_app.bridge.bridged import (
+    NET_SERVER,
+    bridged_servers,
+    call,
+    server_failures,
+    server_name,
+)
 from tools_app.bridge.pool import WarmServer, bridge_pool
 from tools_app.builtin.base import ToolFailedError
 from trust_app.models import Agent
@@ -27,13 +33,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.django_db(transaction=True)]
 
 
 def _failures(caplog: pytest.LogCaptureFixture, server: str) -> list[dict[str, Any]]:
-    return [
-        record.msg
-        for record in caplog.records
-        if isinstance(record.msg, dict)
-        and record.msg.get("event") == "bridge_server_failed"
-        and record.msg.get("server") == server
-    ]
+    return server_failures(caplog.records, server)
 
 
 def test_a_server_that_ends_mid_call_is_logged_with_its_last_words(

@@ -15,7 +15,13 @@ from typing import Any
 import pytest
 
 from common.testing import wait_until
-from tests.tools_app.bridge.bridged import NET_SERVER, bridged_servers, call, server_name
+from tests.tools_app.bridge.bridged import (
+    NET_SERVER,
+    bridged_servers,
+    call,
+    server_failures,
+    server_name,
+)
 from tools_app.builtin.base import ToolFailedError
 from trust_app.models import Agent
 
@@ -25,13 +31,7 @@ CAP = 1024 * 1024
 
 
 def _said(caplog: pytest.LogCaptureFixture, server: str) -> str:
-    return " ".join(
-        str(record.msg.get("stderr"))
-        for record in caplog.records
-        if isinstance(record.msg, dict)
-        and record.msg.get("event") == "bridge_server_failed"
-        and record.msg.get("server") == server
-    )
+    return " ".join(str(failed.get("stderr")) for failed in server_failures(caplog.records, server))
 
 
 def _peak_kib() -> int:
