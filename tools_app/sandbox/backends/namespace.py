@@ -45,6 +45,8 @@ USER_NAMESPACE_NPROC_HEADROOM = 32
 TMP_INSIDE = "/tmp"  # noqa: S108 - a private tmpfs inside the namespace
 HOME_INSIDE = f"{TMP_INSIDE}/home"
 SHM_INSIDE = "/dev/shm"  # noqa: S108 - a private tmpfs inside the namespace
+PTS_INSIDE = "/dev/pts"
+PTS_SIZE = 4096
 SYSTEM_DIRS: tuple[str, ...] = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 # Only what programs need from /etc; the rest of the host's /etc stays hidden.
 ETC_ENTRIES: tuple[str, ...] = (
@@ -210,6 +212,15 @@ class NamespaceSandbox:
             str(self.tmpfs_size_bytes),
             "--tmpfs",
             SHM_INSIDE,
+            # No pseudo-terminals: each one holds kernel memory outside every ceiling of
+            # the sandbox, and all sandboxes share the host's few thousand. An empty,
+            # read-only directory hides bubblewrap's devpts (and /dev/ptmx points into it).
+            "--size",
+            str(PTS_SIZE),
+            "--tmpfs",
+            PTS_INSIDE,
+            "--remount-ro",
+            PTS_INSIDE,
             "--remount-ro",
             "/dev",
             "--size",

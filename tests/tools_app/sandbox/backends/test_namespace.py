@@ -90,6 +90,34 @@ class TestNamespaceSandbox(AttackSuite):
         )
         assert self.run(backend, workspace, "python3", "-c", control).stdout == "ok\n"
 
+    def test_no_pseudo_terminal_can_be_opened(self, backend, workspace):
+        # The attack: every pseudo-terminal holds kernel memory no ceiling of the sandbox
+        # counts, and all sandboxes share the host's few thousand (kernel.pty.max): one
+        # call or server opening them all would leave none to the others.
+        attack = (
+            "import os\n"
+            "for path in ('/dev/ptmx', '/dev/pts/ptmx', '/proc/self/root/dev/pts/ptmx'):\n"
+            "    try:\n"
+            "        os.close(os.open(path, os.O_RDWR | os.O_NOCTTY)); print('opened', path)\n"
+            "    except OSError as exc:\n"
+            "        print('refused', path, exc.strerror)\n"
+            "try:\n"
+            "    os.openpty(); print('openpty')\n"
+            "except OSError:\n"
+            "    print('no openpty')\n"
+            "try:\n"
+            "    open('/dev/pts/planted', 'w'); print('planted')\n"
+            "except OSError as exc:\n"
+            "    print('not planted', exc.strerror)\n"
+            "print(sorted(os.listdir('/dev/pts')))\n"
+        )
+        lines = self.run(backend, workspace, "python3", "-c", attack).stdout.splitlines()
+        assert [line.split(" ")[0] for line in lines[:3]] == ["refused"] * 3, lines
+        assert lines[3:] == ["no openpty", "not planted Read-only file system", "[]"], lines
+        # The control: pipes, which every tool's input and output go through, still work.
+        control = "import os\nr, w = os.pipe(); os.write(w, b'ok'); print(os.read(r, 2).decode())"
+        assert self.run(backend, workspace, "python3", "-c", control).stdout == "ok\n"
+
     def test_tmp_is_private_per_call(self, backend, workspace):
         self.run(backend, workspace, "sh", "-c", "echo one > /tmp/left-behind")
         second = self.run(backend, workspace, "ls", "/tmp")
