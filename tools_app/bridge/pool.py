@@ -31,6 +31,7 @@ import json
 import os
 import threading
 import time
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -109,6 +110,9 @@ class BridgePool:
         self.loop = asyncio.new_event_loop()
         self.servers: dict[PoolKey, WarmServer] = {}
         self._lock: asyncio.Lock | None = None
+        self._key_locks: weakref.WeakValueDictionary[PoolKey, asyncio.Lock] = (
+            weakref.WeakValueDictionary()
+        )
         self.thread = threading.Thread(target=self._run, name="synthorg-mcp-bridge", daemon=True)
         self.thread.start()
         self.submit(self._reap_idle())
@@ -122,9 +126,18 @@ class BridgePool:
 
     @property
     def lock(self) -> asyncio.Lock:
+        """Held while the servers' slots are counted and one is taken."""
         if self._lock is None:
             self._lock = asyncio.Lock()
         return self._lock
+
+    def _key_lock(self, key: PoolKey) -> asyncio.Lock:
+        """Held while one key's server is checked, or stopped and started again; kept
+        only while a call holds or waits for it."""
+        lock = self._key_locks.get(key)
+        if lock is None:
+            lock = self._key_locks[key] = asyncio.Lock()
+        return lock
 
     async def _own(self, warm: WarmServer, workspace: Path | None, secrets: ServerSecrets) -> None:
         """The task that holds the session open until told to stop (or it fails)."""
@@ -231,7 +244,8 @@ class BridgePool:
 
     async def _make_room(self) -> None:
         while len(self.servers) >= settings.SYNTHORG_BRIDGE_POOL_SIZE:
-            idle = [w for w in self.servers.values() if w.busy == 0]
+            # Not one still starting: the call that starts it is waiting for it.
+            idle = [w for w in self.servers.values() if w.busy == 0 and w.ready.is_set()]
             if not idle:
                 raise ToolFailedError(
                     f"every one of this worker's {settings.SYNTHORG_BRIDGE_POOL_SIZE} MCP server "
@@ -249,7 +263,9 @@ class BridgePool:
         one."""
         secrets = secrets or ServerSecrets()
         digest = _digest(secrets.digest_source)
-        async with self.lock:
+        # One key's start (seconds, a slow server's minutes) holds that key only: calls
+        # to the other servers of this worker go on meanwhile.
+        async with self._key_lock(key):
             warm = self.servers.get(key)
             if warm is not None and warm.secrets_digest != digest:
                 log.info("bridge_server_secrets_changed", server=server.name, busy=warm.busy)
@@ -259,21 +275,23 @@ class BridgePool:
                     del self.servers[key]
                     warm = None
             elif warm is not None and warm.alive and warm.session is not None:
+                # Counted at once: another key's start does not take its slot meanwhile.
+                warm.busy += 1
                 if not ping:
-                    warm.busy += 1
                     return warm, False
                 try:
                     await asyncio.wait_for(warm.session.send_ping(), server.timeout_seconds)
-                    warm.busy += 1
                     return warm, False
                 except Exception as exc:
+                    warm.busy -= 1
                     log.info("bridge_server_restarted", server=server.name, error=str(exc))
             if warm is not None:
                 await self._stop(warm)
-            await self._make_room()
             warm = WarmServer(key=key, server=server, secrets_digest=digest)
+            async with self.lock:  # the slots are counted across keys
+                await self._make_room()
+                self.servers[key] = warm
             warm.task = asyncio.ensure_future(self._own(warm, workspace, secrets))
-            self.servers[key] = warm
             try:
                 await asyncio.wait_for(warm.ready.wait(), settings.SYNTHORG_BRIDGE_START_SECONDS)
             except TimeoutError:
@@ -284,7 +302,8 @@ class BridgePool:
                     code="upstream_unavailable",
                 ) from None
             if warm.session is None:
-                self.servers.pop(key, None)
+                if self.servers.get(key) is warm:
+                    del self.servers[key]
                 raise _start_failure(server, warm.error)
             warm.busy += 1
             return warm, True
