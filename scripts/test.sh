@@ -40,7 +40,7 @@ scripts/compile-bytecode.sh
 # Test modules run in this many processes side by side (pytest-xdist), each with its own
 # Redis, var/ and test database; a module stays whole in one of them. Three on two
 # cores: most of the suite's time is spent waiting (for people, sandboxes, restarts).
-workers=${SYNTHORG_TEST_WORKERS:-4}
+workers=${SYNTHORG_TEST_WORKERS:-3}
 missing() { # a required part is missing: fail, unless the user allowed skips
   if [ "${SYNTHORG_TEST_ALLOW_SKIP:-0}" = 1 ]; then
     echo "!! $1: tests that need it will be skipped (SYNTHORG_TEST_ALLOW_SKIP=1)" >&2
@@ -171,10 +171,8 @@ if [ -n "${gui_image_pid:-}" ]; then
 fi
 say "pytest"
 tests_status=0
-# The longest modules first (tests/support/order.py), so the run does not end on one
-# worker's tail: refresh their seconds with `scripts/test.sh test --store-module-seconds`.
-"$venv/python" -m pytest -p no:cacheprovider -p tests.support.shard -p tests.support.order \
-  -n "$workers" --dist loadfile --no-loadscope-reorder --durations=40 "${@:2}" || tests_status=$?
+"$venv/python" -m pytest -p no:cacheprovider -p tests.support.shard -n "$workers" --dist loadfile \
+  --durations=40 "${@:2}" || tests_status=$?
 lint_status=0
 wait "$lint_pid" || lint_status=$?
 say "mypy and import-linter"
