@@ -125,6 +125,10 @@ class SandboxSpec:
     secret_env: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     """Named secrets granted for this call, by variable name (set by the worker from
     the call's ``secret_env``; secret-shaped names pass, injection names never)."""
+    terminals: bool = False
+    """The command opens pseudo-terminals (a terminal emulator on the agent's desktop).
+    Without it the namespace backend gives none: each holds kernel memory outside the
+    sandbox's ceilings, from a pool every sandbox of the host shares."""
     answers_lines: bool = False
     """The command answers each line of its stdin with one line on stdout and ends at
     the end of its input: a backend may keep it running and give it the stdin of later

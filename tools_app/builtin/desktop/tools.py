@@ -283,6 +283,7 @@ def host_spec(
             address_space_bytes=max(ADDRESS_SPACE_BYTES, section.memory_bytes),
         ),
         owner=context.owner,
+        terminals=True,  # xterm, the desktop's terminal, needs them
     )
 
 

@@ -45,8 +45,11 @@ USER_NAMESPACE_NPROC_HEADROOM = 32
 TMP_INSIDE = "/tmp"  # noqa: S108 - a private tmpfs inside the namespace
 HOME_INSIDE = f"{TMP_INSIDE}/home"
 SHM_INSIDE = "/dev/shm"  # noqa: S108 - a private tmpfs inside the namespace
+# No pseudo-terminals unless the spec asks for them: each holds kernel memory outside
+# every ceiling of the sandbox, and all sandboxes share the host's few thousand. An empty,
+# read-only directory hides bubblewrap's devpts (and /dev/ptmx points into it).
 PTS_INSIDE = "/dev/pts"
-PTS_SIZE = 4096
+NO_TERMINALS = ("--size", "4096", "--tmpfs", PTS_INSIDE, "--remount-ro", PTS_INSIDE)
 SYSTEM_DIRS: tuple[str, ...] = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 # Only what programs need from /etc; the rest of the host's /etc stays hidden.
 ETC_ENTRIES: tuple[str, ...] = (
@@ -212,15 +215,7 @@ class NamespaceSandbox:
             str(self.tmpfs_size_bytes),
             "--tmpfs",
             SHM_INSIDE,
-            # No pseudo-terminals: each one holds kernel memory outside every ceiling of
-            # the sandbox, and all sandboxes share the host's few thousand. An empty,
-            # read-only directory hides bubblewrap's devpts (and /dev/ptmx points into it).
-            "--size",
-            str(PTS_SIZE),
-            "--tmpfs",
-            PTS_INSIDE,
-            "--remount-ro",
-            PTS_INSIDE,
+            *([] if spec.terminals else NO_TERMINALS),
             "--remount-ro",
             "/dev",
             "--size",

@@ -114,9 +114,15 @@ class TestNamespaceSandbox(AttackSuite):
         lines = self.run(backend, workspace, "python3", "-c", attack).stdout.splitlines()
         assert [line.split(" ")[0] for line in lines[:3]] == ["refused"] * 3, lines
         assert lines[3:] == ["no openpty", "not planted Read-only file system", "[]"], lines
-        # The control: pipes, which every tool's input and output go through, still work.
+        # The controls: pipes, which every tool's input and output go through, still work;
+        # a command that asks for terminals (the desktop's xterm) gets them.
         control = "import os\nr, w = os.pipe(); os.write(w, b'ok'); print(os.read(r, 2).decode())"
         assert self.run(backend, workspace, "python3", "-c", control).stdout == "ok\n"
+        asked = self.run(backend, workspace, "python3", "-c", attack, terminals=True)
+        assert asked.stdout.splitlines()[:4] == [
+            "opened /dev/ptmx", "opened /dev/pts/ptmx", "opened /proc/self/root/dev/pts/ptmx",
+            "openpty",
+        ], asked.stdout  # fmt: skip
 
     def test_tmp_is_private_per_call(self, backend, workspace):
         self.run(backend, workspace, "sh", "-c", "echo one > /tmp/left-behind")
