@@ -19,7 +19,6 @@ from django.core.mail import EmailMessage
 
 from common.config.notifications import AnyChannel, EmailChannel, SlackChannel, WebhookChannel
 from notifications_app import messages
-from notifications_app.push_send import PushError, send_push
 from notifications_app.signing import SIGNATURE_HEADER, sign
 
 USER_AGENT = "SynthOrg-Console-Notifications"
@@ -97,6 +96,10 @@ def send(channel: AnyChannel, delivery_id: str, facts: Mapping[str, Any]) -> Non
     elif isinstance(channel, EmailChannel):
         send_email(channel, delivery_id, facts)
     else:
+        # pywebpush brings aiohttp and cryptography's JOSE: most of a second of CPU to
+        # import, paid by the process that sends a push rather than by every one at start.
+        from notifications_app.push_send import PushError, send_push
+
         try:
             send_push(channel, delivery_id, facts)
         except PushError as exc:

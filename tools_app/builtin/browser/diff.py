@@ -33,7 +33,6 @@ from tools_app.builtin.browser.tools import (
     call_timeout,
     checked_url,
 )
-from tools_app.builtin.browser.visual_diff import PictureError, compare, decode_png
 from tools_app.builtin.file_system.execution import file_system_scope
 from tools_app.builtin.file_system.inside.runner import (
     RunnerRefusal,
@@ -172,6 +171,10 @@ def _threshold(value: object) -> float:
 
 
 def _picture(data: bytes, what: str) -> Any:
+    # numpy, SciPy and scikit-image take seconds of CPU to import: only a process that
+    # compares pictures pays for them, not every worker, web node and command at start.
+    from tools_app.builtin.browser.visual_diff import PictureError, decode_png
+
     try:
         return decode_png(data, what)
     except PictureError as exc:
@@ -269,6 +272,8 @@ class BrowserDiffTool:
                 context, arguments.get("candidate"), "candidate"
             )
         candidate = _picture(candidate_data, "candidate")
+        from tools_app.builtin.browser.visual_diff import compare  # see _picture
+
         result = compare(baseline, candidate, threshold=threshold)
         saved = keep_png(context, result.diff_png, label="diff-")
         _record(
