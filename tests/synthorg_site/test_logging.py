@@ -84,4 +84,19 @@ def test_a_task_started_in_a_request_logs_that_request_id(
             wait_until(logged, timeout=120, what="the worker to log the task with its request id")
         except AssertionError as exc:
             seen = [line for line in worker.output().splitlines() if result.id in line]
-            raise AssertionError(f"{exc}; the worker's lines naming the task: {seen[-5:]}") from exc
+            raise AssertionError(
+                f"{exc}; the worker's lines naming the task: {seen[-5:]}; {_queue_state(queue)}; "
+                f"the worker's broker: {test_env.get('REDIS_URL')}"
+            ) from exc
+
+
+def _queue_state(queue: str) -> str:
+    """Where the task is when the worker has not logged it: still waiting in its queue
+    (never taken), or gone (taken, or never stored), and the broker it was sent to."""
+    app = execute_invocation.app
+    try:
+        with app.connection_for_write() as connection:
+            _, waiting, consumers = connection.default_channel.queue_declare(queue, passive=True)
+            return f"sent to {connection.as_uri()}: {waiting} waiting, {consumers} consumers"
+    except Exception as exc:
+        return f"the queue could not be read: {exc!r}"
