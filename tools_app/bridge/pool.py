@@ -282,8 +282,10 @@ class BridgePool:
                 try:
                     await asyncio.wait_for(warm.session.send_ping(), server.timeout_seconds)
                     return warm, False
-                except Exception as exc:
-                    warm.busy -= 1
+                except BaseException as exc:
+                    warm.busy -= 1  # also when the call is cancelled during its ping
+                    if not isinstance(exc, Exception):
+                        raise
                     log.info("bridge_server_restarted", server=server.name, error=str(exc))
             if warm is not None:
                 await self._stop(warm)
